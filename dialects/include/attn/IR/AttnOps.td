@@ -1,0 +1,457 @@
+//===- AttnOps.td - Operations of the attn dialect ---------*- tablegen -*-===//
+//
+// One op per DSL op (SPEC §2). Every op is pure, works on statically shaped
+// tensors, infers its result type, and checks its operands with the shared
+// rules of AttnShapeRules.h (hasVerifier), so hand-written IR gets exactly the
+// checks that a `.attn` spec gets.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_OPS_TD
+#define ATTN_OPS_TD
+
+include "attn/IR/AttnDialect.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Attn_F32Tensor : StaticShapeTensorOf<[F32]>;
+def Attn_I32Tensor : StaticShapeTensorOf<[I32]>;
+
+class Attn_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Attn_Dialect, mnemonic,
+         !listconcat(traits, [Pure, InferTypeOpAdaptor])> {
+  let results = (outs Attn_F32Tensor:$result);
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// LinearOp
+//===----------------------------------------------------------------------===//
+
+def Attn_LinearOp : Attn_Op<"linear"> {
+  let summary = "affine map over the last axis, torch nn.Linear";
+  let description = [{
+    `result[..., o] = sum_i x[..., i] * w[o, i] + b[o]`, i.e. `x @ wᵀ + b`
+    with the weight in torch's `[out_features, in_features]` layout. The bias
+    is optional.
+
+    Example:
+
+    ```mlir
+    %y = attn.linear %x, %w, %b
+        : (tensor<2x4x100xf32>, tensor<50x100xf32>, tensor<50xf32>)
+        -> tensor<2x4x50xf32>
+    ```
+  }];
+  let arguments = (ins Attn_F32Tensor:$x, Attn_F32Tensor:$w,
+                       Optional<Attn_F32Tensor>:$b);
+  let assemblyFormat = [{
+    $x `,` $w (`,` $b^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// MatmulOp
+//===----------------------------------------------------------------------===//
+
+def Attn_MatmulOp : Attn_Op<"matmul"> {
+  let summary = "batched matrix product, torch.bmm";
+  let description = [{
+    `result[n, m, p] = sum_k a[n, m, k] * b[n, k, p]`; with `transpose_b`,
+    `b` is read as `[N, P, K]`: `result[n, m, p] = sum_k a[n, m, k] * b[n, p, k]`.
+
+    Example (attention scores `q kᵀ`):
+
+    ```mlir
+    %s = attn.matmul %q, %k transpose_b
+        : (tensor<10x4x20xf32>, tensor<10x6x20xf32>) -> tensor<10x4x6xf32>
+    ```
+  }];
+  let arguments = (ins Attn_F32Tensor:$a, Attn_F32Tensor:$b,
+                       UnitAttr:$transpose_b);
+  let assemblyFormat = [{
+    $a `,` $b (`transpose_b` $transpose_b^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// ScaleOp
+//===----------------------------------------------------------------------===//
+
+def Attn_ScaleOp : Attn_Op<"scale"> {
+  let summary = "multiplication by a constant";
+  let description = [{
+    `result = x * factor` elementwise, for a tensor of any shape.
+
+    Example (`1/sqrt(d)` with d = 16):
+
+    ```mlir
+    %y = attn.scale %x factor(2.500000e-01) : tensor<10x4x6xf32>
+    ```
+  }];
+  let arguments = (ins Attn_F32Tensor:$x, F32Attr:$factor);
+  let assemblyFormat = "$x `factor` `(` $factor `)` attr-dict `:` type($x)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// AddOp
+//===----------------------------------------------------------------------===//
+
+def Attn_AddOp : Attn_Op<"add", [Commutative]> {
+  let summary = "elementwise sum of two tensors of one shape";
+  let description = [{
+    `result = a + b` elementwise. Both operands have the same shape; there is
+    no broadcasting.
+
+    Example:
+
+    ```mlir
+    %z = attn.add %x, %y
+        : (tensor<2x4x100xf32>, tensor<2x4x100xf32>) -> tensor<2x4x100xf32>
+    ```
+  }];
+  let arguments = (ins Attn_F32Tensor:$a, Attn_F32Tensor:$b);
+  let assemblyFormat = [{
+    $a `,` $b attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// ReluOp
+//===----------------------------------------------------------------------===//
+
+def Attn_ReluOp : Attn_Op<"relu"> {
+  let summary = "rectified linear unit";
+  let description = [{
+    `result = max(x, 0)` elementwise.
+
+    Example:
+
+    ```mlir
+    %y = attn.relu %x : tensor<2x4x64xf32>
+    ```
+  }];
+  let arguments = (ins Attn_F32Tensor:$x);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+}
+
+//===----------------------------------------------------------------------===//
+// SplitHeadsOp
+//===----------------------------------------------------------------------===//
+
+def Attn_SplitHeadsOp : Attn_Op<"split_heads"> {
+  let summary = "[B, T, H*d] -> [B*H, T, d], D2L transpose_qkv";
+  let description = [{
+    `result[b*H + h, t, i] = x[b, t, h*d + i]` with `d = D / heads`: each
+    head's slice of the features becomes its own batch entry (D2L
+    `transpose_qkv`). `heads` divides `D`.
+
+    Example:
+
+    ```mlir
+    %h = attn.split_heads %x heads(5)
+        : (tensor<2x4x100xf32>) -> tensor<10x4x20xf32>
+    ```
+  }];
+  let arguments = (ins Attn_F32Tensor:$x, I64Attr:$heads);
+  let assemblyFormat = [{
+    $x `heads` `(` $heads `)` attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// MergeHeadsOp
+//===----------------------------------------------------------------------===//
+
+def Attn_MergeHeadsOp : Attn_Op<"merge_heads"> {
+  let summary = "[B*H, T, d] -> [B, T, H*d], D2L transpose_output";
+  let description = [{
+    `result[b, t, h*d + i] = x[b*H + h, t, i]`, the inverse of `split_heads`
+    (D2L `transpose_output`). `heads` divides the leading dimension.
+
+    Example:
+
+    ```mlir
+    %y = attn.merge_heads %x heads(5)
+        : (tensor<10x4x20xf32>) -> tensor<2x4x100xf32>
+    ```
+  }];
+  let arguments = (ins Attn_F32Tensor:$x, I64Attr:$heads);
+  let assemblyFormat = [{
+    $x `heads` `(` $heads `)` attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// SoftmaxOp
+//===----------------------------------------------------------------------===//
+
+def Attn_SoftmaxOp : Attn_Op<"softmax"> {
+  let summary = "softmax over the last axis";
+  let description = [{
+    `result[..., j] = exp(x[..., j] - m) / sum_k exp(x[..., k] - m)` with
+    `m = max_k x[..., k]` (max-subtracted, as torch computes it).
+
+    Example:
+
+    ```mlir
+    %p = attn.softmax %s : tensor<10x4x6xf32>
+    ```
+  }];
+  let arguments = (ins Attn_F32Tensor:$x);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+}
+
+//===----------------------------------------------------------------------===//
+// MaskedSoftmaxOp
+//===----------------------------------------------------------------------===//
+
+def Attn_MaskedSoftmaxOp : Attn_Op<"masked_softmax"> {
+  let summary = "D2L masked_softmax: softmax with positions >= valid_len "
+                "replaced by -1e6";
+  let description = [{
+    `result[n, i, :] = softmax(x'[n, i, :])` where
+    `x'[n, i, j] = j < len(n, i) ? x[n, i, j] : -1e6` and `len(n, i)` is
+    `valid_lens[n]` (1-D) or `valid_lens[n, i]` (2-D). Masked entries are
+    *replaced*, not set to -inf, exactly as D2L does: a row with
+    `len <= 0` comes out uniform (`1/Tk`), never NaN; `len > Tk` masks
+    nothing.
+
+    Example:
+
+    ```mlir
+    %p = attn.masked_softmax %s, %vl
+        : (tensor<10x4x6xf32>, tensor<10xi32>) -> tensor<10x4x6xf32>
+    ```
+  }];
+  let arguments = (ins Attn_F32Tensor:$x, Attn_I32Tensor:$valid_lens);
+  let assemblyFormat = [{
+    $x `,` $valid_lens attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+def Attn_AttentionOp : Attn_Op<"attention"> {
+  let summary = "D2L DotProductAttention (composite)";
+  let description = [{
+    `result = masked_softmax(q kᵀ / sqrt(d), valid_lens) @ v` over each of
+    the N batch entries, with `q[N, Tq, d]`, `k[N, Tk, d]`, `v[N, Tk, dv]`.
+    Without `valid_lens` (and without `causal`) the softmax is unmasked.
+    `causal` also masks keys `j > i` (replaced by -1e6, like the lengths),
+    which equals masking with lengths `min(valid_len, i + 1)`.
+
+    Example:
+
+    ```mlir
+    %o = attn.attention %q, %k, %v valid_lens(%vl) causal
+        : (tensor<10x4x20xf32>, tensor<10x4x20xf32>, tensor<10x4x20xf32>,
+           tensor<10xi32>) -> tensor<10x4x20xf32>
+    ```
+  }];
+  let arguments = (ins Attn_F32Tensor:$q, Attn_F32Tensor:$k,
+                       Attn_F32Tensor:$v, Optional<Attn_I32Tensor>:$valid_lens,
+                       UnitAttr:$causal);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v (`valid_lens` `(` $valid_lens^ `)`)? (`causal` $causal^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// MultiheadAttentionOp
+//===----------------------------------------------------------------------===//
+
+def Attn_MultiheadAttentionOp : Attn_Op<"multihead_attention"> {
+  let summary = "D2L MultiHeadAttention(bias=False) (composite)";
+  let description = [{
+    With `split`/`merge` the head reshapes of `split_heads`/`merge_heads`:
+
+    `result = merge(attention(split(q w_qᵀ), split(k w_kᵀ), split(v w_vᵀ),
+    repeat_interleave(valid_lens, heads))) w_oᵀ`
+
+    for `q[B, Tq, Dq]`, `k[B, Tk, Dk]`, `v[B, Tk, Dv]`, weights
+    `w_q[Hd, Dq]`, `w_k[Hd, Dk]`, `w_v[Hd, Dv]`, `w_o[Hd, Hd]`;
+    `heads` divides `Hd`. `valid_lens` is `[B]` or `[B, Tq]` and is repeated
+    for every head; `causal` is passed on to `attention`.
+
+    Example (the book's case, B=2, T=4, D=100, 5 heads):
+
+    ```mlir
+    %y = attn.multihead_attention %x, %x, %x heads(5)
+        weights(%wq, %wk, %wv, %wo) valid_lens(%vl)
+        : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>,
+           tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>,
+           tensor<100x100xf32>, tensor<2xi32>) -> tensor<2x4x100xf32>
+    ```
+  }];
+  let arguments = (ins Attn_F32Tensor:$q, Attn_F32Tensor:$k,
+                       Attn_F32Tensor:$v, Attn_F32Tensor:$w_q,
+                       Attn_F32Tensor:$w_k, Attn_F32Tensor:$w_v,
+                       Attn_F32Tensor:$w_o, Optional<Attn_I32Tensor>:$valid_lens,
+                       I64Attr:$heads, UnitAttr:$causal);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `heads` `(` $heads `)`
+    `weights` `(` $w_q `,` $w_k `,` $w_v `,` $w_o `)`
+    (`valid_lens` `(` $valid_lens^ `)`)? (`causal` $causal^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// PositionalEncodingOp
+//===----------------------------------------------------------------------===//
+
+def Attn_PositionalEncodingOp : Attn_Op<"positional_encoding"> {
+  let summary = "D2L PositionalEncoding in eval mode: x + P[:T]";
+  let description = [{
+    `result[b, i, c] = x[b, i, c] + P[i, c]` with
+    `P[i, 2j] = sin(i / 10000^(2j/D))` and `P[i, 2j+1] = cos(i / 10000^(2j/D))`.
+    `D` must be even and `T <= max_len` (default 1000), as in D2L where the
+    table has `max_len` rows.
+
+    Example:
+
+    ```mlir
+    %p = attn.positional_encoding %x max_len(1000) : tensor<2x4x100xf32>
+    ```
+  }];
+  let arguments = (ins Attn_F32Tensor:$x,
+                       DefaultValuedAttr<I64Attr, "::mlir::attn::rules::kDefaultMaxLen">:$max_len);
+  let assemblyFormat = [{
+    $x (`max_len` `(` $max_len^ `)`)? attr-dict `:` type($x)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// LayerNormOp
+//===----------------------------------------------------------------------===//
+
+def Attn_LayerNormOp : Attn_Op<"layer_norm"> {
+  let summary = "layer normalization over the last axis, torch nn.LayerNorm";
+  let description = [{
+    `result = (x - mean) / sqrt(var + eps) * gamma + beta` over the last axis,
+    with the biased variance `var = mean((x - mean)^2)`.
+
+    Example:
+
+    ```mlir
+    %y = attn.layer_norm %x, %gamma, %beta eps(1.000000e-05)
+        : (tensor<2x4x100xf32>, tensor<100xf32>, tensor<100xf32>)
+        -> tensor<2x4x100xf32>
+    ```
+  }];
+  let arguments = (ins Attn_F32Tensor:$x, Attn_F32Tensor:$gamma,
+                       Attn_F32Tensor:$beta,
+                       DefaultValuedAttr<F32Attr, "::mlir::attn::rules::kDefaultEps">:$eps);
+  let assemblyFormat = [{
+    $x `,` $gamma `,` $beta (`eps` `(` $eps^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// AddNormOp
+//===----------------------------------------------------------------------===//
+
+def Attn_AddNormOp : Attn_Op<"add_norm"> {
+  let summary = "D2L AddNorm: layer_norm(y + x) (composite)";
+  let description = [{
+    `result = layer_norm(y + x, gamma, beta, eps)`: the residual connection
+    and layer normalization of D2L `AddNorm` (dropout is the identity at
+    inference).
+
+    Example:
+
+    ```mlir
+    %z = attn.add_norm %x, %y, %gamma, %beta
+        : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<100xf32>,
+           tensor<100xf32>) -> tensor<2x4x100xf32>
+    ```
+  }];
+  let arguments = (ins Attn_F32Tensor:$x, Attn_F32Tensor:$y,
+                       Attn_F32Tensor:$gamma, Attn_F32Tensor:$beta,
+                       DefaultValuedAttr<F32Attr, "::mlir::attn::rules::kDefaultEps">:$eps);
+  let assemblyFormat = [{
+    $x `,` $y `,` $gamma `,` $beta (`eps` `(` $eps^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// FfnOp
+//===----------------------------------------------------------------------===//
+
+def Attn_FfnOp : Attn_Op<"ffn"> {
+  let summary = "D2L PositionWiseFFN (composite)";
+  let description = [{
+    `result = linear(relu(linear(x, w1, b1)), w2, b2)` for `x[..., D]`,
+    `w1[F, D]`, `b1[F]`, `w2[O, F]`, `b2[O]`.
+
+    Example:
+
+    ```mlir
+    %y = attn.ffn %x, %w1, %b1, %w2, %b2
+        : (tensor<2x4x32xf32>, tensor<64x32xf32>, tensor<64xf32>,
+           tensor<32x64xf32>, tensor<32xf32>) -> tensor<2x4x32xf32>
+    ```
+  }];
+  let arguments = (ins Attn_F32Tensor:$x, Attn_F32Tensor:$w1,
+                       Attn_F32Tensor:$b1, Attn_F32Tensor:$w2,
+                       Attn_F32Tensor:$b2);
+  let assemblyFormat = [{
+    $x `,` $w1 `,` $b1 `,` $w2 `,` $b2 attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// EmbeddingOp
+//===----------------------------------------------------------------------===//
+
+def Attn_EmbeddingOp : Attn_Op<"embedding"> {
+  let summary = "row lookup in an embedding table";
+  let description = [{
+    `result[..., :] = table[ids[...], :]`. An id outside `[0, V)` is a
+    run-time error that the generated code reports; it never reads out of
+    bounds.
+
+    Example:
+
+    ```mlir
+    %e = attn.embedding %ids, %table
+        : (tensor<2x4xi32>, tensor<1000x64xf32>) -> tensor<2x4x64xf32>
+    ```
+  }];
+  let arguments = (ins Attn_I32Tensor:$ids, Attn_F32Tensor:$table);
+  let assemblyFormat = [{
+    $ids `,` $table attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// DropoutOp
+//===----------------------------------------------------------------------===//
+
+def Attn_DropoutOp : Attn_Op<"dropout"> {
+  let summary = "dropout at inference: the identity";
+  let description = [{
+    `result = x`. The probability `p` is kept for the record and checked to be
+    in `[0, 1)`; the op folds away.
+
+    Example:
+
+    ```mlir
+    %y = attn.dropout %x p(1.000000e-01) : tensor<2x4x100xf32>
+    ```
+  }];
+  let arguments = (ins Attn_F32Tensor:$x, F32Attr:$p);
+  let assemblyFormat = "$x `p` `(` $p `)` attr-dict `:` type($x)";
+  let hasFolder = 1;
+}
+
+#endif // ATTN_OPS_TD

@@ -1,0 +1,101 @@
+//===- AttnShapeRules.h - Shape and dtype rules of the attn ops -*- C++ -*-===//
+//
+// The one place where the operand/attribute rules of every attn op live, and
+// where each op's result shape is derived. Both the dialect (verifiers and
+// result-type inference) and the DSL front end (semantic checks reported at
+// source locations) call these functions, so IR written by hand and a `.attn`
+// spec are held to exactly the same rules.
+//
+// The functions depend on LLVM ADT only, not on MLIR types: the front end
+// checks its AST before any IR exists.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_IR_ATTNSHAPERULES_H
+#define ATTN_IR_ATTNSHAPERULES_H
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/Twine.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace mlir::attn::rules {
+
+/// Defaults of optional attributes/keywords (ODS and the DSL both use them).
+constexpr int64_t kDefaultMaxLen = 1000;
+constexpr float kDefaultEps = 1e-5f;
+
+/// Element types the ops accept. `Other` stands for anything else (an MLIR
+/// f16 tensor, say) so that it can be rejected with a message.
+enum class ElementKind { F32, I32, Other };
+
+/// A statically shaped tensor as the rules see it.
+struct TensorShape {
+  ElementKind element = ElementKind::F32;
+  llvm::SmallVector<int64_t, 4> dims;
+
+  int64_t rank() const { return static_cast<int64_t>(dims.size()); }
+  bool operator==(const TensorShape &other) const {
+    return element == other.element && dims == other.dims;
+  }
+};
+
+/// Spells a tensor the way the DSL does: `f32[2, 4, 100]`.
+std::string formatShape(const TensorShape &shape);
+
+/// Receives one violated rule: the name of the operand or attribute at fault,
+/// as spelled in the DSL and in ODS (`x`, `w_q`, `valid_lens`, `heads`, ...),
+/// and a message that names what was expected and what was found.
+using RuleError =
+    llvm::function_ref<void(llvm::StringRef argument, const llvm::Twine &)>;
+
+/// The inferred result, or nullopt after at least one RuleError call.
+using RuleResult = std::optional<TensorShape>;
+
+RuleResult inferLinear(const TensorShape &x, const TensorShape &w,
+                       const TensorShape *b, RuleError error);
+RuleResult inferMatmul(const TensorShape &a, const TensorShape &b,
+                       bool transposeB, RuleError error);
+/// scale, relu: any f32 tensor, same shape out.
+RuleResult inferElementwiseUnary(const TensorShape &x, RuleError error);
+/// add: two f32 tensors of one shape (no broadcasting).
+RuleResult inferElementwiseBinary(const TensorShape &lhs,
+                                  const TensorShape &rhs, RuleError error);
+RuleResult inferSoftmax(const TensorShape &x, RuleError error);
+RuleResult inferDropout(const TensorShape &x, double p, RuleError error);
+RuleResult inferSplitHeads(const TensorShape &x, int64_t heads,
+                           RuleError error);
+RuleResult inferMergeHeads(const TensorShape &x, int64_t heads,
+                           RuleError error);
+RuleResult inferMaskedSoftmax(const TensorShape &x,
+                              const TensorShape &validLens, RuleError error);
+RuleResult inferAttention(const TensorShape &q, const TensorShape &k,
+                          const TensorShape &v, const TensorShape *validLens,
+                          RuleError error);
+RuleResult inferMultiheadAttention(const TensorShape &q, const TensorShape &k,
+                                   const TensorShape &v, const TensorShape &wQ,
+                                   const TensorShape &wK, const TensorShape &wV,
+                                   const TensorShape &wO,
+                                   const TensorShape *validLens, int64_t heads,
+                                   RuleError error);
+RuleResult inferPositionalEncoding(const TensorShape &x, int64_t maxLen,
+                                   RuleError error);
+RuleResult inferLayerNorm(const TensorShape &x, const TensorShape &gamma,
+                          const TensorShape &beta, double eps,
+                          RuleError error);
+RuleResult inferAddNorm(const TensorShape &x, const TensorShape &y,
+                        const TensorShape &gamma, const TensorShape &beta,
+                        double eps, RuleError error);
+RuleResult inferFfn(const TensorShape &x, const TensorShape &w1,
+                    const TensorShape &b1, const TensorShape &w2,
+                    const TensorShape &b2, RuleError error);
+RuleResult inferEmbedding(const TensorShape &ids, const TensorShape &table,
+                          RuleError error);
+
+} // namespace mlir::attn::rules
+
+#endif // ATTN_IR_ATTNSHAPERULES_H

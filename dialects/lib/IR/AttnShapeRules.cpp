@@ -1,0 +1,464 @@
+//===- AttnShapeRules.cpp - Shape and dtype rules of the attn ops ---------===//
+
+#include "attn/IR/AttnShapeRules.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <cstdio>
+
+using namespace mlir::attn::rules;
+using llvm::StringRef;
+using llvm::Twine;
+
+namespace {
+
+/// Tensors larger than this are rejected, so that no product of dims that the
+/// rules or the code generators form can overflow int64.
+constexpr int64_t kMaxElements = int64_t(1) << 40;
+constexpr int64_t kAnyRank = -1;
+
+StringRef elementName(ElementKind kind) {
+  switch (kind) {
+  case ElementKind::F32:
+    return "f32";
+  case ElementKind::I32:
+    return "i32";
+  case ElementKind::Other:
+    return "an unsupported element type";
+  }
+  return "?";
+}
+
+/// A float attribute as a person wrote it (`0.1`, not `1.000000e-01`).
+std::string formatNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
+}
+
+std::string rankText(int64_t minRank, int64_t maxRank) {
+  if (minRank == maxRank)
+    return "rank " + std::to_string(minRank);
+  if (maxRank == kAnyRank)
+    return "rank >= " + std::to_string(minRank);
+  return "rank " + std::to_string(minRank) + " or " + std::to_string(maxRank);
+}
+
+/// Checks one op: each failed check reports through RuleError and marks the
+/// op as failed; callers stop at the first failure that later checks need.
+class Checker {
+public:
+  explicit Checker(RuleError error) : error(error) {}
+
+  bool fail(StringRef argument, const Twine &message) {
+    error(argument, message);
+    return false;
+  }
+
+  /// `t` has element type `element`, a rank in [minRank, maxRank] (maxRank
+  /// kAnyRank: unbounded), positive dims and a sane element count.
+  bool tensor(StringRef name, const TensorShape &t, ElementKind element,
+              int64_t minRank, int64_t maxRank) {
+    if (t.element != element)
+      return fail(name, "'" + name + "' must be a " + elementName(element) +
+                            " tensor, got " + formatShape(t));
+    if (t.rank() < minRank || (maxRank != kAnyRank && t.rank() > maxRank))
+      return fail(name, "'" + name + "' must have " +
+                            rankText(minRank, maxRank) + ", got " +
+                            formatShape(t));
+    int64_t elements = 1;
+    for (int64_t d : t.dims) {
+      if (d <= 0)
+        return fail(name, "'" + name + "' has a dimension of size " +
+                              Twine(d) + " (" + formatShape(t) +
+                              "); every dimension must be positive");
+      if (d > kMaxElements / elements)
+        return fail(name, "'" + name + "' is too large (" + formatShape(t) +
+                              "); at most 2^40 elements are supported");
+      elements *= d;
+    }
+    return true;
+  }
+
+  bool positive(StringRef name, int64_t value) {
+    if (value > 0)
+      return true;
+    return fail(name, name + "=" + Twine(value) + " must be positive");
+  }
+
+  /// `valid_lens` of an attention over N batches and Tq queries: i32 of shape
+  /// [N] or [N, Tq]. `nName` names N in messages (`B` or `N`).
+  bool validLens(const TensorShape &vl, int64_t n, int64_t tq,
+                 StringRef nName) {
+    if (!tensor("valid_lens", vl, ElementKind::I32, 1, 2))
+      return false;
+    if (vl.dims[0] != n)
+      return fail("valid_lens",
+                  "'valid_lens' must have " + Twine(n) + " rows (" + nName +
+                      "), got " + formatShape(vl));
+    if (vl.rank() == 2 && vl.dims[1] != tq)
+      return fail("valid_lens", "a 2-D 'valid_lens' must be i32[" + Twine(n) +
+                                    ", " + Twine(tq) +
+                                    "] (one length per query), got " +
+                                    formatShape(vl));
+    return true;
+  }
+
+private:
+  RuleError error;
+};
+
+struct LinearNames {
+  StringRef x, w, b;
+};
+
+/// x[..., I] @ w[O, I]^T + b[O] -> [..., O], with operand names as the caller
+/// spells them (`linear` and the two halves of `ffn` share this rule).
+RuleResult linearRule(Checker &c, const TensorShape &x, const TensorShape &w,
+                      const TensorShape *b, LinearNames names) {
+  if (!c.tensor(names.x, x, ElementKind::F32, 1, kAnyRank) ||
+      !c.tensor(names.w, w, ElementKind::F32, 2, 2))
+    return std::nullopt;
+  int64_t in = x.dims.back(), out = w.dims[0];
+  if (w.dims[1] != in) {
+    c.fail(names.w, "'" + names.w + "' must be f32[O, " + Twine(in) +
+                        "] to match the last dimension of '" + names.x +
+                        "' (" + formatShape(x) + "), got " + formatShape(w));
+    return std::nullopt;
+  }
+  if (b) {
+    if (!c.tensor(names.b, *b, ElementKind::F32, 1, 1))
+      return std::nullopt;
+    if (b->dims[0] != out) {
+      c.fail(names.b, "'" + names.b + "' must be f32[" + Twine(out) +
+                          "] (one bias per row of '" + names.w + "'), got " +
+                          formatShape(*b));
+      return std::nullopt;
+    }
+  }
+  TensorShape result = x;
+  result.dims.back() = out;
+  return result;
+}
+
+/// gamma[D] and beta[D] of a layer norm over the last axis of `x`, and eps.
+bool layerNormParams(Checker &c, const TensorShape &x,
+                     const TensorShape &gamma, const TensorShape &beta,
+                     double eps) {
+  int64_t d = x.dims.back();
+  for (auto [name, t] : {std::pair<StringRef, const TensorShape *>{"gamma",
+                                                                  &gamma},
+                         {"beta", &beta}}) {
+    if (!c.tensor(name, *t, ElementKind::F32, 1, 1))
+      return false;
+    if (t->dims[0] != d)
+      return c.fail(name, "'" + name + "' must be f32[" + Twine(d) +
+                              "] (the last dimension of 'x'), got " +
+                              formatShape(*t));
+  }
+  if (!(eps > 0) || !std::isfinite(eps))
+    return c.fail("eps", "eps=" + formatNumber(eps) + " must be a positive number");
+  return true;
+}
+
+} // namespace
+
+std::string mlir::attn::rules::formatShape(const TensorShape &shape) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << elementName(shape.element) << "[";
+  llvm::interleaveComma(shape.dims, os);
+  os << "]";
+  return text;
+}
+
+RuleResult mlir::attn::rules::inferLinear(const TensorShape &x,
+                                          const TensorShape &w,
+                                          const TensorShape *b,
+                                          RuleError error) {
+  Checker c(error);
+  return linearRule(c, x, w, b, {"x", "w", "b"});
+}
+
+RuleResult mlir::attn::rules::inferMatmul(const TensorShape &a,
+                                          const TensorShape &b,
+                                          bool transposeB, RuleError error) {
+  Checker c(error);
+  if (!c.tensor("a", a, ElementKind::F32, 3, 3) ||
+      !c.tensor("b", b, ElementKind::F32, 3, 3))
+    return std::nullopt;
+  if (a.dims[0] != b.dims[0]) {
+    c.fail("b", "batch sizes differ: 'a' is " + formatShape(a) + ", 'b' is " +
+                    formatShape(b));
+    return std::nullopt;
+  }
+  int64_t bK = transposeB ? b.dims[2] : b.dims[1];
+  int64_t p = transposeB ? b.dims[1] : b.dims[2];
+  if (bK != a.dims[2]) {
+    c.fail("b", "contraction sizes differ: 'a' is " + formatShape(a) +
+                    " and 'b'" + (transposeB ? " (transposed)" : "") + " is " +
+                    formatShape(b) + "; " + Twine(a.dims[2]) +
+                    " != " + Twine(bK));
+    return std::nullopt;
+  }
+  return TensorShape{ElementKind::F32, {a.dims[0], a.dims[1], p}};
+}
+
+RuleResult mlir::attn::rules::inferElementwiseUnary(const TensorShape &x,
+                                                    RuleError error) {
+  Checker c(error);
+  if (!c.tensor("x", x, ElementKind::F32, 0, kAnyRank))
+    return std::nullopt;
+  return x;
+}
+
+RuleResult mlir::attn::rules::inferElementwiseBinary(const TensorShape &lhs,
+                                                     const TensorShape &rhs,
+                                                     RuleError error) {
+  Checker c(error);
+  if (!c.tensor("a", lhs, ElementKind::F32, 0, kAnyRank) ||
+      !c.tensor("b", rhs, ElementKind::F32, 0, kAnyRank))
+    return std::nullopt;
+  if (lhs.dims != rhs.dims) {
+    c.fail("b", "operands must have the same shape (no broadcasting): 'a' is " +
+                    formatShape(lhs) + ", 'b' is " + formatShape(rhs));
+    return std::nullopt;
+  }
+  return lhs;
+}
+
+RuleResult mlir::attn::rules::inferSoftmax(const TensorShape &x,
+                                           RuleError error) {
+  Checker c(error);
+  if (!c.tensor("x", x, ElementKind::F32, 1, kAnyRank))
+    return std::nullopt;
+  return x;
+}
+
+RuleResult mlir::attn::rules::inferDropout(const TensorShape &x, double p,
+                                           RuleError error) {
+  Checker c(error);
+  if (!c.tensor("x", x, ElementKind::F32, 0, kAnyRank))
+    return std::nullopt;
+  if (!(p >= 0.0 && p < 1.0)) {
+    c.fail("p", "dropout probability p=" + formatNumber(p) + " must be in [0, 1)");
+    return std::nullopt;
+  }
+  return x;
+}
+
+RuleResult mlir::attn::rules::inferSplitHeads(const TensorShape &x,
+                                              int64_t heads, RuleError error) {
+  Checker c(error);
+  if (!c.tensor("x", x, ElementKind::F32, 3, 3) || !c.positive("heads", heads))
+    return std::nullopt;
+  if (x.dims[2] % heads != 0) {
+    c.fail("heads", "heads=" + Twine(heads) +
+                        " does not divide the model dimension " +
+                        Twine(x.dims[2]) + " of 'x' (" + formatShape(x) + ")");
+    return std::nullopt;
+  }
+  return TensorShape{ElementKind::F32,
+                     {x.dims[0] * heads, x.dims[1], x.dims[2] / heads}};
+}
+
+RuleResult mlir::attn::rules::inferMergeHeads(const TensorShape &x,
+                                              int64_t heads, RuleError error) {
+  Checker c(error);
+  if (!c.tensor("x", x, ElementKind::F32, 3, 3) || !c.positive("heads", heads))
+    return std::nullopt;
+  if (x.dims[0] % heads != 0) {
+    c.fail("heads", "heads=" + Twine(heads) +
+                        " does not divide the leading dimension " +
+                        Twine(x.dims[0]) + " (B*heads) of 'x' (" +
+                        formatShape(x) + ")");
+    return std::nullopt;
+  }
+  return TensorShape{ElementKind::F32,
+                     {x.dims[0] / heads, x.dims[1], x.dims[2] * heads}};
+}
+
+RuleResult mlir::attn::rules::inferMaskedSoftmax(const TensorShape &x,
+                                                 const TensorShape &validLens,
+                                                 RuleError error) {
+  Checker c(error);
+  if (!c.tensor("x", x, ElementKind::F32, 3, 3) ||
+      !c.validLens(validLens, x.dims[0], x.dims[1], "N"))
+    return std::nullopt;
+  return x;
+}
+
+RuleResult mlir::attn::rules::inferAttention(const TensorShape &q,
+                                             const TensorShape &k,
+                                             const TensorShape &v,
+                                             const TensorShape *validLens,
+                                             RuleError error) {
+  Checker c(error);
+  if (!c.tensor("q", q, ElementKind::F32, 3, 3) ||
+      !c.tensor("k", k, ElementKind::F32, 3, 3) ||
+      !c.tensor("v", v, ElementKind::F32, 3, 3))
+    return std::nullopt;
+  if (k.dims[0] != q.dims[0] || v.dims[0] != q.dims[0]) {
+    c.fail(k.dims[0] != q.dims[0] ? "k" : "v",
+           "'q', 'k' and 'v' must have the same batch size N, got " +
+               formatShape(q) + ", " + formatShape(k) + ", " + formatShape(v));
+    return std::nullopt;
+  }
+  if (k.dims[2] != q.dims[2]) {
+    c.fail("k", "'k' must have the feature size of 'q' (" + Twine(q.dims[2]) +
+                    "), got " + formatShape(k));
+    return std::nullopt;
+  }
+  if (v.dims[1] != k.dims[1]) {
+    c.fail("v", "'v' must have as many rows as 'k' (" + Twine(k.dims[1]) +
+                    " keys), got " + formatShape(v));
+    return std::nullopt;
+  }
+  if (validLens && !c.validLens(*validLens, q.dims[0], q.dims[1], "N"))
+    return std::nullopt;
+  return TensorShape{ElementKind::F32, {q.dims[0], q.dims[1], v.dims[2]}};
+}
+
+RuleResult mlir::attn::rules::inferMultiheadAttention(
+    const TensorShape &q, const TensorShape &k, const TensorShape &v,
+    const TensorShape &wQ, const TensorShape &wK, const TensorShape &wV,
+    const TensorShape &wO, const TensorShape *validLens, int64_t heads,
+    RuleError error) {
+  Checker c(error);
+  if (!c.tensor("q", q, ElementKind::F32, 3, 3) ||
+      !c.tensor("k", k, ElementKind::F32, 3, 3) ||
+      !c.tensor("v", v, ElementKind::F32, 3, 3) ||
+      !c.positive("heads", heads))
+    return std::nullopt;
+  if (k.dims[0] != q.dims[0] || v.dims[0] != q.dims[0]) {
+    c.fail(k.dims[0] != q.dims[0] ? "k" : "v",
+           "'q', 'k' and 'v' must have the same batch size B, got " +
+               formatShape(q) + ", " + formatShape(k) + ", " + formatShape(v));
+    return std::nullopt;
+  }
+  if (v.dims[1] != k.dims[1]) {
+    c.fail("v", "'v' must have as many rows as 'k' (" + Twine(k.dims[1]) +
+                    " keys), got " + formatShape(v));
+    return std::nullopt;
+  }
+  if (!c.tensor("w_q", wQ, ElementKind::F32, 2, 2))
+    return std::nullopt;
+  int64_t hidden = wQ.dims[0];
+  // Each projection maps its input's features to the hidden size of w_q.
+  struct Projection {
+    StringRef name, input;
+    const TensorShape &w, &x;
+  };
+  for (const Projection &p : {Projection{"w_q", "q", wQ, q},
+                              Projection{"w_k", "k", wK, k},
+                              Projection{"w_v", "v", wV, v},
+                              Projection{"w_o", "", wO, wQ}}) {
+    if (!c.tensor(p.name, p.w, ElementKind::F32, 2, 2))
+      return std::nullopt;
+    int64_t in = p.input.empty() ? hidden : p.x.dims.back();
+    if (p.w.dims[0] != hidden || p.w.dims[1] != in) {
+      c.fail(p.name,
+             "'" + p.name + "' must be f32[" + Twine(hidden) + ", " +
+                 Twine(in) + "] (hidden size " + Twine(hidden) + " of 'w_q', " +
+                 (p.input.empty() ? Twine("hidden size")
+                                  : "features of '" + p.input + "'") +
+                 "), got " + formatShape(p.w));
+      return std::nullopt;
+    }
+  }
+  if (hidden % heads != 0) {
+    c.fail("heads", "heads=" + Twine(heads) +
+                        " does not divide the model dimension " +
+                        Twine(hidden) + " (hidden size of 'w_q')");
+    return std::nullopt;
+  }
+  if (validLens && !c.validLens(*validLens, q.dims[0], q.dims[1], "B"))
+    return std::nullopt;
+  return TensorShape{ElementKind::F32, {q.dims[0], q.dims[1], hidden}};
+}
+
+RuleResult mlir::attn::rules::inferPositionalEncoding(const TensorShape &x,
+                                                      int64_t maxLen,
+                                                      RuleError error) {
+  Checker c(error);
+  if (!c.tensor("x", x, ElementKind::F32, 3, 3) ||
+      !c.positive("max_len", maxLen))
+    return std::nullopt;
+  if (x.dims[2] % 2 != 0) {
+    c.fail("x", "positional encoding needs an even model dimension D, got " +
+                    Twine(x.dims[2]) + " (" + formatShape(x) + ")");
+    return std::nullopt;
+  }
+  if (x.dims[1] > maxLen) {
+    c.fail("max_len", "sequence length T=" + Twine(x.dims[1]) +
+                          " exceeds max_len=" + Twine(maxLen));
+    return std::nullopt;
+  }
+  return x;
+}
+
+RuleResult mlir::attn::rules::inferLayerNorm(const TensorShape &x,
+                                             const TensorShape &gamma,
+                                             const TensorShape &beta,
+                                             double eps, RuleError error) {
+  Checker c(error);
+  if (!c.tensor("x", x, ElementKind::F32, 1, kAnyRank) ||
+      !layerNormParams(c, x, gamma, beta, eps))
+    return std::nullopt;
+  return x;
+}
+
+RuleResult mlir::attn::rules::inferAddNorm(const TensorShape &x,
+                                           const TensorShape &y,
+                                           const TensorShape &gamma,
+                                           const TensorShape &beta, double eps,
+                                           RuleError error) {
+  Checker c(error);
+  if (!c.tensor("x", x, ElementKind::F32, 1, kAnyRank) ||
+      !c.tensor("y", y, ElementKind::F32, 1, kAnyRank))
+    return std::nullopt;
+  if (x.dims != y.dims) {
+    c.fail("y", "'x' and 'y' must have the same shape, got " + formatShape(x) +
+                    " and " + formatShape(y));
+    return std::nullopt;
+  }
+  if (!layerNormParams(c, x, gamma, beta, eps))
+    return std::nullopt;
+  return x;
+}
+
+RuleResult mlir::attn::rules::inferFfn(const TensorShape &x,
+                                       const TensorShape &w1,
+                                       const TensorShape &b1,
+                                       const TensorShape &w2,
+                                       const TensorShape &b2, RuleError error) {
+  Checker c(error);
+  RuleResult hidden = linearRule(c, x, w1, &b1, {"x", "w1", "b1"});
+  if (!hidden)
+    return std::nullopt;
+  if (!c.tensor("w2", w2, ElementKind::F32, 2, 2))
+    return std::nullopt;
+  if (w2.dims[1] != hidden->dims.back()) {
+    c.fail("w2", "'w2' must be f32[O, " + Twine(hidden->dims.back()) +
+                     "] to take the " + Twine(hidden->dims.back()) +
+                     " hidden units of 'w1', got " + formatShape(w2));
+    return std::nullopt;
+  }
+  return linearRule(c, *hidden, w2, &b2, {"x", "w2", "b2"});
+}
+
+RuleResult mlir::attn::rules::inferEmbedding(const TensorShape &ids,
+                                             const TensorShape &table,
+                                             RuleError error) {
+  Checker c(error);
+  if (!c.tensor("ids", ids, ElementKind::I32, 0, kAnyRank) ||
+      !c.tensor("table", table, ElementKind::F32, 2, 2))
+    return std::nullopt;
+  TensorShape result{ElementKind::F32, ids.dims};
+  result.dims.push_back(table.dims[1]);
+  if (!c.tensor("ids", result, ElementKind::F32, 1, kAnyRank))
+    return std::nullopt;
+  return result;
+}
