@@ -1,4 +1,5 @@
-//===- InitAttn.h - Dialect and pass registration for every tool -*- C++ -*-===//
+//===- InitAttn.h - Dialect and pass registration for every tool -*- C++
+//-*-===//
 //
 // The one place where attnc's tools register dialects and passes, so that
 // attn-opt, attnc and the runtime understand exactly the same IR and

@@ -32,23 +32,23 @@ public:
   explicit OperandShapes(RuleError error) : error(error) {}
 
   TensorShape get(StringRef name, Value value) {
-    auto type = dyn_cast_or_null<RankedTensorType>(
-        value ? value.getType() : Type());
+    auto type =
+        dyn_cast_or_null<RankedTensorType>(value ? value.getType() : Type());
     if (!type || !type.hasStaticShape()) {
       std::string text = "<missing>";
       if (value)
         llvm::raw_string_ostream(text) << value.getType();
-      error(name, "'" + name + "' must be a statically shaped tensor, got " +
-                      text);
+      error(name,
+            "'" + name + "' must be a statically shaped tensor, got " + text);
       anyFailed = true;
       return {};
     }
     TensorShape shape;
     shape.dims.assign(type.getShape().begin(), type.getShape().end());
     Type element = type.getElementType();
-    shape.element = element.isF32()                    ? rules::ElementKind::F32
+    shape.element = element.isF32()                 ? rules::ElementKind::F32
                     : element.isSignlessInteger(32) ? rules::ElementKind::I32
-                                                     : rules::ElementKind::Other;
+                                                    : rules::ElementKind::Other;
     return shape;
   }
 
@@ -186,22 +186,19 @@ static RuleResult applyRules(AttentionOp::Adaptor a, RuleError error) {
   OperandShapes s(error);
   TensorShape q = s.get("q", a.getQ()), k = s.get("k", a.getK()),
               v = s.get("v", a.getV());
-  std::optional<TensorShape> vl =
-      s.getOptional("valid_lens", a.getValidLens());
+  std::optional<TensorShape> vl = s.getOptional("valid_lens", a.getValidLens());
   if (s.failed())
     return std::nullopt;
   return rules::inferAttention(q, k, v, ptr(vl), error);
 }
 
-static RuleResult applyRules(MultiheadAttentionOp::Adaptor a,
-                             RuleError error) {
+static RuleResult applyRules(MultiheadAttentionOp::Adaptor a, RuleError error) {
   OperandShapes s(error);
   TensorShape q = s.get("q", a.getQ()), k = s.get("k", a.getK()),
               v = s.get("v", a.getV());
   TensorShape wQ = s.get("w_q", a.getWQ()), wK = s.get("w_k", a.getWK()),
               wV = s.get("w_v", a.getWV()), wO = s.get("w_o", a.getWO());
-  std::optional<TensorShape> vl =
-      s.getOptional("valid_lens", a.getValidLens());
+  std::optional<TensorShape> vl = s.getOptional("valid_lens", a.getValidLens());
   std::optional<int64_t> heads = intAttr(a.getHeadsAttr(), "heads", error);
   if (s.failed() || !heads)
     return std::nullopt;
@@ -209,13 +206,12 @@ static RuleResult applyRules(MultiheadAttentionOp::Adaptor a,
                                         *heads, error);
 }
 
-static RuleResult applyRules(PositionalEncodingOp::Adaptor a,
-                             RuleError error) {
+static RuleResult applyRules(PositionalEncodingOp::Adaptor a, RuleError error) {
   OperandShapes s(error);
   TensorShape x = s.get("x", a.getX());
   // While parsing, an omitted default-valued attribute is still unset.
-  int64_t maxLen = a.getMaxLenAttr() ? a.getMaxLenAttr().getInt()
-                                     : rules::kDefaultMaxLen;
+  int64_t maxLen =
+      a.getMaxLenAttr() ? a.getMaxLenAttr().getInt() : rules::kDefaultMaxLen;
   if (s.failed())
     return std::nullopt;
   return rules::inferPositionalEncoding(x, maxLen, error);
@@ -274,15 +270,14 @@ static RuleResult applyRules(DropoutOp::Adaptor a, RuleError error) {
 // Verifiers and result-type inference, all through applyRules
 //===----------------------------------------------------------------------===//
 
-template <typename OpT>
-static LogicalResult verifyWithRules(OpT op) {
+template <typename OpT> static LogicalResult verifyWithRules(OpT op) {
   bool reported = false;
-  RuleResult result = applyRules(
-      typename OpT::Adaptor(op), [&](StringRef, const Twine &message) {
-        if (!reported)
-          op.emitOpError(message);
-        reported = true;
-      });
+  RuleResult result = applyRules(typename OpT::Adaptor(op),
+                                 [&](StringRef, const Twine &message) {
+                                   if (!reported)
+                                     op.emitOpError(message);
+                                   reported = true;
+                                 });
   return success(result.has_value());
 }
 
@@ -292,12 +287,11 @@ static LogicalResult inferWithRules(MLIRContext *context,
                                     StringRef opName, AdaptorT adaptor,
                                     SmallVectorImpl<Type> &resultTypes) {
   bool reported = false;
-  RuleResult result =
-      applyRules(adaptor, [&](StringRef, const Twine &message) {
-        if (location && !reported)
-          emitError(*location) << "'" << opName << "' op " << message.str();
-        reported = true;
-      });
+  RuleResult result = applyRules(adaptor, [&](StringRef, const Twine &message) {
+    if (location && !reported)
+      emitError(*location) << "'" << opName << "' op " << message.str();
+    reported = true;
+  });
   if (!result)
     return failure();
   resultTypes.push_back(toType(context, *result));

@@ -71,8 +71,8 @@ public:
     int64_t elements = 1;
     for (int64_t d : t.dims) {
       if (d <= 0)
-        return fail(name, "'" + name + "' has a dimension of size " +
-                              Twine(d) + " (" + formatShape(t) +
+        return fail(name, "'" + name + "' has a dimension of size " + Twine(d) +
+                              " (" + formatShape(t) +
                               "); every dimension must be positive");
       if (d > kMaxElements / elements)
         return fail(name, "'" + name + "' is too large (" + formatShape(t) +
@@ -95,9 +95,9 @@ public:
     if (!tensor("valid_lens", vl, ElementKind::I32, 1, 2))
       return false;
     if (vl.dims[0] != n)
-      return fail("valid_lens",
-                  "'valid_lens' must have " + Twine(n) + " rows (" + nName +
-                      "), got " + formatShape(vl));
+      return fail("valid_lens", "'valid_lens' must have " + Twine(n) +
+                                    " rows (" + nName + "), got " +
+                                    formatShape(vl));
     if (vl.rank() == 2 && vl.dims[1] != tq)
       return fail("valid_lens", "a 2-D 'valid_lens' must be i32[" + Twine(n) +
                                     ", " + Twine(tq) +
@@ -124,8 +124,8 @@ RuleResult linearRule(Checker &c, const TensorShape &x, const TensorShape &w,
   int64_t in = x.dims.back(), out = w.dims[0];
   if (w.dims[1] != in) {
     c.fail(names.w, "'" + names.w + "' must be f32[O, " + Twine(in) +
-                        "] to match the last dimension of '" + names.x +
-                        "' (" + formatShape(x) + "), got " + formatShape(w));
+                        "] to match the last dimension of '" + names.x + "' (" +
+                        formatShape(x) + "), got " + formatShape(w));
     return std::nullopt;
   }
   if (b) {
@@ -144,13 +144,12 @@ RuleResult linearRule(Checker &c, const TensorShape &x, const TensorShape &w,
 }
 
 /// gamma[D] and beta[D] of a layer norm over the last axis of `x`, and eps.
-bool layerNormParams(Checker &c, const TensorShape &x,
-                     const TensorShape &gamma, const TensorShape &beta,
-                     double eps) {
+bool layerNormParams(Checker &c, const TensorShape &x, const TensorShape &gamma,
+                     const TensorShape &beta, double eps) {
   int64_t d = x.dims.back();
-  for (auto [name, t] : {std::pair<StringRef, const TensorShape *>{"gamma",
-                                                                  &gamma},
-                         {"beta", &beta}}) {
+  for (auto [name, t] :
+       {std::pair<StringRef, const TensorShape *>{"gamma", &gamma},
+        {"beta", &beta}}) {
     if (!c.tensor(name, *t, ElementKind::F32, 1, 1))
       return false;
     if (t->dims[0] != d)
@@ -159,7 +158,8 @@ bool layerNormParams(Checker &c, const TensorShape &x,
                               formatShape(*t));
   }
   if (!(eps > 0) || !std::isfinite(eps))
-    return c.fail("eps", "eps=" + formatNumber(eps) + " must be a positive number");
+    return c.fail("eps",
+                  "eps=" + formatNumber(eps) + " must be a positive number");
   return true;
 }
 
@@ -183,8 +183,8 @@ RuleResult mlir::attn::rules::inferLinear(const TensorShape &x,
 }
 
 RuleResult mlir::attn::rules::inferMatmul(const TensorShape &a,
-                                          const TensorShape &b,
-                                          bool transposeB, RuleError error) {
+                                          const TensorShape &b, bool transposeB,
+                                          RuleError error) {
   Checker c(error);
   if (!c.tensor("a", a, ElementKind::F32, 3, 3) ||
       !c.tensor("b", b, ElementKind::F32, 3, 3))
@@ -243,7 +243,8 @@ RuleResult mlir::attn::rules::inferDropout(const TensorShape &x, double p,
   if (!c.tensor("x", x, ElementKind::F32, 0, kAnyRank))
     return std::nullopt;
   if (!(p >= 0.0 && p < 1.0)) {
-    c.fail("p", "dropout probability p=" + formatNumber(p) + " must be in [0, 1)");
+    c.fail("p",
+           "dropout probability p=" + formatNumber(p) + " must be in [0, 1)");
     return std::nullopt;
   }
   return x;
@@ -270,10 +271,9 @@ RuleResult mlir::attn::rules::inferMergeHeads(const TensorShape &x,
   if (!c.tensor("x", x, ElementKind::F32, 3, 3) || !c.positive("heads", heads))
     return std::nullopt;
   if (x.dims[0] % heads != 0) {
-    c.fail("heads", "heads=" + Twine(heads) +
-                        " does not divide the leading dimension " +
-                        Twine(x.dims[0]) + " (B*heads) of 'x' (" +
-                        formatShape(x) + ")");
+    c.fail("heads",
+           "heads=" + Twine(heads) + " does not divide the leading dimension " +
+               Twine(x.dims[0]) + " (B*heads) of 'x' (" + formatShape(x) + ")");
     return std::nullopt;
   }
   return TensorShape{ElementKind::F32,
@@ -329,8 +329,7 @@ RuleResult mlir::attn::rules::inferMultiheadAttention(
   Checker c(error);
   if (!c.tensor("q", q, ElementKind::F32, 3, 3) ||
       !c.tensor("k", k, ElementKind::F32, 3, 3) ||
-      !c.tensor("v", v, ElementKind::F32, 3, 3) ||
-      !c.positive("heads", heads))
+      !c.tensor("v", v, ElementKind::F32, 3, 3) || !c.positive("heads", heads))
     return std::nullopt;
   if (k.dims[0] != q.dims[0] || v.dims[0] != q.dims[0]) {
     c.fail(k.dims[0] != q.dims[0] ? "k" : "v",
@@ -351,20 +350,19 @@ RuleResult mlir::attn::rules::inferMultiheadAttention(
     StringRef name, input;
     const TensorShape &w, &x;
   };
-  for (const Projection &p : {Projection{"w_q", "q", wQ, q},
-                              Projection{"w_k", "k", wK, k},
-                              Projection{"w_v", "v", wV, v},
-                              Projection{"w_o", "", wO, wQ}}) {
+  for (const Projection &p :
+       {Projection{"w_q", "q", wQ, q}, Projection{"w_k", "k", wK, k},
+        Projection{"w_v", "v", wV, v}, Projection{"w_o", "", wO, wQ}}) {
     if (!c.tensor(p.name, p.w, ElementKind::F32, 2, 2))
       return std::nullopt;
     int64_t in = p.input.empty() ? hidden : p.x.dims.back();
     if (p.w.dims[0] != hidden || p.w.dims[1] != in) {
-      c.fail(p.name,
-             "'" + p.name + "' must be f32[" + Twine(hidden) + ", " +
-                 Twine(in) + "] (hidden size " + Twine(hidden) + " of 'w_q', " +
-                 (p.input.empty() ? Twine("hidden size")
-                                  : "features of '" + p.input + "'") +
-                 "), got " + formatShape(p.w));
+      c.fail(p.name, "'" + p.name + "' must be f32[" + Twine(hidden) + ", " +
+                         Twine(in) + "] (hidden size " + Twine(hidden) +
+                         " of 'w_q', " +
+                         (p.input.empty() ? Twine("hidden size")
+                                          : "features of '" + p.input + "'") +
+                         "), got " + formatShape(p.w));
       return std::nullopt;
     }
   }

@@ -78,8 +78,7 @@ Value causalValidLens(PatternRewriter &rewriter, Location loc, Value validLens,
 }
 
 /// D2L MultiHeadAttention.forward (bias=False).
-struct DecomposeMultiheadAttention
-    : OpRewritePattern<MultiheadAttentionOp> {
+struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(MultiheadAttentionOp op,
@@ -122,9 +121,9 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
     if (op.getCausal())
       validLens = causalValidLens(rewriter, loc, validLens, n, tq);
     Value weights =
-        validLens ? Value(MaskedSoftmaxOp::create(rewriter, loc, scores,
-                                                  validLens))
-                  : Value(SoftmaxOp::create(rewriter, loc, scores));
+        validLens
+            ? Value(MaskedSoftmaxOp::create(rewriter, loc, scores, validLens))
+            : Value(SoftmaxOp::create(rewriter, loc, scores));
     rewriter.replaceOpWithNewOp<MatmulOp>(op, weights, op.getV(),
                                           /*transpose_b=*/false);
     return success();
@@ -167,8 +166,8 @@ struct AttnDecomposePass
     // Only decompose: folding (dropout, scale by 1) is canonicalize's job.
     GreedyRewriteConfig config;
     config.enableFolding(false);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
-                                     config)))
+    if (failed(
+            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
       signalPassFailure();
   }
 };

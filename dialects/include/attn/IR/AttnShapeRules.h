@@ -85,8 +85,7 @@ RuleResult inferMultiheadAttention(const TensorShape &q, const TensorShape &k,
 RuleResult inferPositionalEncoding(const TensorShape &x, int64_t maxLen,
                                    RuleError error);
 RuleResult inferLayerNorm(const TensorShape &x, const TensorShape &gamma,
-                          const TensorShape &beta, double eps,
-                          RuleError error);
+                          const TensorShape &beta, double eps, RuleError error);
 RuleResult inferAddNorm(const TensorShape &x, const TensorShape &y,
                         const TensorShape &gamma, const TensorShape &beta,
                         double eps, RuleError error);

@@ -1,0 +1,498 @@
+// Every verifier rule of the attn ops, one case each: the message names what
+// was expected and what was found.
+// RUN: attn-opt %s --split-input-file --verify-diagnostics
+
+// linear: x must be f32
+func.func @case0(%x: tensor<2x4xi32>, %w: tensor<3x4xf32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float values, but got 'tensor<2x4xi32>'}}
+  %0 = attn.linear %x, %w : (tensor<2x4xi32>, tensor<3x4xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// linear: the weight is 2-D
+func.func @case1(%x: tensor<2x4xf32>, %w: tensor<4xf32>) {
+  // expected-error @+1 {{'w' must have rank 2, got f32[4]}}
+  %0 = attn.linear %x, %w : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// linear: w's columns match x's last dim
+func.func @case2(%x: tensor<2x4x100xf32>, %w: tensor<50x99xf32>) {
+  // expected-error @+1 {{'w' must be f32[O, 100] to match the last dimension of 'x' (f32[2, 4, 100]), got f32[50, 99]}}
+  %0 = attn.linear %x, %w : (tensor<2x4x100xf32>, tensor<50x99xf32>) -> tensor<2x4x50xf32>
+  return
+}
+
+// -----
+
+// linear: one bias per output
+func.func @case3(%x: tensor<2x4xf32>, %w: tensor<3x4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'b' must be f32[3] (one bias per row of 'w'), got f32[4]}}
+  %0 = attn.linear %x, %w, %b : (tensor<2x4xf32>, tensor<3x4xf32>, tensor<4xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// linear: x has at least one dim
+func.func @case4(%x: tensor<f32>, %w: tensor<3x4xf32>) {
+  // expected-error @+1 {{'x' must have rank >= 1, got f32[]}}
+  %0 = attn.linear %x, %w : (tensor<f32>, tensor<3x4xf32>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+// linear: the result type is the inferred one
+func.func @case5(%x: tensor<2x4xf32>, %w: tensor<3x4xf32>) {
+  // MLIR follows the mismatch with a second error.
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{inferred type(s) 'tensor<2x3xf32>' are incompatible with return type(s) of operation 'tensor<2x4xf32>'}}
+  %0 = attn.linear %x, %w : (tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+// static shapes only
+func.func @case6(%x: tensor<?x4xf32>, %w: tensor<3x4xf32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float values, but got 'tensor<?x4xf32>'}}
+  %0 = attn.linear %x, %w : (tensor<?x4xf32>, tensor<3x4xf32>) -> tensor<?x3xf32>
+  return
+}
+
+// -----
+
+// no zero-sized dims
+func.func @case7(%x: tensor<0x4xf32>) {
+  // expected-error @+1 {{'x' has a dimension of size 0 (f32[0, 4]); every dimension must be positive}}
+  %0 = attn.relu %x : tensor<0x4xf32>
+  return
+}
+
+// -----
+
+// no tensor beyond 2^40 elements
+func.func @case8(%x: tensor<1048576x1048576x2xf32>) {
+  // expected-error @+1 {{'x' is too large (f32[1048576, 1048576, 2]); at most 2^40 elements are supported}}
+  %0 = attn.relu %x : tensor<1048576x1048576x2xf32>
+  return
+}
+
+// -----
+
+// matmul: operands are 3-D
+func.func @case9(%a: tensor<4x5xf32>, %b: tensor<2x5x6xf32>) {
+  // expected-error @+1 {{'a' must have rank 3, got f32[4, 5]}}
+  %0 = attn.matmul %a, %b : (tensor<4x5xf32>, tensor<2x5x6xf32>) -> tensor<2x4x6xf32>
+  return
+}
+
+// -----
+
+// matmul: batch sizes agree
+func.func @case10(%a: tensor<2x4x5xf32>, %b: tensor<3x5x6xf32>) {
+  // expected-error @+1 {{batch sizes differ: 'a' is f32[2, 4, 5], 'b' is f32[3, 5, 6]}}
+  %0 = attn.matmul %a, %b : (tensor<2x4x5xf32>, tensor<3x5x6xf32>) -> tensor<2x4x6xf32>
+  return
+}
+
+// -----
+
+// matmul: contraction sizes agree
+func.func @case11(%a: tensor<2x4x5xf32>, %b: tensor<2x6x6xf32>) {
+  // expected-error @+1 {{contraction sizes differ: 'a' is f32[2, 4, 5] and 'b' is f32[2, 6, 6]; 5 != 6}}
+  %0 = attn.matmul %a, %b : (tensor<2x4x5xf32>, tensor<2x6x6xf32>) -> tensor<2x4x6xf32>
+  return
+}
+
+// -----
+
+// matmul transpose_b: contraction over b's last dim
+func.func @case12(%a: tensor<2x4x5xf32>, %b: tensor<2x6x7xf32>) {
+  // expected-error @+1 {{contraction sizes differ: 'a' is f32[2, 4, 5] and 'b' (transposed) is f32[2, 6, 7]; 5 != 7}}
+  %0 = attn.matmul %a, %b transpose_b : (tensor<2x4x5xf32>, tensor<2x6x7xf32>) -> tensor<2x4x6xf32>
+  return
+}
+
+// -----
+
+// add: no broadcasting
+func.func @case13(%a: tensor<2x3xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{operands must have the same shape (no broadcasting): 'a' is f32[2, 3], 'b' is f32[3]}}
+  %0 = attn.add %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// split_heads: heads divides D
+func.func @case14(%x: tensor<2x4x100xf32>) {
+  // expected-error @+1 {{heads=7 does not divide the model dimension 100 of 'x' (f32[2, 4, 100])}}
+  %0 = attn.split_heads %x heads(7) : (tensor<2x4x100xf32>) -> tensor<14x4x14xf32>
+  return
+}
+
+// -----
+
+// split_heads: heads is positive
+func.func @case15(%x: tensor<2x4x100xf32>) {
+  // expected-error @+1 {{heads=0 must be positive}}
+  %0 = attn.split_heads %x heads(0) : (tensor<2x4x100xf32>) -> tensor<2x4x100xf32>
+  return
+}
+
+// -----
+
+// split_heads: x is [B, T, D]
+func.func @case16(%x: tensor<4x100xf32>) {
+  // expected-error @+1 {{'x' must have rank 3, got f32[4, 100]}}
+  %0 = attn.split_heads %x heads(5) : (tensor<4x100xf32>) -> tensor<20x20xf32>
+  return
+}
+
+// -----
+
+// merge_heads: heads divides B*H
+func.func @case17(%x: tensor<9x4x20xf32>) {
+  // expected-error @+1 {{heads=5 does not divide the leading dimension 9 (B*heads) of 'x' (f32[9, 4, 20])}}
+  %0 = attn.merge_heads %x heads(5) : (tensor<9x4x20xf32>) -> tensor<1x4x100xf32>
+  return
+}
+
+// -----
+
+// merge_heads: heads is positive
+func.func @case18(%x: tensor<10x4x20xf32>) {
+  // expected-error @+1 {{heads=-5 must be positive}}
+  %0 = attn.merge_heads %x heads(-5) : (tensor<10x4x20xf32>) -> tensor<2x4x100xf32>
+  return
+}
+
+// -----
+
+// softmax: over a last axis
+func.func @case19(%x: tensor<f32>) {
+  // expected-error @+1 {{'x' must have rank >= 1, got f32[]}}
+  %0 = attn.softmax %x : tensor<f32>
+  return
+}
+
+// -----
+
+// masked_softmax: valid_lens is i32
+func.func @case20(%x: tensor<10x4x6xf32>, %vl: tensor<10xf32>) {
+  // expected-error @+1 {{operand #1 must be statically shaped tensor of 32-bit signless integer values, but got 'tensor<10xf32>'}}
+  %0 = attn.masked_softmax %x, %vl : (tensor<10x4x6xf32>, tensor<10xf32>) -> tensor<10x4x6xf32>
+  return
+}
+
+// -----
+
+// masked_softmax: valid_lens is 1-D or 2-D
+func.func @case21(%x: tensor<10x4x6xf32>, %vl: tensor<10x4x6xi32>) {
+  // expected-error @+1 {{'valid_lens' must have rank 1 or 2, got i32[10, 4, 6]}}
+  %0 = attn.masked_softmax %x, %vl : (tensor<10x4x6xf32>, tensor<10x4x6xi32>) -> tensor<10x4x6xf32>
+  return
+}
+
+// -----
+
+// masked_softmax: one length per batch entry
+func.func @case22(%x: tensor<10x4x6xf32>, %vl: tensor<2xi32>) {
+  // expected-error @+1 {{'valid_lens' must have 10 rows (N), got i32[2]}}
+  %0 = attn.masked_softmax %x, %vl : (tensor<10x4x6xf32>, tensor<2xi32>) -> tensor<10x4x6xf32>
+  return
+}
+
+// -----
+
+// masked_softmax: 2-D lengths have one per query
+func.func @case23(%x: tensor<10x4x6xf32>, %vl: tensor<10x6xi32>) {
+  // expected-error @+1 {{a 2-D 'valid_lens' must be i32[10, 4] (one length per query), got i32[10, 6]}}
+  %0 = attn.masked_softmax %x, %vl : (tensor<10x4x6xf32>, tensor<10x6xi32>) -> tensor<10x4x6xf32>
+  return
+}
+
+// -----
+
+// masked_softmax: scores are [N, Tq, Tk]
+func.func @case24(%x: tensor<4x6xf32>, %vl: tensor<4xi32>) {
+  // expected-error @+1 {{'x' must have rank 3, got f32[4, 6]}}
+  %0 = attn.masked_softmax %x, %vl : (tensor<4x6xf32>, tensor<4xi32>) -> tensor<4x6xf32>
+  return
+}
+
+// -----
+
+// attention: one batch size
+func.func @case25(%q: tensor<10x4x20xf32>, %k: tensor<5x6x20xf32>) {
+  // expected-error @+1 {{'q', 'k' and 'v' must have the same batch size N, got f32[10, 4, 20], f32[5, 6, 20], f32[5, 6, 20]}}
+  %0 = attn.attention %q, %k, %k : (tensor<10x4x20xf32>, tensor<5x6x20xf32>, tensor<5x6x20xf32>) -> tensor<10x4x20xf32>
+  return
+}
+
+// -----
+
+// attention: queries and keys have one feature size
+func.func @case26(%q: tensor<10x4x20xf32>, %k: tensor<10x6x16xf32>) {
+  // expected-error @+1 {{'k' must have the feature size of 'q' (20), got f32[10, 6, 16]}}
+  %0 = attn.attention %q, %k, %k : (tensor<10x4x20xf32>, tensor<10x6x16xf32>, tensor<10x6x16xf32>) -> tensor<10x4x16xf32>
+  return
+}
+
+// -----
+
+// attention: a value per key
+func.func @case27(%q: tensor<10x4x20xf32>, %k: tensor<10x6x20xf32>, %v: tensor<10x5x8xf32>) {
+  // expected-error @+1 {{'v' must have as many rows as 'k' (6 keys), got f32[10, 5, 8]}}
+  %0 = attn.attention %q, %k, %v : (tensor<10x4x20xf32>, tensor<10x6x20xf32>, tensor<10x5x8xf32>) -> tensor<10x4x8xf32>
+  return
+}
+
+// -----
+
+// attention: valid_lens has N rows
+func.func @case28(%q: tensor<10x4x20xf32>, %vl: tensor<2xi32>) {
+  // expected-error @+1 {{'valid_lens' must have 10 rows (N), got i32[2]}}
+  %0 = attn.attention %q, %q, %q valid_lens(%vl) : (tensor<10x4x20xf32>, tensor<10x4x20xf32>, tensor<10x4x20xf32>, tensor<2xi32>) -> tensor<10x4x20xf32>
+  return
+}
+
+// -----
+
+// multihead_attention: heads divides Hd
+func.func @case29(%x: tensor<2x4x100xf32>, %w: tensor<100x100xf32>) {
+  // expected-error @+1 {{heads=7 does not divide the model dimension 100 (hidden size of 'w_q')}}
+  %0 = attn.multihead_attention %x, %x, %x heads(7) weights(%w, %w, %w, %w) : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>) -> tensor<2x4x100xf32>
+  return
+}
+
+// -----
+
+// multihead_attention: heads is positive
+func.func @case30(%x: tensor<2x4x100xf32>, %w: tensor<100x100xf32>) {
+  // expected-error @+1 {{heads=0 must be positive}}
+  %0 = attn.multihead_attention %x, %x, %x heads(0) weights(%w, %w, %w, %w) : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>) -> tensor<2x4x100xf32>
+  return
+}
+
+// -----
+
+// multihead_attention: w_k maps k's features to Hd
+func.func @case31(%x: tensor<2x4x100xf32>, %w: tensor<100x100xf32>, %wk: tensor<100x64xf32>) {
+  // expected-error @+1 {{'w_k' must be f32[100, 100] (hidden size 100 of 'w_q', features of 'k'), got f32[100, 64]}}
+  %0 = attn.multihead_attention %x, %x, %x heads(5) weights(%w, %wk, %w, %w) : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<100x100xf32>, tensor<100x64xf32>, tensor<100x100xf32>, tensor<100x100xf32>) -> tensor<2x4x100xf32>
+  return
+}
+
+// -----
+
+// multihead_attention: w_o is [Hd, Hd]
+func.func @case32(%x: tensor<2x4x100xf32>, %w: tensor<100x100xf32>, %wo: tensor<50x100xf32>) {
+  // expected-error @+1 {{'w_o' must be f32[100, 100] (hidden size 100 of 'w_q', hidden size), got f32[50, 100]}}
+  %0 = attn.multihead_attention %x, %x, %x heads(5) weights(%w, %w, %w, %wo) : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<50x100xf32>) -> tensor<2x4x100xf32>
+  return
+}
+
+// -----
+
+// multihead_attention: one batch size
+func.func @case33(%x: tensor<2x4x100xf32>, %y: tensor<3x4x100xf32>, %w: tensor<100x100xf32>) {
+  // expected-error @+1 {{'q', 'k' and 'v' must have the same batch size B, got f32[2, 4, 100], f32[3, 4, 100], f32[3, 4, 100]}}
+  %0 = attn.multihead_attention %x, %y, %y heads(5) weights(%w, %w, %w, %w) : (tensor<2x4x100xf32>, tensor<3x4x100xf32>, tensor<3x4x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>) -> tensor<2x4x100xf32>
+  return
+}
+
+// -----
+
+// multihead_attention: keys and values pair up
+func.func @case34(%x: tensor<2x4x100xf32>, %y: tensor<2x5x100xf32>, %w: tensor<100x100xf32>) {
+  // expected-error @+1 {{'v' must have as many rows as 'k' (4 keys), got f32[2, 5, 100]}}
+  %0 = attn.multihead_attention %x, %x, %y heads(5) weights(%w, %w, %w, %w) : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x5x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>) -> tensor<2x4x100xf32>
+  return
+}
+
+// -----
+
+// multihead_attention: 2-D valid_lens is [B, Tq]
+func.func @case35(%x: tensor<2x4x100xf32>, %w: tensor<100x100xf32>, %vl: tensor<2x5xi32>) {
+  // expected-error @+1 {{a 2-D 'valid_lens' must be i32[2, 4] (one length per query), got i32[2, 5]}}
+  %0 = attn.multihead_attention %x, %x, %x heads(5) weights(%w, %w, %w, %w) valid_lens(%vl) : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<2x5xi32>) -> tensor<2x4x100xf32>
+  return
+}
+
+// -----
+
+// positional_encoding: D is even
+func.func @case36(%x: tensor<2x4x99xf32>) {
+  // expected-error @+1 {{positional encoding needs an even model dimension D, got 99 (f32[2, 4, 99])}}
+  %0 = attn.positional_encoding %x : tensor<2x4x99xf32>
+  return
+}
+
+// -----
+
+// positional_encoding: T <= max_len
+func.func @case37(%x: tensor<2x8x16xf32>) {
+  // expected-error @+1 {{sequence length T=8 exceeds max_len=6}}
+  %0 = attn.positional_encoding %x max_len(6) : tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
+// positional_encoding: the default max_len is 1000
+func.func @case38(%x: tensor<1x1001x16xf32>) {
+  // expected-error @+1 {{sequence length T=1001 exceeds max_len=1000}}
+  %0 = attn.positional_encoding %x : tensor<1x1001x16xf32>
+  return
+}
+
+// -----
+
+// positional_encoding: max_len is positive
+func.func @case39(%x: tensor<2x8x16xf32>) {
+  // expected-error @+1 {{max_len=0 must be positive}}
+  %0 = attn.positional_encoding %x max_len(0) : tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
+// positional_encoding: x is [B, T, D]
+func.func @case40(%x: tensor<8x16xf32>) {
+  // expected-error @+1 {{'x' must have rank 3, got f32[8, 16]}}
+  %0 = attn.positional_encoding %x : tensor<8x16xf32>
+  return
+}
+
+// -----
+
+// layer_norm: gamma has D entries
+func.func @case41(%x: tensor<2x4x100xf32>, %g: tensor<50xf32>, %b: tensor<100xf32>) {
+  // expected-error @+1 {{'gamma' must be f32[100] (the last dimension of 'x'), got f32[50]}}
+  %0 = attn.layer_norm %x, %g, %b : (tensor<2x4x100xf32>, tensor<50xf32>, tensor<100xf32>) -> tensor<2x4x100xf32>
+  return
+}
+
+// -----
+
+// layer_norm: beta is 1-D
+func.func @case42(%x: tensor<2x4x100xf32>, %g: tensor<100xf32>, %b: tensor<1x100xf32>) {
+  // expected-error @+1 {{'beta' must have rank 1, got f32[1, 100]}}
+  %0 = attn.layer_norm %x, %g, %b : (tensor<2x4x100xf32>, tensor<100xf32>, tensor<1x100xf32>) -> tensor<2x4x100xf32>
+  return
+}
+
+// -----
+
+// layer_norm: eps is positive
+func.func @case43(%x: tensor<2x4x100xf32>, %g: tensor<100xf32>) {
+  // expected-error @+1 {{eps=0 must be a positive number}}
+  %0 = attn.layer_norm %x, %g, %g eps(0.0) : (tensor<2x4x100xf32>, tensor<100xf32>, tensor<100xf32>) -> tensor<2x4x100xf32>
+  return
+}
+
+// -----
+
+// add_norm: x and y have one shape
+func.func @case44(%x: tensor<2x4x100xf32>, %y: tensor<2x5x100xf32>, %g: tensor<100xf32>) {
+  // expected-error @+1 {{'x' and 'y' must have the same shape, got f32[2, 4, 100] and f32[2, 5, 100]}}
+  %0 = attn.add_norm %x, %y, %g, %g : (tensor<2x4x100xf32>, tensor<2x5x100xf32>, tensor<100xf32>, tensor<100xf32>) -> tensor<2x4x100xf32>
+  return
+}
+
+// -----
+
+// add_norm: gamma has D entries
+func.func @case45(%x: tensor<2x4x100xf32>, %g: tensor<99xf32>) {
+  // expected-error @+1 {{'gamma' must be f32[100] (the last dimension of 'x'), got f32[99]}}
+  %0 = attn.add_norm %x, %x, %g, %g : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<99xf32>, tensor<99xf32>) -> tensor<2x4x100xf32>
+  return
+}
+
+// -----
+
+// ffn: w1 takes x's features
+func.func @case46(%x: tensor<2x4x32xf32>, %w1: tensor<64x31xf32>, %b1: tensor<64xf32>, %w2: tensor<32x64xf32>, %b2: tensor<32xf32>) {
+  // expected-error @+1 {{'w1' must be f32[O, 32] to match the last dimension of 'x' (f32[2, 4, 32]), got f32[64, 31]}}
+  %0 = attn.ffn %x, %w1, %b1, %w2, %b2 : (tensor<2x4x32xf32>, tensor<64x31xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<2x4x32xf32>
+  return
+}
+
+// -----
+
+// ffn: one b1 per hidden unit
+func.func @case47(%x: tensor<2x4x32xf32>, %w1: tensor<64x32xf32>, %b1: tensor<32xf32>, %w2: tensor<32x64xf32>) {
+  // expected-error @+1 {{'b1' must be f32[64] (one bias per row of 'w1'), got f32[32]}}
+  %0 = attn.ffn %x, %w1, %b1, %w2, %b1 : (tensor<2x4x32xf32>, tensor<64x32xf32>, tensor<32xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<2x4x32xf32>
+  return
+}
+
+// -----
+
+// ffn: w2 takes the hidden units
+func.func @case48(%x: tensor<2x4x32xf32>, %w1: tensor<64x32xf32>, %b1: tensor<64xf32>, %w2: tensor<32x48xf32>, %b2: tensor<32xf32>) {
+  // expected-error @+1 {{'w2' must be f32[O, 64] to take the 64 hidden units of 'w1', got f32[32, 48]}}
+  %0 = attn.ffn %x, %w1, %b1, %w2, %b2 : (tensor<2x4x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<32x48xf32>, tensor<32xf32>) -> tensor<2x4x32xf32>
+  return
+}
+
+// -----
+
+// ffn: one b2 per output
+func.func @case49(%x: tensor<2x4x32xf32>, %w1: tensor<64x32xf32>, %b1: tensor<64xf32>, %w2: tensor<32x64xf32>) {
+  // expected-error @+1 {{'b2' must be f32[32] (one bias per row of 'w2'), got f32[64]}}
+  %0 = attn.ffn %x, %w1, %b1, %w2, %b1 : (tensor<2x4x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<64xf32>) -> tensor<2x4x32xf32>
+  return
+}
+
+// -----
+
+// embedding: ids are i32
+func.func @case50(%ids: tensor<2x4xf32>, %t: tensor<10x8xf32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit signless integer values, but got 'tensor<2x4xf32>'}}
+  %0 = attn.embedding %ids, %t : (tensor<2x4xf32>, tensor<10x8xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+// embedding: the table is [V, D]
+func.func @case51(%ids: tensor<2x4xi32>, %t: tensor<80xf32>) {
+  // expected-error @+1 {{'table' must have rank 2, got f32[80]}}
+  %0 = attn.embedding %ids, %t : (tensor<2x4xi32>, tensor<80xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+// dropout: p < 1
+func.func @case52(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{dropout probability p=1 must be in [0, 1)}}
+  %0 = attn.dropout %x p(1.0) : tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// dropout: p >= 0
+func.func @case53(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{dropout probability p=-0.25 must be in [0, 1)}}
+  %0 = attn.dropout %x p(-0.25) : tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// scale: factor is required (generic form)
+func.func @case54(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{requires attribute 'factor'}}
+  %0 = "attn.scale"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}

@@ -1,0 +1,119 @@
+// Every attn op prints in its custom form and parses back unchanged, in the
+// custom and in the generic form.
+// RUN: attn-opt %s | attn-opt | FileCheck %s
+// RUN: attn-opt %s --mlir-print-op-generic | attn-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @linear
+func.func @linear(%x: tensor<2x4x100xf32>, %w: tensor<50x100xf32>, %b: tensor<50xf32>) -> (tensor<2x4x50xf32>, tensor<2x4x50xf32>) {
+  // CHECK: attn.linear %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x4x100xf32>, tensor<50x100xf32>, tensor<50xf32>) -> tensor<2x4x50xf32>
+  %0 = attn.linear %x, %w, %b : (tensor<2x4x100xf32>, tensor<50x100xf32>, tensor<50xf32>) -> tensor<2x4x50xf32>
+  // CHECK: attn.linear %{{.*}}, %{{.*}} : (tensor<2x4x100xf32>, tensor<50x100xf32>) -> tensor<2x4x50xf32>
+  %1 = attn.linear %x, %w : (tensor<2x4x100xf32>, tensor<50x100xf32>) -> tensor<2x4x50xf32>
+  return %0, %1 : tensor<2x4x50xf32>, tensor<2x4x50xf32>
+}
+
+// CHECK-LABEL: func.func @linear_rank1
+func.func @linear_rank1(%x: tensor<7xf32>, %w: tensor<3x7xf32>) -> tensor<3xf32> {
+  // CHECK: attn.linear %{{.*}}, %{{.*}} : (tensor<7xf32>, tensor<3x7xf32>) -> tensor<3xf32>
+  %0 = attn.linear %x, %w : (tensor<7xf32>, tensor<3x7xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// CHECK-LABEL: func.func @matmul
+func.func @matmul(%a: tensor<10x4x20xf32>, %b: tensor<10x6x20xf32>, %c: tensor<10x20x3xf32>) -> (tensor<10x4x6xf32>, tensor<10x4x3xf32>) {
+  // CHECK: attn.matmul %{{.*}}, %{{.*}} transpose_b : (tensor<10x4x20xf32>, tensor<10x6x20xf32>) -> tensor<10x4x6xf32>
+  %0 = attn.matmul %a, %b transpose_b : (tensor<10x4x20xf32>, tensor<10x6x20xf32>) -> tensor<10x4x6xf32>
+  // CHECK: attn.matmul %{{.*}}, %{{.*}} : (tensor<10x4x20xf32>, tensor<10x20x3xf32>) -> tensor<10x4x3xf32>
+  %1 = attn.matmul %a, %c : (tensor<10x4x20xf32>, tensor<10x20x3xf32>) -> tensor<10x4x3xf32>
+  return %0, %1 : tensor<10x4x6xf32>, tensor<10x4x3xf32>
+}
+
+// CHECK-LABEL: func.func @elementwise
+func.func @elementwise(%x: tensor<2x3xf32>, %y: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // CHECK: attn.scale %{{.*}} factor(1.250000e-01) : tensor<2x3xf32>
+  %0 = attn.scale %x factor(0.125) : tensor<2x3xf32>
+  // CHECK: attn.add %{{.*}}, %{{.*}} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %1 = attn.add %0, %y : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  // CHECK: attn.relu %{{.*}} : tensor<2x3xf32>
+  %2 = attn.relu %1 : tensor<2x3xf32>
+  // CHECK: attn.dropout %{{.*}} p(1.000000e-01) : tensor<2x3xf32>
+  %3 = attn.dropout %2 p(0.1) : tensor<2x3xf32>
+  return %3 : tensor<2x3xf32>
+}
+
+// CHECK-LABEL: func.func @heads
+func.func @heads(%x: tensor<2x4x100xf32>) -> tensor<2x4x100xf32> {
+  // CHECK: attn.split_heads %{{.*}} heads(5) : (tensor<2x4x100xf32>) -> tensor<10x4x20xf32>
+  %0 = attn.split_heads %x heads(5) : (tensor<2x4x100xf32>) -> tensor<10x4x20xf32>
+  // CHECK: attn.merge_heads %{{.*}} heads(5) : (tensor<10x4x20xf32>) -> tensor<2x4x100xf32>
+  %1 = attn.merge_heads %0 heads(5) : (tensor<10x4x20xf32>) -> tensor<2x4x100xf32>
+  return %1 : tensor<2x4x100xf32>
+}
+
+// CHECK-LABEL: func.func @softmaxes
+func.func @softmaxes(%s: tensor<10x4x6xf32>, %vl1: tensor<10xi32>, %vl2: tensor<10x4xi32>) -> (tensor<10x4x6xf32>, tensor<10x4x6xf32>, tensor<10x4x6xf32>) {
+  // CHECK: attn.softmax %{{.*}} : tensor<10x4x6xf32>
+  %0 = attn.softmax %s : tensor<10x4x6xf32>
+  // CHECK: attn.masked_softmax %{{.*}}, %{{.*}} : (tensor<10x4x6xf32>, tensor<10xi32>) -> tensor<10x4x6xf32>
+  %1 = attn.masked_softmax %s, %vl1 : (tensor<10x4x6xf32>, tensor<10xi32>) -> tensor<10x4x6xf32>
+  // CHECK: attn.masked_softmax %{{.*}}, %{{.*}} : (tensor<10x4x6xf32>, tensor<10x4xi32>) -> tensor<10x4x6xf32>
+  %2 = attn.masked_softmax %s, %vl2 : (tensor<10x4x6xf32>, tensor<10x4xi32>) -> tensor<10x4x6xf32>
+  return %0, %1, %2 : tensor<10x4x6xf32>, tensor<10x4x6xf32>, tensor<10x4x6xf32>
+}
+
+// CHECK-LABEL: func.func @attention
+func.func @attention(%q: tensor<10x4x20xf32>, %k: tensor<10x6x20xf32>, %v: tensor<10x6x8xf32>, %vl: tensor<10x4xi32>) -> (tensor<10x4x8xf32>, tensor<10x4x8xf32>, tensor<10x4x8xf32>) {
+  // CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} : (tensor<10x4x20xf32>, tensor<10x6x20xf32>, tensor<10x6x8xf32>) -> tensor<10x4x8xf32>
+  %0 = attn.attention %q, %k, %v : (tensor<10x4x20xf32>, tensor<10x6x20xf32>, tensor<10x6x8xf32>) -> tensor<10x4x8xf32>
+  // CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} valid_lens(%{{.*}}) : (tensor<10x4x20xf32>, tensor<10x6x20xf32>, tensor<10x6x8xf32>, tensor<10x4xi32>) -> tensor<10x4x8xf32>
+  %1 = attn.attention %q, %k, %v valid_lens(%vl) : (tensor<10x4x20xf32>, tensor<10x6x20xf32>, tensor<10x6x8xf32>, tensor<10x4xi32>) -> tensor<10x4x8xf32>
+  // CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} causal : (tensor<10x4x20xf32>, tensor<10x6x20xf32>, tensor<10x6x8xf32>) -> tensor<10x4x8xf32>
+  %2 = attn.attention %q, %k, %v causal : (tensor<10x4x20xf32>, tensor<10x6x20xf32>, tensor<10x6x8xf32>) -> tensor<10x4x8xf32>
+  return %0, %1, %2 : tensor<10x4x8xf32>, tensor<10x4x8xf32>, tensor<10x4x8xf32>
+}
+
+// The book's case: B=2, T=4, D=100, 5 heads; then cross-attention Tq != Tk.
+// CHECK-LABEL: func.func @multihead_attention
+func.func @multihead_attention(%x: tensor<2x4x100xf32>, %w: tensor<100x100xf32>, %vl: tensor<2xi32>,
+                               %kv: tensor<2x6x36xf32>, %wkv: tensor<100x36xf32>) -> (tensor<2x4x100xf32>, tensor<2x4x100xf32>) {
+  // CHECK: attn.multihead_attention %{{.*}}, %{{.*}}, %{{.*}} heads(5) weights(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) valid_lens(%{{.*}}) : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<2xi32>) -> tensor<2x4x100xf32>
+  %0 = attn.multihead_attention %x, %x, %x heads(5) weights(%w, %w, %w, %w) valid_lens(%vl)
+      : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<2xi32>) -> tensor<2x4x100xf32>
+  // CHECK: attn.multihead_attention %{{.*}}, %{{.*}}, %{{.*}} heads(4) weights(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) causal : (tensor<2x4x100xf32>, tensor<2x6x36xf32>, tensor<2x6x36xf32>, tensor<100x100xf32>, tensor<100x36xf32>, tensor<100x36xf32>, tensor<100x100xf32>) -> tensor<2x4x100xf32>
+  %1 = attn.multihead_attention %x, %kv, %kv heads(4) weights(%w, %wkv, %wkv, %w) causal
+      : (tensor<2x4x100xf32>, tensor<2x6x36xf32>, tensor<2x6x36xf32>, tensor<100x100xf32>, tensor<100x36xf32>, tensor<100x36xf32>, tensor<100x100xf32>) -> tensor<2x4x100xf32>
+  return %0, %1 : tensor<2x4x100xf32>, tensor<2x4x100xf32>
+}
+
+// CHECK-LABEL: func.func @positional_encoding
+func.func @positional_encoding(%x: tensor<2x4x100xf32>) -> (tensor<2x4x100xf32>, tensor<2x4x100xf32>) {
+  // The default max_len (1000) is not printed.
+  // CHECK: attn.positional_encoding %{{.*}} : tensor<2x4x100xf32>
+  %0 = attn.positional_encoding %x : tensor<2x4x100xf32>
+  // CHECK: attn.positional_encoding %{{.*}} max_len(4) : tensor<2x4x100xf32>
+  %1 = attn.positional_encoding %x max_len(4) : tensor<2x4x100xf32>
+  return %0, %1 : tensor<2x4x100xf32>, tensor<2x4x100xf32>
+}
+
+// CHECK-LABEL: func.func @norms
+func.func @norms(%x: tensor<2x4x100xf32>, %y: tensor<2x4x100xf32>, %g: tensor<100xf32>, %b: tensor<100xf32>) -> (tensor<2x4x100xf32>, tensor<2x4x100xf32>) {
+  // CHECK: attn.layer_norm %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x4x100xf32>, tensor<100xf32>, tensor<100xf32>) -> tensor<2x4x100xf32>
+  %0 = attn.layer_norm %x, %g, %b : (tensor<2x4x100xf32>, tensor<100xf32>, tensor<100xf32>) -> tensor<2x4x100xf32>
+  // CHECK: attn.add_norm %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} eps(9.99999997E-7) : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<100xf32>, tensor<100xf32>) -> tensor<2x4x100xf32>
+  %1 = attn.add_norm %x, %y, %g, %b eps(1.0e-6) : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<100xf32>, tensor<100xf32>) -> tensor<2x4x100xf32>
+  return %0, %1 : tensor<2x4x100xf32>, tensor<2x4x100xf32>
+}
+
+// CHECK-LABEL: func.func @ffn
+func.func @ffn(%x: tensor<2x4x32xf32>, %w1: tensor<64x32xf32>, %b1: tensor<64xf32>, %w2: tensor<16x64xf32>, %b2: tensor<16xf32>) -> tensor<2x4x16xf32> {
+  // CHECK: attn.ffn %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x4x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<16x64xf32>, tensor<16xf32>) -> tensor<2x4x16xf32>
+  %0 = attn.ffn %x, %w1, %b1, %w2, %b2 : (tensor<2x4x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<16x64xf32>, tensor<16xf32>) -> tensor<2x4x16xf32>
+  return %0 : tensor<2x4x16xf32>
+}
+
+// CHECK-LABEL: func.func @embedding
+func.func @embedding(%ids: tensor<2x4xi32>, %table: tensor<1000x64xf32>) -> tensor<2x4x64xf32> {
+  // CHECK: attn.embedding %{{.*}}, %{{.*}} : (tensor<2x4xi32>, tensor<1000x64xf32>) -> tensor<2x4x64xf32>
+  %0 = attn.embedding %ids, %table : (tensor<2x4xi32>, tensor<1000x64xf32>) -> tensor<2x4x64xf32>
+  return %0 : tensor<2x4x64xf32>
+}

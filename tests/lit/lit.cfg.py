@@ -1,0 +1,26 @@
+# -*- Python -*-
+# lit configuration of attnc: every test runs the built tools through
+# FileCheck/not from LLVM 22.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "attnc"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".attn", ".test"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.attnc_obj_root, "tests", "lit")
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%attnc_src", config.attnc_src_root))
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+# FileCheck, not, count come from LLVM 22; the project's tools from the build.
+tool_dirs = [config.attnc_tools_dir, config.llvm_tools_dir]
+tools = ["attn-opt", "attnc", "FileCheck", "not", "count"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -1,0 +1,146 @@
+//===- AttnShapeRulesTest.cpp - The shared op rules, without MLIR ---------===//
+
+#include "attn/IR/AttnShapeRules.h"
+
+#include "gtest/gtest.h"
+
+#include <string>
+#include <vector>
+
+using namespace mlir::attn::rules;
+
+namespace {
+
+TensorShape f32(std::initializer_list<int64_t> dims) {
+  return {ElementKind::F32, dims};
+}
+TensorShape i32(std::initializer_list<int64_t> dims) {
+  return {ElementKind::I32, dims};
+}
+
+/// Records every reported (argument, message) pair.
+struct Errors {
+  std::vector<std::pair<std::string, std::string>> list;
+  auto callback() {
+    return [this](llvm::StringRef argument, const llvm::Twine &message) {
+      list.emplace_back(argument.str(), message.str());
+    };
+  }
+};
+
+TEST(AttnShapeRules, FormatShapeSpellsLikeTheDsl) {
+  EXPECT_EQ(formatShape(f32({2, 4, 100})), "f32[2, 4, 100]");
+  EXPECT_EQ(formatShape(i32({})), "i32[]");
+}
+
+TEST(AttnShapeRules, LinearReplacesTheLastDim) {
+  Errors errors;
+  TensorShape b = f32({50});
+  RuleResult r =
+      inferLinear(f32({2, 4, 100}), f32({50, 100}), &b, errors.callback());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(*r, f32({2, 4, 50}));
+  EXPECT_TRUE(errors.list.empty());
+}
+
+TEST(AttnShapeRules, LinearNamesTheWeightOnMismatch) {
+  Errors errors;
+  EXPECT_FALSE(
+      inferLinear(f32({2, 4, 100}), f32({50, 99}), nullptr, errors.callback()));
+  ASSERT_EQ(errors.list.size(), 1u);
+  EXPECT_EQ(errors.list[0].first, "w");
+  EXPECT_EQ(errors.list[0].second,
+            "'w' must be f32[O, 100] to match the last dimension of 'x' "
+            "(f32[2, 4, 100]), got f32[50, 99]");
+}
+
+TEST(AttnShapeRules, MultiheadAttentionOfTheBook) {
+  Errors errors;
+  TensorShape x = f32({2, 4, 100}), w = f32({100, 100}), vl = i32({2});
+  RuleResult r =
+      inferMultiheadAttention(x, x, x, w, w, w, w, &vl, 5, errors.callback());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(*r, f32({2, 4, 100}));
+}
+
+TEST(AttnShapeRules, HeadsMustDivideTheHiddenSize) {
+  Errors errors;
+  TensorShape x = f32({2, 4, 100}), w = f32({100, 100});
+  EXPECT_FALSE(inferMultiheadAttention(x, x, x, w, w, w, w, nullptr, 7,
+                                       errors.callback()));
+  ASSERT_EQ(errors.list.size(), 1u);
+  EXPECT_EQ(errors.list[0].first, "heads");
+  EXPECT_EQ(errors.list[0].second,
+            "heads=7 does not divide the model dimension 100 (hidden size of "
+            "'w_q')");
+}
+
+TEST(AttnShapeRules, ValidLensMayBeOneOrTwoDimensional) {
+  Errors errors;
+  TensorShape s = f32({10, 4, 6});
+  EXPECT_TRUE(inferMaskedSoftmax(s, i32({10}), errors.callback()));
+  EXPECT_TRUE(inferMaskedSoftmax(s, i32({10, 4}), errors.callback()));
+  EXPECT_TRUE(errors.list.empty());
+  EXPECT_FALSE(inferMaskedSoftmax(s, i32({10, 6}), errors.callback()));
+  EXPECT_FALSE(inferMaskedSoftmax(s, f32({10}), errors.callback()));
+  EXPECT_FALSE(inferMaskedSoftmax(s, i32({10, 4, 1}), errors.callback()));
+  ASSERT_EQ(errors.list.size(), 3u);
+  for (const auto &[argument, message] : errors.list)
+    EXPECT_EQ(argument, "valid_lens") << message;
+}
+
+TEST(AttnShapeRules, SplitAndMergeHeadsAreInverse) {
+  Errors errors;
+  RuleResult split = inferSplitHeads(f32({2, 4, 100}), 5, errors.callback());
+  ASSERT_TRUE(split);
+  EXPECT_EQ(*split, f32({10, 4, 20}));
+  RuleResult merged = inferMergeHeads(*split, 5, errors.callback());
+  ASSERT_TRUE(merged);
+  EXPECT_EQ(*merged, f32({2, 4, 100}));
+}
+
+TEST(AttnShapeRules, PositionalEncodingLimits) {
+  Errors errors;
+  EXPECT_TRUE(inferPositionalEncoding(f32({1, 1000, 32}), kDefaultMaxLen,
+                                      errors.callback()));
+  EXPECT_FALSE(inferPositionalEncoding(f32({1, 1001, 32}), kDefaultMaxLen,
+                                       errors.callback()));
+  EXPECT_FALSE(
+      inferPositionalEncoding(f32({1, 4, 33}), 1000, errors.callback()));
+  ASSERT_EQ(errors.list.size(), 2u);
+  EXPECT_EQ(errors.list[0].second,
+            "sequence length T=1001 exceeds max_len=1000");
+  EXPECT_EQ(errors.list[1].first, "x");
+}
+
+TEST(AttnShapeRules, HugeTensorsAreRejectedWithoutOverflow) {
+  Errors errors;
+  EXPECT_FALSE(inferElementwiseUnary(f32({int64_t(1) << 30, int64_t(1) << 30}),
+                                     errors.callback()));
+  EXPECT_FALSE(inferSplitHeads(f32({int64_t(1) << 39, 1, 2}), int64_t(1) << 40,
+                               errors.callback()));
+  EXPECT_EQ(errors.list.size(), 2u);
+}
+
+TEST(AttnShapeRules, DropoutProbabilityRange) {
+  Errors errors;
+  EXPECT_TRUE(inferDropout(f32({3}), 0.0, errors.callback()));
+  EXPECT_FALSE(inferDropout(f32({3}), 1.0, errors.callback()));
+  EXPECT_FALSE(inferDropout(f32({3}), -0.5, errors.callback()));
+  ASSERT_EQ(errors.list.size(), 2u);
+  EXPECT_EQ(errors.list[0].second, "dropout probability p=1 must be in [0, 1)");
+}
+
+TEST(AttnShapeRules, FfnChecksBothLayers) {
+  Errors errors;
+  RuleResult r = inferFfn(f32({2, 4, 32}), f32({64, 32}), f32({64}),
+                          f32({16, 64}), f32({16}), errors.callback());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(*r, f32({2, 4, 16}));
+  EXPECT_FALSE(inferFfn(f32({2, 4, 32}), f32({64, 32}), f32({64}),
+                        f32({16, 63}), f32({16}), errors.callback()));
+  ASSERT_EQ(errors.list.size(), 1u);
+  EXPECT_EQ(errors.list[0].first, "w2");
+}
+
+} // namespace
