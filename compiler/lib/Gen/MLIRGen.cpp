@@ -1,0 +1,206 @@
+//===- MLIRGen.cpp - attn-dialect IR from a checked .attn AST -------------===//
+
+#include "attnc/Gen/MLIRGen.h"
+
+#include "attnc/Sema/OpTable.h"
+
+#include "attn/IR/AttnDialect.h"
+#include "attn/IR/AttnOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Location.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/SourceMgr.h"
+
+using namespace attnc;
+using namespace attnc::ast;
+namespace attn = mlir::attn;
+namespace rules = mlir::attn::rules;
+
+namespace {
+
+class MLIRGenImpl {
+public:
+  MLIRGenImpl(mlir::MLIRContext &context, const llvm::SourceMgr &sourceMgr)
+      : builder(&context), sourceMgr(sourceMgr) {
+    unsigned mainId = sourceMgr.getMainFileID();
+    filename = sourceMgr.getMemoryBuffer(mainId)->getBufferIdentifier();
+  }
+
+  mlir::OwningOpRef<mlir::ModuleOp> generate(const Module &module,
+                                             llvm::StringRef onlyBlock) {
+    mlir::OwningOpRef<mlir::ModuleOp> result =
+        mlir::ModuleOp::create(builder.getUnknownLoc());
+    builder.setInsertionPointToEnd(result->getBody());
+    for (const auto &block : module.blocks)
+      if (onlyBlock.empty() || block->name.name == onlyBlock)
+        generateBlock(*block);
+    return result;
+  }
+
+private:
+  mlir::Location loc(llvm::SMLoc where) {
+    auto [line, column] = sourceMgr.getLineAndColumn(where);
+    return mlir::FileLineColLoc::get(builder.getStringAttr(filename), line,
+                                     column);
+  }
+
+  mlir::RankedTensorType tensorType(const rules::TensorShape &shape) {
+    mlir::Type element = shape.element == rules::ElementKind::I32
+                             ? mlir::Type(builder.getI32Type())
+                             : mlir::Type(builder.getF32Type());
+    return mlir::RankedTensorType::get(shape.dims, element);
+  }
+
+  void generateBlock(const Block &block) {
+    values.clear();
+    llvm::SmallVector<const DeclStmt *> args;
+    llvm::SmallVector<mlir::Type> argTypes, resultTypes;
+    for (const auto &stmt : block.stmts)
+      if (auto *decl = llvm::dyn_cast<DeclStmt>(stmt.get())) {
+        args.push_back(decl);
+        argTypes.push_back(tensorType(*decl->shape));
+      }
+
+    auto func = mlir::func::FuncOp::create(
+        builder, loc(block.name.range.Start), block.name.name,
+        builder.getFunctionType(argTypes, {}));
+    mlir::Block *entry = func.addEntryBlock();
+    for (auto [decl, arg] : llvm::zip(args, entry->getArguments())) {
+      arg.setLoc(loc(decl->name.range.Start));
+      values[decl->name.name] = arg;
+    }
+
+    mlir::OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToEnd(entry);
+    for (const auto &stmt : block.stmts)
+      if (auto *assign = llvm::dyn_cast<AssignStmt>(stmt.get()))
+        values[assign->name.name] = generateExpr(*assign->value);
+
+    llvm::SmallVector<mlir::Value> results;
+    for (const Ident *output : block.outputs) {
+      results.push_back(values.lookup(output->name));
+      resultTypes.push_back(results.back().getType());
+    }
+    mlir::func::ReturnOp::create(builder, loc(block.range.End), results);
+    func.setFunctionType(builder.getFunctionType(argTypes, resultTypes));
+  }
+
+  mlir::Value generateExpr(const Expr &expr) {
+    if (auto *name = llvm::dyn_cast<NameExpr>(&expr))
+      return values.lookup(name->name);
+    if (auto *call = llvm::dyn_cast<CallExpr>(&expr))
+      return generateCall(*call);
+    llvm::report_fatal_error("attnc: MLIRGen reached a non-tensor expression");
+  }
+
+  mlir::Value generateCall(const CallExpr &call) {
+    mlir::Location location = loc(call.callee.range.Start);
+    mlir::OpBuilder &b = builder;
+    auto operand = [&](llvm::StringRef name) {
+      const Expr *e = call.get(name).tensor;
+      return e ? generateExpr(*e) : mlir::Value();
+    };
+    auto i64 = [&](llvm::StringRef name) {
+      return b.getI64IntegerAttr(call.get(name).intValue);
+    };
+    auto f32 = [&](llvm::StringRef name) {
+      return b.getF32FloatAttr(static_cast<float>(call.get(name).floatValue));
+    };
+    auto unit = [&](llvm::StringRef name) {
+      return call.get(name).boolValue ? b.getUnitAttr() : mlir::UnitAttr();
+    };
+
+    switch (call.op->kind) {
+    case OpKind::Linear: {
+      mlir::Value x = operand("x"), w = operand("w"), bias = operand("b");
+      return attn::LinearOp::create(b, location, x, w, bias);
+    }
+    case OpKind::Matmul: {
+      mlir::Value lhs = operand("a"), rhs = operand("b");
+      return attn::MatmulOp::create(b, location, lhs, rhs, unit("transpose_b"));
+    }
+    case OpKind::Scale:
+      return attn::ScaleOp::create(b, location, operand("x"), f32("factor"));
+    case OpKind::Add: {
+      mlir::Value lhs = operand("a"), rhs = operand("b");
+      return attn::AddOp::create(b, location, lhs, rhs);
+    }
+    case OpKind::Relu:
+      return attn::ReluOp::create(b, location, operand("x"));
+    case OpKind::SplitHeads:
+      return attn::SplitHeadsOp::create(b, location, operand("x"),
+                                        i64("heads"));
+    case OpKind::MergeHeads:
+      return attn::MergeHeadsOp::create(b, location, operand("x"),
+                                        i64("heads"));
+    case OpKind::Softmax:
+      return attn::SoftmaxOp::create(b, location, operand("x"));
+    case OpKind::MaskedSoftmax: {
+      mlir::Value x = operand("x"), validLens = operand("valid_lens");
+      return attn::MaskedSoftmaxOp::create(b, location, x, validLens);
+    }
+    case OpKind::Attention: {
+      mlir::Value q = operand("q"), k = operand("k"), v = operand("v"),
+                  validLens = operand("valid_lens");
+      return attn::AttentionOp::create(b, location, q, k, v, validLens,
+                                       unit("causal"));
+    }
+    case OpKind::MultiheadAttention: {
+      mlir::Value q = operand("q"), k = operand("k"), v = operand("v"),
+                  wQ = operand("w_q"), wK = operand("w_k"), wV = operand("w_v"),
+                  wO = operand("w_o"), validLens = operand("valid_lens");
+      return attn::MultiheadAttentionOp::create(b, location, q, k, v, wQ, wK,
+                                                wV, wO, validLens, i64("heads"),
+                                                unit("causal"));
+    }
+    case OpKind::PositionalEncoding:
+      return attn::PositionalEncodingOp::create(b, location, operand("x"),
+                                                i64("max_len"));
+    case OpKind::LayerNorm: {
+      mlir::Value x = operand("x"), gamma = operand("gamma"),
+                  beta = operand("beta");
+      return attn::LayerNormOp::create(b, location, x, gamma, beta, f32("eps"));
+    }
+    case OpKind::AddNorm: {
+      mlir::Value x = operand("x"), y = operand("y"), gamma = operand("gamma"),
+                  beta = operand("beta");
+      return attn::AddNormOp::create(b, location, x, y, gamma, beta,
+                                     f32("eps"));
+    }
+    case OpKind::Ffn: {
+      mlir::Value x = operand("x"), w1 = operand("w1"), b1 = operand("b1"),
+                  w2 = operand("w2"), b2 = operand("b2");
+      return attn::FfnOp::create(b, location, x, w1, b1, w2, b2);
+    }
+    case OpKind::Embedding: {
+      mlir::Value ids = operand("ids"), table = operand("table");
+      return attn::EmbeddingOp::create(b, location, ids, table);
+    }
+    case OpKind::Dropout:
+      return attn::DropoutOp::create(b, location, operand("x"), f32("p"));
+    }
+    llvm::report_fatal_error("attnc: MLIRGen reached an unknown op");
+  }
+
+  mlir::OpBuilder builder;
+  const llvm::SourceMgr &sourceMgr;
+  llvm::StringRef filename;
+  /// The SSA value of each named tensor of the block being generated.
+  llvm::StringMap<mlir::Value> values;
+};
+
+} // namespace
+
+mlir::OwningOpRef<mlir::ModuleOp>
+attnc::mlirGen(mlir::MLIRContext &context, const Module &module,
+               const llvm::SourceMgr &sourceMgr, llvm::StringRef onlyBlock) {
+  context.getOrLoadDialect<attn::AttnDialect>();
+  context.getOrLoadDialect<mlir::func::FuncDialect>();
+  return MLIRGenImpl(context, sourceMgr).generate(module, onlyBlock);
+}

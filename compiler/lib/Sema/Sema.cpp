@@ -1,0 +1,683 @@
+//===- Sema.cpp - Semantic checks of .attn files --------------------------===//
+
+#include "attnc/Sema/Sema.h"
+
+#include "attnc/Sema/OpTable.h"
+#include "attnc/Support/Diagnostics.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace attnc;
+using namespace attnc::ast;
+using llvm::SMLoc;
+using llvm::SMRange;
+using llvm::StringRef;
+using llvm::Twine;
+namespace rules = mlir::attn::rules;
+
+namespace {
+
+/// Largest tensor a declaration may have; the rules use the same bound so
+/// that no product of dims overflows int64 downstream.
+constexpr int64_t kMaxElements = int64_t(1) << 40;
+
+StringRef sourceText(SMRange range) {
+  return StringRef(range.Start.getPointer(),
+                   range.End.getPointer() - range.Start.getPointer());
+}
+
+struct Symbol {
+  enum class Kind { Dim, Input, Param, Value };
+  Symbol(Kind kind, SMRange defRange) : kind(kind), defRange(defRange) {}
+
+  Kind kind;
+  SMRange defRange;
+  int64_t dimValue = 0;
+  /// Tensors: the shape; unset when the definition failed (poisoned).
+  std::optional<TensorShape> shape;
+  bool poisoned = false;
+  bool used = false;
+
+  bool isTensor() const { return kind != Kind::Dim; }
+};
+
+/// "an input", "a param", ...: for "'X' is an input, not a dim".
+StringRef describeWithArticle(Symbol::Kind kind) {
+  switch (kind) {
+  case Symbol::Kind::Dim:
+    return "a dim";
+  case Symbol::Kind::Input:
+    return "an input";
+  case Symbol::Kind::Param:
+    return "a param";
+  case Symbol::Kind::Value:
+    return "a tensor value";
+  }
+  return "a name";
+}
+
+StringRef describeSymbol(Symbol::Kind kind) {
+  switch (kind) {
+  case Symbol::Kind::Dim:
+    return "dim";
+  case Symbol::Kind::Input:
+    return "input";
+  case Symbol::Kind::Param:
+    return "param";
+  case Symbol::Kind::Value:
+    return "value";
+  }
+  return "name";
+}
+
+/// Checks one block: a scope of dims and tensors filled statement by
+/// statement.
+class BlockChecker {
+public:
+  BlockChecker(DiagnosticEngine &diag, Block &block)
+      : diag(diag), block(block) {}
+
+  void run();
+
+private:
+  // Names.
+  bool define(const Ident &name, Symbol symbol);
+  /// Looks `name` up for a use; reports undefined names (with a suggestion
+  /// among names for which `wanted` holds) and returns null.
+  Symbol *resolve(const Ident &name, bool wantTensor);
+  std::vector<StringRef> namesOfKind(bool tensors) const;
+
+  // Statements.
+  void checkDims(DimStmt &stmt);
+  void checkDecl(DeclStmt &stmt);
+  void checkAssign(AssignStmt &stmt);
+  std::optional<TensorShape> checkType(const TypeExpr &type);
+  void checkOutputs();
+  void checkUnused();
+
+  // Expressions.
+  const TensorShape *checkTensor(Expr &expr, const Twine &role);
+  const TensorShape *checkCall(CallExpr &call);
+  bool bindArguments(CallExpr &call,
+                     llvm::SmallVectorImpl<const Argument *> &given);
+  bool evaluateAttribute(const ParamInfo &param, const Argument &arg,
+                         const OpInfo &op, BoundArgument &out);
+  std::optional<TensorShape> applyRules(CallExpr &call);
+  /// Marks every name under `expr` as used, silently (after a failed call,
+  /// so that its operands do not become "unused" errors too).
+  void markUses(const Expr &expr);
+
+  DiagnosticEngine &diag;
+  Block &block;
+  llvm::StringMap<Symbol> scope;
+  /// Definition order, for the unused-name check.
+  std::vector<StringRef> order;
+  /// Every name the block defines anywhere, for "used before definition".
+  llvm::StringMap<SMRange> allDefinitions;
+  std::vector<const Ident *> outputNames;
+  bool sawOutputStmt = false;
+};
+
+//===----------------------------------------------------------------------===//
+// Names
+//===----------------------------------------------------------------------===//
+
+bool BlockChecker::define(const Ident &name, Symbol symbol) {
+  auto [it, inserted] = scope.try_emplace(name.name, symbol);
+  if (!inserted) {
+    diag.error(name.range, "redefinition of " + quoted(name.name));
+    diag.note(it->second.defRange.Start,
+              quoted(name.name) + " was first defined here",
+              it->second.defRange);
+    return false;
+  }
+  order.push_back(it->first());
+  return true;
+}
+
+std::vector<StringRef> BlockChecker::namesOfKind(bool tensors) const {
+  std::vector<StringRef> names;
+  for (const auto &entry : scope)
+    if (entry.second.isTensor() == tensors)
+      names.push_back(entry.first());
+  return names;
+}
+
+Symbol *BlockChecker::resolve(const Ident &name, bool wantTensor) {
+  auto it = scope.find(name.name);
+  if (it != scope.end()) {
+    it->second.used = true;
+    return &it->second;
+  }
+  if (llvm::any_of(block.brokenNames, [&](const Ident &broken) {
+        return broken.name == name.name;
+      }))
+    return nullptr; // its definition had a syntax error, already reported
+  auto later = allDefinitions.find(name.name);
+  if (later != allDefinitions.end()) {
+    diag.error(name.range,
+               quoted(name.name) + " is used before its definition");
+    diag.note(later->second.Start, quoted(name.name) + " is defined here",
+              later->second);
+    return nullptr;
+  }
+  std::vector<StringRef> candidates = namesOfKind(wantTensor);
+  diag.error(name.range,
+             Twine(wantTensor ? "undefined name " : "undefined dim ") +
+                 quoted(name.name) + didYouMean(name.name, candidates));
+  return nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// Statements
+//===----------------------------------------------------------------------===//
+
+void BlockChecker::run() {
+  for (const auto &stmt : block.stmts) {
+    auto note = [&](const Ident &name) {
+      allDefinitions.try_emplace(name.name, name.range);
+    };
+    if (auto *dims = llvm::dyn_cast<DimStmt>(stmt.get()))
+      for (const DimStmt::Def &def : dims->defs)
+        note(def.name);
+    else if (auto *decl = llvm::dyn_cast<DeclStmt>(stmt.get()))
+      note(decl->name);
+    else if (auto *assign = llvm::dyn_cast<AssignStmt>(stmt.get()))
+      note(assign->name);
+  }
+
+  for (const auto &stmt : block.stmts) {
+    if (diag.tooManyErrors())
+      return;
+    if (auto *dims = llvm::dyn_cast<DimStmt>(stmt.get())) {
+      checkDims(*dims);
+    } else if (auto *decl = llvm::dyn_cast<DeclStmt>(stmt.get())) {
+      checkDecl(*decl);
+    } else if (auto *assign = llvm::dyn_cast<AssignStmt>(stmt.get())) {
+      checkAssign(*assign);
+    } else if (auto *output = llvm::dyn_cast<OutputStmt>(stmt.get())) {
+      sawOutputStmt = true;
+      for (const Ident &name : output->names)
+        outputNames.push_back(&name);
+    }
+  }
+  checkOutputs();
+  if (!block.hadSyntaxErrors)
+    checkUnused();
+}
+
+void BlockChecker::checkDims(DimStmt &stmt) {
+  for (const DimStmt::Def &def : stmt.defs) {
+    Symbol symbol{Symbol::Kind::Dim, def.name.range};
+    symbol.dimValue = def.value;
+    if (def.value <= 0) {
+      diag.error(def.valueRange, "dim " + quoted(def.name.name) +
+                                     " must be positive, got " +
+                                     Twine(def.value));
+      symbol.poisoned = true;
+    }
+    define(def.name, symbol);
+  }
+}
+
+std::optional<TensorShape> BlockChecker::checkType(const TypeExpr &type) {
+  TensorShape shape;
+  StringRef element = type.element.name;
+  if (element == "f32") {
+    shape.element = rules::ElementKind::F32;
+  } else if (element == "i32") {
+    shape.element = rules::ElementKind::I32;
+  } else if (element == "bf16" || element == "f16") {
+    diag.error(type.element.range, "element type " + quoted(element) +
+                                       " is reserved but not supported yet; "
+                                       "use f32 or i32");
+    return std::nullopt;
+  } else {
+    diag.error(type.element.range, "unknown element type " + quoted(element) +
+                                       "; expected f32 or i32" +
+                                       didYouMean(element, {"f32", "i32"}));
+    return std::nullopt;
+  }
+  bool ok = true;
+  for (const TypeExpr::DimRef &dim : type.dims) {
+    int64_t size = dim.value;
+    if (!dim.name.empty()) {
+      Symbol *symbol = resolve({dim.name, dim.range}, /*wantTensor=*/false);
+      if (!symbol) {
+        ok = false;
+        continue;
+      }
+      if (symbol->isTensor()) {
+        diag.error(dim.range, quoted(dim.name) + " is " +
+                                  describeWithArticle(symbol->kind) +
+                                  ", not a dim; tensor shapes take integers "
+                                  "or dim names");
+        ok = false;
+        continue;
+      }
+      if (symbol->poisoned) {
+        ok = false;
+        continue;
+      }
+      size = symbol->dimValue;
+    } else if (size <= 0) {
+      diag.error(dim.range,
+                 "dimension sizes must be positive, got " + Twine(size));
+      ok = false;
+      continue;
+    }
+    shape.dims.push_back(size);
+  }
+  if (!ok)
+    return std::nullopt;
+  int64_t elements = 1;
+  for (int64_t size : shape.dims) {
+    if (size > kMaxElements / elements) {
+      diag.error(type.range, "tensor type " + rules::formatShape(shape) +
+                                 " is too large; at most 2^40 elements are "
+                                 "supported");
+      return std::nullopt;
+    }
+    elements *= size;
+  }
+  return shape;
+}
+
+void BlockChecker::checkDecl(DeclStmt &stmt) {
+  stmt.shape = checkType(stmt.type);
+  Symbol symbol{stmt.isParam ? Symbol::Kind::Param : Symbol::Kind::Input,
+                stmt.name.range};
+  symbol.shape = stmt.shape;
+  symbol.poisoned = !stmt.shape;
+  define(stmt.name, symbol);
+}
+
+void BlockChecker::checkAssign(AssignStmt &stmt) {
+  const TensorShape *shape = checkTensor(
+      *stmt.value, "the value assigned to " + quoted(stmt.name.name));
+  Symbol symbol{Symbol::Kind::Value, stmt.name.range};
+  if (shape)
+    symbol.shape = *shape;
+  symbol.poisoned = !shape;
+  define(stmt.name, symbol);
+}
+
+void BlockChecker::checkOutputs() {
+  llvm::StringMap<SMRange> listed;
+  for (const Ident *name : outputNames) {
+    auto [it, inserted] = listed.try_emplace(name->name, name->range);
+    if (!inserted) {
+      diag.error(name->range,
+                 quoted(name->name) + " is listed as an output twice");
+      diag.note(it->second.Start, "first listed here", it->second);
+      continue;
+    }
+    Symbol *symbol = resolve(*name, /*wantTensor=*/true);
+    if (!symbol)
+      continue;
+    if (!symbol->isTensor()) {
+      diag.error(name->range, quoted(name->name) +
+                                  " is a dim, not a tensor; only tensors can "
+                                  "be outputs");
+      continue;
+    }
+    block.outputs.push_back(name);
+  }
+  if (!sawOutputStmt)
+    diag.error(block.name.range,
+               "block " + quoted(block.name.name) +
+                   " has no outputs; list its results with 'output NAME'");
+}
+
+void BlockChecker::checkUnused() {
+  for (StringRef name : order) {
+    const Symbol &symbol = scope.find(name)->second;
+    if (symbol.used || symbol.poisoned || symbol.kind == Symbol::Kind::Dim)
+      continue;
+    if (symbol.kind == Symbol::Kind::Value)
+      diag.error(symbol.defRange, quoted(name) +
+                                      " is computed but never used (pass it "
+                                      "to an op or list it in 'output')");
+    else
+      diag.error(symbol.defRange, Twine(describeSymbol(symbol.kind)) + " " +
+                                      quoted(name) + " is never used");
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Expressions
+//===----------------------------------------------------------------------===//
+
+void BlockChecker::markUses(const Expr &expr) {
+  // Iterative: the parser bounds nesting, but this also runs on failed calls.
+  llvm::SmallVector<const Expr *, 8> work{&expr};
+  while (!work.empty()) {
+    const Expr *e = work.pop_back_val();
+    if (auto *name = llvm::dyn_cast<NameExpr>(e)) {
+      auto it = scope.find(name->name);
+      if (it != scope.end())
+        it->second.used = true;
+    } else if (auto *call = llvm::dyn_cast<CallExpr>(e)) {
+      for (const Argument &arg : call->args)
+        work.push_back(arg.value.get());
+    }
+  }
+}
+
+const TensorShape *BlockChecker::checkTensor(Expr &expr, const Twine &role) {
+  if (auto *call = llvm::dyn_cast<CallExpr>(&expr))
+    return checkCall(*call);
+  if (auto *name = llvm::dyn_cast<NameExpr>(&expr)) {
+    Symbol *symbol = resolve({name->name, name->getRange()}, true);
+    if (!symbol)
+      return nullptr;
+    if (!symbol->isTensor()) {
+      diag.error(name->getRange(),
+                 role + " must be a tensor, but " + quoted(name->name) +
+                     " is a dim (= " + Twine(symbol->dimValue) + ")");
+      return nullptr;
+    }
+    if (!symbol->shape)
+      return nullptr; // poisoned: already reported
+    expr.shape = symbol->shape;
+    return &*expr.shape;
+  }
+  diag.error(expr.getRange(), role + " must be a tensor, got " +
+                                  quoted(sourceText(expr.getRange())));
+  return nullptr;
+}
+
+const TensorShape *BlockChecker::checkCall(CallExpr &call) {
+  const OpInfo *op = lookupOp(call.callee.name);
+  if (!op) {
+    std::vector<StringRef> names;
+    for (const OpInfo &info : allOps())
+      names.push_back(info.name);
+    diag.error(call.callee.range, "unknown op " + quoted(call.callee.name) +
+                                      didYouMean(call.callee.name, names));
+    markUses(call);
+    return nullptr;
+  }
+  call.op = op;
+  llvm::SmallVector<const Argument *, 8> given;
+  if (!bindArguments(call, given)) {
+    markUses(call);
+    return nullptr;
+  }
+
+  // Evaluate every argument, even after a failure, to report each mistake.
+  bool ok = true;
+  call.bound.assign(op->params.size(), BoundArgument());
+  for (unsigned i = 0, e = op->params.size(); i != e; ++i) {
+    const ParamInfo &param = op->params[i];
+    BoundArgument &bound = call.bound[i];
+    bound.source = given[i];
+    bound.intValue = param.defaultInt;
+    bound.floatValue = param.defaultFloat;
+    bound.boolValue = param.defaultBool;
+    if (!given[i])
+      continue;
+    if (param.kind == ParamKind::Tensor) {
+      bound.tensor = given[i]->value.get();
+      if (!checkTensor(*given[i]->value,
+                       "argument '" + param.name + "' of '" + op->name + "'"))
+        ok = false;
+    } else if (!evaluateAttribute(param, *given[i], *op, bound)) {
+      ok = false;
+    }
+  }
+  if (!ok)
+    return nullptr;
+  call.shape = applyRules(call);
+  return call.shape ? &*call.shape : nullptr;
+}
+
+bool BlockChecker::bindArguments(
+    CallExpr &call, llvm::SmallVectorImpl<const Argument *> &given) {
+  const OpInfo &op = *call.op;
+  given.assign(op.params.size(), nullptr);
+  llvm::SmallVector<unsigned, 8> positionalSlots;
+  for (unsigned i = 0, e = op.params.size(); i != e; ++i)
+    if (op.params[i].positional)
+      positionalSlots.push_back(i);
+
+  bool ok = true;
+  unsigned nextPositional = 0;
+  const Argument *firstKeyword = nullptr;
+  for (const Argument &arg : call.args) {
+    if (!arg.isKeyword()) {
+      if (firstKeyword) {
+        diag.error(arg.getRange(),
+                   "positional argument after keyword argument " +
+                       quoted(firstKeyword->keyword.name) +
+                       " in the call to '" + op.name + "'");
+        ok = false;
+        continue;
+      }
+      if (nextPositional == positionalSlots.size()) {
+        unsigned total = 0;
+        for (const Argument &a : call.args)
+          total += !a.isKeyword();
+        diag.error(arg.getRange(),
+                   "'" + op.name + "' takes " + Twine(positionalSlots.size()) +
+                       " positional argument" +
+                       (positionalSlots.size() == 1 ? "" : "s") + ", got " +
+                       Twine(total) + "; its signature is " + op.signature());
+        ok = false;
+        break;
+      }
+      given[positionalSlots[nextPositional++]] = &arg;
+      continue;
+    }
+    if (!firstKeyword)
+      firstKeyword = &arg;
+    std::optional<unsigned> slot = op.indexOf(arg.keyword.name);
+    if (!slot) {
+      std::vector<StringRef> names;
+      for (const ParamInfo &p : op.params)
+        names.push_back(p.name);
+      diag.error(arg.keyword.range, "'" + op.name + "' has no argument " +
+                                        quoted(arg.keyword.name) +
+                                        didYouMean(arg.keyword.name, names) +
+                                        " (signature: " + op.signature() + ")");
+      ok = false;
+      continue;
+    }
+    if (const Argument *previous = given[*slot]) {
+      if (previous->isKeyword())
+        diag.error(arg.keyword.range, "keyword '" + arg.keyword.name +
+                                          "' is given twice in the call to '" +
+                                          op.name + "'");
+      else
+        diag.error(arg.keyword.range,
+                   "argument '" + arg.keyword.name + "' of '" + op.name +
+                       "' is given both positionally and as a keyword");
+      diag.note(previous->getRange().Start, "first given here",
+                previous->getRange());
+      ok = false;
+      continue;
+    }
+    given[*slot] = &arg;
+  }
+  if (!ok)
+    return false;
+  for (unsigned i = 0, e = op.params.size(); i != e; ++i) {
+    const ParamInfo &param = op.params[i];
+    if (given[i] || !param.required)
+      continue;
+    diag.error(call.callee.range,
+               "'" + op.name + "' is missing its required argument '" +
+                   param.name + (param.positional ? "'" : "=...'") +
+                   "; its signature is " + op.signature());
+    ok = false;
+  }
+  return ok;
+}
+
+bool BlockChecker::evaluateAttribute(const ParamInfo &param,
+                                     const Argument &arg, const OpInfo &op,
+                                     BoundArgument &out) {
+  const Expr &value = *arg.value;
+  std::string what =
+      ("argument '" + param.name + "' of '" + op.name + "'").str();
+  auto wrongKind = [&](const Twine &found) {
+    diag.error(value.getRange(), what + " must be " +
+                                     describeParamKind(param.kind) + ", got " +
+                                     found);
+    return false;
+  };
+
+  // A dim name stands for its integer value.
+  std::optional<double> number;
+  bool isInteger = false;
+  if (auto *name = llvm::dyn_cast<NameExpr>(&value)) {
+    Symbol *symbol = resolve({name->name, name->getRange()}, false);
+    if (!symbol)
+      return false;
+    if (symbol->isTensor())
+      return wrongKind("the " + describeSymbol(symbol->kind) + " " +
+                       quoted(name->name));
+    if (symbol->poisoned)
+      return false;
+    out.intValue = symbol->dimValue;
+    number = static_cast<double>(symbol->dimValue);
+    isInteger = true;
+  } else if (auto *integer = llvm::dyn_cast<IntegerExpr>(&value)) {
+    out.intValue = integer->value;
+    number = static_cast<double>(integer->value);
+    isInteger = true;
+  } else if (auto *real = llvm::dyn_cast<FloatExpr>(&value)) {
+    number = real->value;
+  } else if (auto *boolean = llvm::dyn_cast<BoolExpr>(&value)) {
+    if (param.kind == ParamKind::Bool) {
+      out.boolValue = boolean->value;
+      return true;
+    }
+    return wrongKind(boolean->value ? "true" : "false");
+  } else if (auto *call = llvm::dyn_cast<CallExpr>(&value)) {
+    markUses(*call);
+    return wrongKind("a call to " + quoted(call->callee.name));
+  }
+
+  switch (param.kind) {
+  case ParamKind::Tensor:
+  case ParamKind::Bool:
+    return wrongKind(quoted(sourceText(value.getRange())));
+  case ParamKind::Int:
+    if (!isInteger)
+      return wrongKind(quoted(sourceText(value.getRange())));
+    return true;
+  case ParamKind::Float: {
+    // The attribute is an f32: the value must survive the conversion.
+    float single = static_cast<float>(*number);
+    if (!std::isfinite(single)) {
+      diag.error(value.getRange(), quoted(sourceText(value.getRange())) +
+                                       " is out of the range of f32 (" + what +
+                                       ")");
+      return false;
+    }
+    if (single == 0 && *number != 0) {
+      diag.error(value.getRange(),
+                 quoted(sourceText(value.getRange())) +
+                     " is too small for f32, it would become 0 (" + what + ")");
+      return false;
+    }
+    out.floatValue = single;
+    return true;
+  }
+  }
+  return false;
+}
+
+std::optional<TensorShape> BlockChecker::applyRules(CallExpr &call) {
+  const OpInfo &op = *call.op;
+  // Points a rule's complaint about `argument` at that argument's source.
+  auto error = [&](StringRef argument, const Twine &message) {
+    std::optional<unsigned> slot = op.indexOf(argument);
+    const Argument *source = slot ? call.bound[*slot].source : nullptr;
+    if (source && source->isKeyword())
+      diag.error(source->keyword.range.Start, message, source->getRange());
+    else if (source)
+      diag.error(source->getRange(), message);
+    else
+      diag.error(call.callee.range, message);
+  };
+  auto shape = [&](StringRef name) -> const TensorShape & {
+    return *call.get(name).tensor->shape;
+  };
+  auto optionalShape = [&](StringRef name) -> const TensorShape * {
+    const Expr *e = call.get(name).tensor;
+    return e ? &*e->shape : nullptr;
+  };
+  auto i64 = [&](StringRef name) { return call.get(name).intValue; };
+  auto f64 = [&](StringRef name) { return call.get(name).floatValue; };
+  auto flag = [&](StringRef name) { return call.get(name).boolValue; };
+
+  switch (op.kind) {
+  case OpKind::Linear:
+    return rules::inferLinear(shape("x"), shape("w"), optionalShape("b"),
+                              error);
+  case OpKind::Matmul:
+    return rules::inferMatmul(shape("a"), shape("b"), flag("transpose_b"),
+                              error);
+  case OpKind::Scale:
+  case OpKind::Relu:
+    return rules::inferElementwiseUnary(shape("x"), error);
+  case OpKind::Add:
+    return rules::inferElementwiseBinary(shape("a"), shape("b"), error);
+  case OpKind::SplitHeads:
+    return rules::inferSplitHeads(shape("x"), i64("heads"), error);
+  case OpKind::MergeHeads:
+    return rules::inferMergeHeads(shape("x"), i64("heads"), error);
+  case OpKind::Softmax:
+    return rules::inferSoftmax(shape("x"), error);
+  case OpKind::MaskedSoftmax:
+    return rules::inferMaskedSoftmax(shape("x"), shape("valid_lens"), error);
+  case OpKind::Attention:
+    return rules::inferAttention(shape("q"), shape("k"), shape("v"),
+                                 optionalShape("valid_lens"), error);
+  case OpKind::MultiheadAttention:
+    return rules::inferMultiheadAttention(
+        shape("q"), shape("k"), shape("v"), shape("w_q"), shape("w_k"),
+        shape("w_v"), shape("w_o"), optionalShape("valid_lens"), i64("heads"),
+        error);
+  case OpKind::PositionalEncoding:
+    return rules::inferPositionalEncoding(shape("x"), i64("max_len"), error);
+  case OpKind::LayerNorm:
+    return rules::inferLayerNorm(shape("x"), shape("gamma"), shape("beta"),
+                                 f64("eps"), error);
+  case OpKind::AddNorm:
+    return rules::inferAddNorm(shape("x"), shape("y"), shape("gamma"),
+                               shape("beta"), f64("eps"), error);
+  case OpKind::Ffn:
+    return rules::inferFfn(shape("x"), shape("w1"), shape("b1"), shape("w2"),
+                           shape("b2"), error);
+  case OpKind::Embedding:
+    return rules::inferEmbedding(shape("ids"), shape("table"), error);
+  case OpKind::Dropout:
+    return rules::inferDropout(shape("x"), f64("p"), error);
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+bool Sema::check(Module &module) {
+  llvm::StringMap<SMRange> blockNames;
+  for (auto &block : module.blocks) {
+    if (diag.tooManyErrors())
+      break;
+    auto [it, inserted] =
+        blockNames.try_emplace(block->name.name, block->name.range);
+    if (!inserted) {
+      diag.error(block->name.range,
+                 "redefinition of block " + quoted(block->name.name));
+      diag.note(it->second.Start, "first defined here", it->second);
+    }
+    BlockChecker(diag, *block).run();
+  }
+  return !diag.hadErrors();
+}
