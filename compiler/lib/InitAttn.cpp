@@ -4,6 +4,7 @@
 
 #include "attn/IR/AttnDialect.h"
 #include "attn/Transforms/Passes.h"
+#include "attnc/Codegen/Pipeline.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -19,4 +20,5 @@ void attnc::registerAllDialects(mlir::DialectRegistry &registry) {
 void attnc::registerAllPasses() {
   mlir::registerAllPasses();
   mlir::attn::registerAttnPasses();
+  registerCpuLoweringPipeline();
 }

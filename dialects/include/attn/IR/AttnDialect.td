@@ -19,6 +19,22 @@ def Attn_Dialect : Dialect {
     Composite ops (`multihead_attention`, `attention`, `add_norm`, `ffn`) are
     rewritten into the primitive ones by `attn-decompose`; later lowerings
     handle the primitives only.
+
+    A kernel is a `func.func` named after its block. The front end records
+    what the generated C header and the runtime need on it: each argument's
+    and result's DSL name (`attn.name`) and whether an argument is an
+    `input` or a `param` (`attn.role`), and the block's named dims in order
+    (`attn.dim_names`, `attn.dim_values`).
+  }];
+  let extraClassDeclaration = [{
+    /// Argument/result attribute: the DSL name (StringAttr).
+    static constexpr ::llvm::StringLiteral kNameAttr = "attn.name";
+    /// Argument attribute: "input" or "param" (StringAttr).
+    static constexpr ::llvm::StringLiteral kRoleAttr = "attn.role";
+    /// Function attributes: the block's dims in declaration order
+    /// (ArrayAttr of StringAttr, DenseI64ArrayAttr).
+    static constexpr ::llvm::StringLiteral kDimNamesAttr = "attn.dim_names";
+    static constexpr ::llvm::StringLiteral kDimValuesAttr = "attn.dim_values";
   }];
 }
 

@@ -19,6 +19,9 @@ namespace attn {
 /// Adds the patterns of `attn-decompose` (composite ops -> primitives).
 void populateDecomposePatterns(RewritePatternSet &patterns);
 
+/// Adds the patterns of `attn-lower-to-linalg` (primitives -> linalg).
+void populateLowerToLinalgPatterns(RewritePatternSet &patterns);
+
 #define GEN_PASS_REGISTRATION
 #include "attn/Transforms/Passes.h.inc"
 

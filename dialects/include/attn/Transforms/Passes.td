@@ -50,4 +50,130 @@ def AttnDecompose : Pass<"attn-decompose"> {
   ];
 }
 
+def AttnLowerToLinalg : Pass<"attn-lower-to-linalg", "::mlir::ModuleOp"> {
+  let summary = "Lower primitive attn ops to linalg/tensor/arith/math";
+  let description = [{
+    Lowers every primitive attn op to upstream ops on tensors, keeping the
+    exact semantics of SPEC §2:
+
+    - `linear` → `tensor.collapse_shape`, `linalg.transpose` of the weight,
+      the bias broadcast as the accumulator, `linalg.matmul`;
+    - `matmul` → `linalg.batch_matmul` (`transpose_b` through
+      `linalg.transpose`);
+    - `softmax` → row max, `exp(x - max)`, row sum, division
+      (`linalg.generic`s); `masked_softmax` first replaces `x[n, i, j]` by
+      `-1e6` where `j >= len` (`linalg.index` against the lengths);
+    - `positional_encoding` → `x + P[:T]` with the table computed at compile
+      time in float32, the way torch computes it;
+    - `layer_norm` → sum, sum of squared deviations, normalization;
+    - `split_heads`/`merge_heads` → `expand_shape`, `linalg.transpose`,
+      `collapse_shape`; `dropout` → its input;
+    - `embedding` → a gather with each id clamped into `[0, V)`.
+
+    Every function gets one more result, an `i32` kernel status: 0, or 1 when
+    an embedding id was outside `[0, V)` (the output rows of such ids are
+    the clamped rows; nothing is read out of bounds).
+
+    Composite ops must be decomposed first (`attn-decompose`).
+
+    Before:
+
+    ```mlir
+    func.func @f(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+      %0 = attn.relu %x : tensor<2x8xf32>
+      return %0 : tensor<2x8xf32>
+    }
+    ```
+
+    After:
+
+    ```mlir
+    func.func @f(%x: tensor<2x8xf32>) -> (tensor<2x8xf32>, i32) {
+      %c0_i32 = arith.constant 0 : i32
+      %e = tensor.empty() : tensor<2x8xf32>
+      %0 = linalg.generic {...} ins(%x : tensor<2x8xf32>) outs(%e : tensor<2x8xf32>) {
+      ^bb0(%in: f32, %out: f32):
+        %1 = arith.maximumf %in, %cst : f32
+        linalg.yield %1 : f32
+      } -> tensor<2x8xf32>
+      return %0, %c0_i32 : tensor<2x8xf32>, i32
+    }
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
+def AttnTileAndVectorize
+    : Pass<"attn-tile-and-vectorize", "::mlir::func::FuncOp"> {
+  let summary = "Tile linalg ops on buffers into register blocks and "
+                "vectorize them";
+  let description = [{
+    Runs after bufferization. Every `linalg.matmul` and `linalg.batch_matmul`
+    (default maps: `C[m, n] += A[m, k] * B[k, n]`) is tiled into blocks of
+    `row-tile` rows by `column-tile` columns of C and one step of k, each
+    block vectorized into an outer product; the C block is hoisted out of
+    the k loop so it stays in registers, and each k step becomes one vector
+    load of B, `row-tile` broadcasts of A and `row-tile` FMAs per vector.
+    All-parallel ops (elementwise `linalg.generic`, `linalg.fill`) are tiled
+    into strips of their innermost dimension and vectorized.
+
+    Shapes are static, so each tile size is the largest power of two up to
+    the option that divides its dimension: every tile is full, no masks.
+    Reductions, transposes and gathers are left as they are for
+    `convert-linalg-to-loops`.
+
+    The vector ops are lowered to 1-D form (contractions to outer products,
+    transfers to rank 1), ready for `convert-vector-to-llvm`.
+
+    Before (inside the k loop after tiling):
+
+    ```mlir
+    linalg.matmul ins(%a, %b : memref<8x1xf32, strided<...>>, memref<1x32xf32, strided<...>>)
+                  outs(%c : memref<8x32xf32, strided<...>>)
+    ```
+
+    After: `vector.transfer_read`s of A and B, 8 `vector.fma`s of
+    `vector<32xf32>` into accumulators carried by the k loop.
+  }];
+  let options = [
+    Option<"rowTile", "row-tile", "int64_t", /*default=*/"8",
+           "Most rows of C per register block (a power of two)">,
+    Option<"columnTile", "column-tile", "int64_t", /*default=*/"32",
+           "Most columns of C per register block and elements per vector "
+           "strip (a power of two)">
+  ];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
+def AttnApproximateMath : Pass<"attn-approximate-math"> {
+  let summary = "Replace math.exp by its polynomial approximation";
+  let description = [{
+    Rewrites `math.exp` on f32 scalars and vectors into upstream's polynomial
+    approximation (range reduction, a polynomial, exponent bit
+    manipulation; ~1 ulp). Without it, LLVM turns every lane of a vector
+    `exp` into a call to libm's `expf`: slow, and the kernel object would need
+    `-lm` to link.
+
+    Before: `%y = math.exp %x : vector<16xf32>`
+
+    After: a sequence of `arith` ops (`arith.mulf`, `math.fma`,
+    `arith.bitcast`, ...) on `vector<16xf32>`.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 #endif // ATTN_TRANSFORMS_PASSES_TD

@@ -1,0 +1,65 @@
+//===- Compile.h - attn-level module -> machine code ------------*- C++ -*-===//
+//
+// The steps of `attnc` and of the runtime's JIT, in one place: read the
+// kernels' signatures, lower to the LLVM dialect, translate and optimize,
+// emit machine code.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNC_CODEGEN_COMPILE_H
+#define ATTNC_CODEGEN_COMPILE_H
+
+#include "attnc/Codegen/KernelSignature.h"
+#include "attnc/Codegen/Pipeline.h"
+#include "attnc/Codegen/Target.h"
+
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir {
+class ModuleOp;
+} // namespace mlir
+
+namespace attnc {
+
+struct CompileOptions {
+  TargetOptions target;
+  CpuPipelineOptions pipeline;
+  /// Print the IR after every pass to stderr (--print-ir-after-all).
+  bool printIRAfterAll = false;
+
+  /// -O0 .. -O3: -O0 also turns off tiling/vectorization (scalar loops).
+  void setOptLevel(unsigned level);
+  /// Everything that changes the generated code, for cache keys.
+  std::string fingerprint() const;
+};
+
+/// The signatures of every kernel (func.func) of an attn-level module.
+llvm::Expected<std::vector<KernelSignature>>
+kernelSignatures(mlir::ModuleOp module);
+
+/// Lowers an attn-level module in place to the LLVM dialect. Failures are
+/// reported to the context's diagnostic handler; the error says which stage.
+llvm::Error lowerToLLVMDialect(mlir::ModuleOp module,
+                               const CompileOptions &options);
+
+/// Lowers (if not already lowered), translates and optimizes `module`, and
+/// returns LLVM IR text.
+llvm::Expected<std::string> compileToLLVMIRText(mlir::ModuleOp module,
+                                                const CompileOptions &options);
+
+/// Lowers (if not already lowered), translates, optimizes and emits
+/// `module` as an object file or assembly.
+llvm::Expected<std::string> compileToMachineCode(mlir::ModuleOp module,
+                                                 const CompileOptions &options,
+                                                 MachineCodeKind kind);
+
+/// The C header declaring every kernel of `signatures`.
+std::string emitCHeader(const std::vector<KernelSignature> &signatures,
+                        llvm::StringRef origin);
+
+} // namespace attnc
+
+#endif // ATTNC_CODEGEN_COMPILE_H

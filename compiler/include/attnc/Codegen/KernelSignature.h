@@ -1,0 +1,77 @@
+//===- KernelSignature.h - A kernel's arguments, as hosts see them -*- C++
+//-*-===//
+//
+// What a host needs to call a compiled kernel: its buffers in ABI order
+// (inputs and params in declaration order, then outputs), each with name,
+// role, dtype and shape; the block's named dims; and which inputs are
+// embedding ids (checked before a kernel runs). Read off the attn-level
+// function, emitted as the C header, stored as JSON beside cached objects.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNC_CODEGEN_KERNELSIGNATURE_H
+#define ATTNC_CODEGEN_KERNELSIGNATURE_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mlir::func {
+class FuncOp;
+} // namespace mlir::func
+
+namespace attnc {
+
+enum class ArgumentRole { Input, Param, Output };
+enum class ElementType { F32, I32 };
+
+llvm::StringRef roleName(ArgumentRole role);
+llvm::StringRef elementTypeName(ElementType type);
+/// Bytes per element (4 for both).
+size_t elementSize(ElementType type);
+
+struct KernelArgument {
+  std::string name;
+  ArgumentRole role = ArgumentRole::Input;
+  ElementType type = ElementType::F32;
+  std::vector<int64_t> shape;
+
+  int64_t numElements() const;
+  /// `f32[2, 4, 100]`
+  std::string typeString() const;
+};
+
+/// An input that feeds an embedding: every id must be in [0, vocabSize).
+struct EmbeddingIds {
+  unsigned argument = 0;
+  int64_t vocabSize = 0;
+};
+
+struct KernelSignature {
+  std::string name;
+  std::vector<std::pair<std::string, int64_t>> dims;
+  std::vector<KernelArgument> arguments;
+  std::vector<EmbeddingIds> embeddingIds;
+
+  std::string toJSON() const;
+  static llvm::Expected<KernelSignature> fromJSON(llvm::StringRef text);
+};
+
+/// Reads the signature of an attn-level kernel function (see the attn
+/// dialect's kNameAttr and friends; unnamed arguments are called argN and
+/// resultN).
+llvm::Expected<KernelSignature> signatureOf(mlir::func::FuncOp kernel);
+
+/// The C header of a kernel: include guard, `extern "C"`, the prototype of
+/// SPEC §5, every dim and argument shape as constants. `origin` names the
+/// spec it was compiled from.
+std::string emitCHeader(const KernelSignature &signature,
+                        llvm::StringRef origin);
+
+} // namespace attnc
+
+#endif // ATTNC_CODEGEN_KERNELSIGNATURE_H

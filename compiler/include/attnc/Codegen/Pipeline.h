@@ -1,0 +1,48 @@
+//===- Pipeline.h - The attn -> LLVM dialect lowering pipeline ----*- C++
+//-*-===//
+//
+// The one definition of how a kernel is lowered, used by attnc, the runtime
+// and, as the registered pipeline `attn-to-llvm`, by attn-opt:
+//
+//   attn-decompose, attn-lower-to-linalg          attn -> linalg on tensors
+//   canonicalize, cse, linalg-fuse-elementwise-ops
+//   one-shot-bufferize, buffer-results-to-out-params, deallocation
+//   attn-tile-and-vectorize, attn-approximate-math  register tiles, vectors
+//   convert-*-to-llvm (bare-pointer calling convention)
+//
+// The result is an LLVM-dialect module whose function NAME takes one plain
+// pointer per input, param and output and returns the i32 kernel status.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNC_CODEGEN_PIPELINE_H
+#define ATTNC_CODEGEN_PIPELINE_H
+
+#include <cstdint>
+
+namespace mlir {
+class OpPassManager;
+} // namespace mlir
+
+namespace attnc {
+
+struct CpuPipelineOptions {
+  /// Register block of the GEMMs: rows x columns of the output.
+  int64_t rowTile = 8;
+  int64_t columnTile = 32;
+  /// Off: linalg ops become scalar loops (a reference path, -O0).
+  bool vectorize = true;
+};
+
+/// Appends the passes from attn ops to the LLVM dialect to `pm` (anchored on
+/// builtin.module).
+void buildCpuLoweringPipeline(mlir::OpPassManager &pm,
+                              const CpuPipelineOptions &options);
+
+/// Registers `attn-to-llvm` (with options row-tile, column-tile, vectorize)
+/// for textual pipelines and attn-opt.
+void registerCpuLoweringPipeline();
+
+} // namespace attnc
+
+#endif // ATTNC_CODEGEN_PIPELINE_H

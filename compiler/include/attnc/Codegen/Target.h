@@ -1,0 +1,67 @@
+//===- Target.h - LLVM dialect -> optimized LLVM IR -> machine code -*- C++
+//-*-===//
+//
+// The back half of code generation, shared by `attnc` (objects, assembly)
+// and the runtime (objects loaded by the JIT): one TargetMachine per CPU
+// name, LLVM IR optimized for it, machine code emitted by it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNC_CODEGEN_TARGET_H
+#define ATTNC_CODEGEN_TARGET_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <string>
+
+namespace llvm {
+class LLVMContext;
+class Module;
+class TargetMachine;
+class raw_pwrite_stream;
+} // namespace llvm
+
+namespace mlir {
+class ModuleOp;
+} // namespace mlir
+
+namespace attnc {
+
+struct TargetOptions {
+  /// An LLVM CPU name (`znver4`, `x86-64-v3`, ...) or `native` for the CPU
+  /// this runs on, with its features.
+  std::string cpu = "native";
+  /// -O level for LLVM's optimizer and code generator (0..3).
+  unsigned optLevel = 3;
+};
+
+/// The host CPU name when `cpu` is `native`, else `cpu` itself.
+std::string resolveCpuName(llvm::StringRef cpu);
+
+/// A TargetMachine for the host triple and `options.cpu`; an error names an
+/// unknown CPU.
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(const TargetOptions &options);
+
+/// Translates an LLVM-dialect module to LLVM IR for `machine` and optimizes
+/// it at `optLevel`. Adds `__attnc_packed_NAME(void **args)` for every
+/// kernel NAME (see packedEntryName).
+llvm::Expected<std::unique_ptr<llvm::Module>>
+translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
+                  llvm::TargetMachine &machine, unsigned optLevel);
+
+/// The symbol of a kernel's packed entry: `int (void **args)`, args[i] the
+/// i-th buffer pointer, so that a host can call a kernel of any arity.
+std::string packedEntryName(llvm::StringRef kernel);
+
+enum class MachineCodeKind { Object, Assembly };
+
+/// Emits `module` as an object file or assembly text into `out`.
+llvm::Error emitMachineCode(llvm::Module &module, llvm::TargetMachine &machine,
+                            MachineCodeKind kind, llvm::raw_pwrite_stream &out);
+
+} // namespace attnc
+
+#endif // ATTNC_CODEGEN_TARGET_H

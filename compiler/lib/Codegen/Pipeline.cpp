@@ -1,0 +1,103 @@
+//===- Pipeline.cpp - The attn -> LLVM dialect lowering pipeline ----------===//
+
+#include "attnc/Codegen/Pipeline.h"
+
+#include "attn/Transforms/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
+                                     const CpuPipelineOptions &options) {
+  // attn -> linalg/tensor/arith/math on tensors.
+  pm.addPass(attn::createAttnDecompose());
+  pm.addPass(attn::createAttnLowerToLinalg());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createLinalgElementwiseOpFusionPass());
+  pm.addPass(createCanonicalizerPass());
+
+  // Tensors -> buffers. Function boundaries get plain identity-layout
+  // memrefs, outputs become out-parameters written in place.
+  bufferization::OneShotBufferizePassOptions bufferization;
+  bufferization.bufferizeFunctionBoundaries = true;
+  bufferization.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferization));
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.hoistStaticAllocs = true;
+  outParams.modifyPublicFunctions = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createCanonicalizerPass());
+
+  // Register tiles and vectors.
+  if (options.vectorize) {
+    attn::AttnTileAndVectorizeOptions tiling;
+    tiling.rowTile = options.rowTile;
+    tiling.columnTile = options.columnTile;
+    pm.addNestedPass<func::FuncOp>(attn::createAttnTileAndVectorize(tiling));
+  }
+  pm.addPass(attn::createAttnApproximateMath());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  // Loops, then the LLVM dialect. Function arguments become bare pointers:
+  // the object's ABI is `int NAME(const float *..., float *...)`.
+  pm.addPass(createConvertVectorToSCFPass());
+  pm.addPass(createConvertLinalgToLoopsPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertVectorToLLVMPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  ConvertFuncToLLVMPassOptions funcToLLVM;
+  funcToLLVM.useBarePtrCallConv = true;
+  pm.addPass(createConvertFuncToLLVMPass(funcToLLVM));
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+namespace {
+struct CpuPipelineCLOptions : public PassPipelineOptions<CpuPipelineCLOptions> {
+  Option<int64_t> rowTile{*this, "row-tile",
+                          llvm::cl::desc("Rows of a GEMM register block"),
+                          llvm::cl::init(8)};
+  Option<int64_t> columnTile{
+      *this, "column-tile",
+      llvm::cl::desc("Columns of a GEMM register block / vector strip"),
+      llvm::cl::init(32)};
+  Option<bool> vectorize{*this, "vectorize",
+                         llvm::cl::desc("Tile and vectorize linalg ops"),
+                         llvm::cl::init(true)};
+};
+} // namespace
+
+void attnc::registerCpuLoweringPipeline() {
+  PassPipelineRegistration<CpuPipelineCLOptions>(
+      "attn-to-llvm",
+      "Lower attn ops to the LLVM dialect for the CPU (attnc's pipeline)",
+      [](OpPassManager &pm, const CpuPipelineCLOptions &cl) {
+        CpuPipelineOptions options;
+        options.rowTile = cl.rowTile;
+        options.columnTile = cl.columnTile;
+        options.vectorize = cl.vectorize;
+        buildCpuLoweringPipeline(pm, options);
+      });
+}

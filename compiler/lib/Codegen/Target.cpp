@@ -1,0 +1,152 @@
+//===- Target.cpp - LLVM dialect -> optimized LLVM IR -> machine code -----===//
+
+#include "attnc/Codegen/Target.h"
+
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+
+#include <mutex>
+
+using namespace attnc;
+
+namespace {
+
+void initializeNativeTarget() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+  });
+}
+
+llvm::CodeGenOptLevel codeGenLevel(unsigned optLevel) {
+  switch (optLevel) {
+  case 0:
+    return llvm::CodeGenOptLevel::None;
+  case 1:
+    return llvm::CodeGenOptLevel::Less;
+  case 2:
+    return llvm::CodeGenOptLevel::Default;
+  default:
+    return llvm::CodeGenOptLevel::Aggressive;
+  }
+}
+
+/// int __attnc_packed_NAME(void **args) { return NAME(args[0], ...); }
+void addPackedEntry(llvm::Module &module, llvm::Function &kernel) {
+  llvm::LLVMContext &context = module.getContext();
+  llvm::Type *ptr = llvm::PointerType::getUnqual(context);
+  auto *type = llvm::FunctionType::get(kernel.getReturnType(), {ptr}, false);
+  auto *entry =
+      llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage,
+                             packedEntryName(kernel.getName()), module);
+  llvm::IRBuilder<> builder(llvm::BasicBlock::Create(context, "entry", entry));
+  llvm::SmallVector<llvm::Value *> args;
+  for (unsigned i = 0; i < kernel.arg_size(); ++i) {
+    llvm::Value *slot =
+        builder.CreateConstInBoundsGEP1_64(ptr, entry->getArg(0), i);
+    args.push_back(builder.CreateLoad(ptr, slot));
+  }
+  builder.CreateRet(builder.CreateCall(&kernel, args));
+}
+
+} // namespace
+
+std::string attnc::packedEntryName(llvm::StringRef kernel) {
+  return ("__attnc_packed_" + kernel).str();
+}
+
+std::string attnc::resolveCpuName(llvm::StringRef cpu) {
+  if (cpu == "native")
+    return llvm::sys::getHostCPUName().str();
+  return cpu.str();
+}
+
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+attnc::createTargetMachine(const TargetOptions &options) {
+  initializeNativeTarget();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return llvm::createStringError(error);
+
+  std::string cpu = resolveCpuName(options.cpu);
+  llvm::SubtargetFeatures features;
+  if (options.cpu == "native")
+    for (const auto &feature : llvm::sys::getHostCPUFeatures())
+      features.AddFeature(feature.getKey(), feature.getValue());
+  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
+      target->createMCSubtargetInfo(triple, cpu, ""));
+  if (!subtarget || !subtarget->isCPUStringValid(cpu))
+    return llvm::createStringError(
+        "unknown CPU '" + cpu + "' for " + triple.str() +
+        " (use an LLVM CPU name such as znver4, x86-64-v3, or native)");
+
+  llvm::TargetOptions targetOptions;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, cpu, features.getString(), targetOptions, llvm::Reloc::PIC_,
+      std::nullopt, codeGenLevel(options.optLevel)));
+  if (!machine)
+    return llvm::createStringError("cannot create a target machine for " +
+                                   triple.str() + " " + cpu);
+  return machine;
+}
+
+llvm::Expected<std::unique_ptr<llvm::Module>>
+attnc::translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
+                         llvm::TargetMachine &machine, unsigned optLevel) {
+  mlir::DialectRegistry registry;
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  module->getContext()->appendDialectRegistry(registry);
+
+  std::unique_ptr<llvm::Module> llvmModule =
+      mlir::translateModuleToLLVMIR(module, context, "attnc");
+  if (!llvmModule)
+    return llvm::createStringError("translation to LLVM IR failed");
+  llvmModule->setTargetTriple(machine.getTargetTriple());
+  llvmModule->setDataLayout(machine.createDataLayout());
+
+  llvm::SmallVector<llvm::Function *> kernels;
+  for (llvm::Function &function : *llvmModule)
+    if (!function.isDeclaration() && function.hasExternalLinkage())
+      kernels.push_back(&function);
+  for (llvm::Function *kernel : kernels)
+    addPackedEntry(*llvmModule, *kernel);
+
+  auto optimize =
+      mlir::makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, &machine);
+  if (llvm::Error error = optimize(llvmModule.get()))
+    return std::move(error);
+  return llvmModule;
+}
+
+llvm::Error attnc::emitMachineCode(llvm::Module &module,
+                                   llvm::TargetMachine &machine,
+                                   MachineCodeKind kind,
+                                   llvm::raw_pwrite_stream &out) {
+  llvm::legacy::PassManager passes;
+  auto fileType = kind == MachineCodeKind::Object
+                      ? llvm::CodeGenFileType::ObjectFile
+                      : llvm::CodeGenFileType::AssemblyFile;
+  if (machine.addPassesToEmitFile(passes, out, nullptr, fileType))
+    return llvm::createStringError("the target cannot emit this file type");
+  passes.run(module);
+  return llvm::Error::success();
+}

@@ -1,0 +1,597 @@
+//===- LowerToLinalg.cpp - Primitive attn ops to linalg on tensors --------===//
+//
+// Lowers every primitive attn op to linalg/tensor/arith/math ops on tensors,
+// with the exact semantics of SPEC §2 (D2L's -1e6 replacement, biased
+// variance, the float32 positional-encoding table). Composite ops must have
+// been decomposed first (attn-decompose).
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/IR/AttnOps.h"
+#include "attn/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <cmath>
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_ATTNLOWERTOLINALG
+#include "attn/Transforms/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+using utils::IteratorType;
+
+namespace {
+
+/// D2L's masked_softmax replaces masked scores by this value.
+constexpr float kMaskedScore = -1e6f;
+
+RankedTensorType tensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+Value emptyLike(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                Type element) {
+  return tensor::EmptyOp::create(b, loc, shape, element);
+}
+
+Value f32Constant(OpBuilder &b, Location loc, float value) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+}
+
+Value zeroFilled(OpBuilder &b, Location loc, ArrayRef<int64_t> shape) {
+  Value empty = emptyLike(b, loc, shape, b.getF32Type());
+  return linalg::FillOp::create(b, loc, f32Constant(b, loc, 0.0f), empty)
+      .getResult(0);
+}
+
+/// A linalg.generic over the iteration space of `result` (all parallel)
+/// whose inputs are read through `inputMaps`; `body` computes one element.
+Value elementwise(OpBuilder &b, Location loc, RankedTensorType result,
+                  ValueRange inputs, ArrayRef<AffineMap> inputMaps,
+                  function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+  unsigned rank = result.getRank();
+  SmallVector<AffineMap> maps(inputMaps);
+  maps.push_back(b.getMultiDimIdentityMap(rank));
+  SmallVector<IteratorType> iterators(rank, IteratorType::parallel);
+  Value init = emptyLike(b, loc, result.getShape(), result.getElementType());
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{result}, inputs, ValueRange{init}, maps,
+             iterators,
+             [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+               Value value = body(nested, nestedLoc, args.drop_back());
+               linalg::YieldOp::create(nested, nestedLoc, value);
+             })
+      .getResult(0);
+}
+
+/// Elementwise over inputs of the result's own shape.
+Value elementwiseSameShape(
+    OpBuilder &b, Location loc, RankedTensorType result, ValueRange inputs,
+    function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+  SmallVector<AffineMap> maps(inputs.size(),
+                              b.getMultiDimIdentityMap(result.getRank()));
+  return elementwise(b, loc, result, inputs, maps, body);
+}
+
+/// Reduces `input` over its last axis: out[...] = combine(out[...], f(x)),
+/// starting from `initValue`. `extra` are operands of the reduced shape that
+/// `f` also reads (e.g. the row maximum).
+Value reduceLastAxis(
+    OpBuilder &b, Location loc, Value input, float initValue, ValueRange extra,
+    function_ref<Value(OpBuilder &, Location, ValueRange, Value)> combine) {
+  RankedTensorType type = tensorType(input);
+  unsigned rank = type.getRank();
+  AffineMap identity = b.getMultiDimIdentityMap(rank);
+  AffineMap reduced = identity.dropResult(rank - 1);
+  SmallVector<AffineMap> maps = {identity};
+  maps.append(extra.size(), reduced);
+  maps.push_back(reduced);
+  SmallVector<IteratorType> iterators(rank, IteratorType::parallel);
+  iterators.back() = IteratorType::reduction;
+  Value init = emptyLike(b, loc, type.getShape().drop_back(), b.getF32Type());
+  init = linalg::FillOp::create(b, loc, f32Constant(b, loc, initValue), init)
+             .getResult(0);
+  SmallVector<Value> inputs = {input};
+  inputs.append(extra.begin(), extra.end());
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
+             iterators,
+             [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+               Value acc = args.back();
+               Value value = combine(nested, nestedLoc, args.drop_back(), acc);
+               linalg::YieldOp::create(nested, nestedLoc, value);
+             })
+      .getResult(0);
+}
+
+/// softmax over the last axis, max-subtracted like torch:
+/// exp(x - max) / sum(exp(x - max)).
+Value softmaxLastAxis(OpBuilder &b, Location loc, Value x) {
+  RankedTensorType type = tensorType(x);
+  unsigned rank = type.getRank();
+  Value rowMax = reduceLastAxis(
+      b, loc, x, -INFINITY, {},
+      [](OpBuilder &b, Location loc, ValueRange args, Value acc) -> Value {
+        return arith::MaximumFOp::create(b, loc, args[0], acc);
+      });
+  AffineMap identity = b.getMultiDimIdentityMap(rank);
+  AffineMap reduced = identity.dropResult(rank - 1);
+  Value shifted =
+      elementwise(b, loc, type, {x, rowMax}, {identity, reduced},
+                  [](OpBuilder &b, Location loc, ValueRange args) -> Value {
+                    Value diff =
+                        arith::SubFOp::create(b, loc, args[0], args[1]);
+                    return math::ExpOp::create(b, loc, diff);
+                  });
+  Value rowSum = reduceLastAxis(
+      b, loc, shifted, 0.0f, {},
+      [](OpBuilder &b, Location loc, ValueRange args, Value acc) -> Value {
+        return arith::AddFOp::create(b, loc, args[0], acc);
+      });
+  return elementwise(b, loc, type, {shifted, rowSum}, {identity, reduced},
+                     [](OpBuilder &b, Location loc, ValueRange args) -> Value {
+                       return arith::DivFOp::create(b, loc, args[0], args[1]);
+                     });
+}
+
+/// x @ w^T + b over the last axis of x (torch nn.Linear).
+struct LowerLinear : OpRewritePattern<LinearOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LinearOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType xType = tensorType(op.getX());
+    RankedTensorType resultType = op.getType();
+    int64_t in = xType.getShape().back(), out = resultType.getShape().back();
+    int64_t rows = xType.getNumElements() / in;
+    // View x as a matrix [rows, in]; the result as [rows, out].
+    Value x = op.getX();
+    SmallVector<ReassociationIndices> groups;
+    if (xType.getRank() == 1) {
+      groups = {{0, 1}};
+      x = tensor::ExpandShapeOp::create(
+          rewriter, loc, RankedTensorType::get({1, in}, xType.getElementType()),
+          x, groups);
+    } else {
+      ReassociationIndices leading;
+      for (int64_t i = 0; i + 1 < xType.getRank(); ++i)
+        leading.push_back(i);
+      groups = {leading, {xType.getRank() - 1}};
+      x = tensor::CollapseShapeOp::create(rewriter, loc, x, groups);
+    }
+    // w is [out, in]; the matmul reads it as [in, out].
+    Value wT = linalg::TransposeOp::create(
+                   rewriter, loc, op.getW(),
+                   emptyLike(rewriter, loc, {in, out}, rewriter.getF32Type()),
+                   ArrayRef<int64_t>{1, 0})
+                   .getResult()[0];
+    // Start from the bias broadcast over rows (or zeros) and accumulate.
+    Value init;
+    if (Value bias = op.getB()) {
+      Value empty =
+          emptyLike(rewriter, loc, {rows, out}, rewriter.getF32Type());
+      init = linalg::BroadcastOp::create(rewriter, loc, bias, empty,
+                                         ArrayRef<int64_t>{0})
+                 .getResult()[0];
+    } else {
+      init = zeroFilled(rewriter, loc, {rows, out});
+    }
+    Value product = linalg::MatmulOp::create(rewriter, loc, ValueRange{x, wT},
+                                             ValueRange{init})
+                        .getResult(0);
+    rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(op, resultType, product,
+                                                       groups);
+    return success();
+  }
+};
+
+/// Batched a @ b (or a @ b^T), torch.bmm.
+struct LowerMatmul : OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value rhs = op.getB();
+    if (op.getTransposeB()) {
+      ArrayRef<int64_t> s = tensorType(rhs).getShape();
+      rhs = linalg::TransposeOp::create(rewriter, loc, rhs,
+                                        emptyLike(rewriter, loc,
+                                                  {s[0], s[2], s[1]},
+                                                  rewriter.getF32Type()),
+                                        ArrayRef<int64_t>{0, 2, 1})
+                .getResult()[0];
+    }
+    Value init = zeroFilled(rewriter, loc, op.getType().getShape());
+    rewriter.replaceOp(
+        op, linalg::BatchMatmulOp::create(
+                rewriter, loc, ValueRange{op.getA(), rhs}, ValueRange{init})
+                .getResult(0));
+    return success();
+  }
+};
+
+struct LowerScale : OpRewritePattern<ScaleOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ScaleOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value factor = arith::ConstantOp::create(rewriter, loc, op.getFactorAttr());
+    rewriter.replaceOp(
+        op, elementwiseSameShape(
+                rewriter, loc, op.getType(), {op.getX()},
+                [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+                  return arith::MulFOp::create(b, loc, args[0], factor);
+                }));
+    return success();
+  }
+};
+
+struct LowerAdd : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AddOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(
+        op, elementwiseSameShape(
+                rewriter, op.getLoc(), op.getType(), {op.getA(), op.getB()},
+                [](OpBuilder &b, Location loc, ValueRange args) -> Value {
+                  return arith::AddFOp::create(b, loc, args[0], args[1]);
+                }));
+    return success();
+  }
+};
+
+struct LowerRelu : OpRewritePattern<ReluOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReluOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(
+        op, elementwiseSameShape(
+                rewriter, op.getLoc(), op.getType(), {op.getX()},
+                [](OpBuilder &b, Location loc, ValueRange args) -> Value {
+                  // maximumf propagates NaN, as torch.relu does.
+                  return arith::MaximumFOp::create(b, loc, args[0],
+                                                   f32Constant(b, loc, 0.0f));
+                }));
+    return success();
+  }
+};
+
+/// [B, T, H*d] -> [B, T, H, d] -> [B, H, T, d] -> [B*H, T, d].
+struct LowerSplitHeads : OpRewritePattern<SplitHeadsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SplitHeadsOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ArrayRef<int64_t> s = tensorType(op.getX()).getShape();
+    int64_t heads = op.getHeads(), d = s[2] / heads;
+    Type f32 = rewriter.getF32Type();
+    Value split = tensor::ExpandShapeOp::create(
+        rewriter, loc, RankedTensorType::get({s[0], s[1], heads, d}, f32),
+        op.getX(), SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+    Value transposed =
+        linalg::TransposeOp::create(
+            rewriter, loc, split,
+            emptyLike(rewriter, loc, {s[0], heads, s[1], d}, f32),
+            ArrayRef<int64_t>{0, 2, 1, 3})
+            .getResult()[0];
+    rewriter.replaceOpWithNewOp<tensor::CollapseShapeOp>(
+        op, transposed, SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}});
+    return success();
+  }
+};
+
+/// [B*H, T, d] -> [B, H, T, d] -> [B, T, H, d] -> [B, T, H*d].
+struct LowerMergeHeads : OpRewritePattern<MergeHeadsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MergeHeadsOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ArrayRef<int64_t> s = tensorType(op.getX()).getShape();
+    int64_t heads = op.getHeads(), b = s[0] / heads;
+    Type f32 = rewriter.getF32Type();
+    Value split = tensor::ExpandShapeOp::create(
+        rewriter, loc, RankedTensorType::get({b, heads, s[1], s[2]}, f32),
+        op.getX(), SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}});
+    Value transposed =
+        linalg::TransposeOp::create(
+            rewriter, loc, split,
+            emptyLike(rewriter, loc, {b, s[1], heads, s[2]}, f32),
+            ArrayRef<int64_t>{0, 2, 1, 3})
+            .getResult()[0];
+    rewriter.replaceOpWithNewOp<tensor::CollapseShapeOp>(
+        op, transposed, SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+    return success();
+  }
+};
+
+struct LowerSoftmax : OpRewritePattern<SoftmaxOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SoftmaxOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, softmaxLastAxis(rewriter, op.getLoc(), op.getX()));
+    return success();
+  }
+};
+
+/// D2L masked_softmax: x[n, i, j] is replaced by -1e6 where j >= len(n, i),
+/// then softmax. A row with len <= 0 has every entry replaced: uniform.
+struct LowerMaskedSoftmax : OpRewritePattern<MaskedSoftmaxOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MaskedSoftmaxOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    AffineExpr n, i, j;
+    bindDims(ctx, n, i, j);
+    AffineMap identity = AffineMap::get(3, 0, {n, i, j}, ctx);
+    AffineMap lenMap = tensorType(op.getValidLens()).getRank() == 1
+                           ? AffineMap::get(3, 0, {n}, ctx)
+                           : AffineMap::get(3, 0, {n, i}, ctx);
+    Value masked = elementwise(
+        rewriter, loc, op.getType(), {op.getX(), op.getValidLens()},
+        {identity, lenMap},
+        [](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          Value key = linalg::IndexOp::create(b, loc, 2);
+          Value len =
+              arith::IndexCastOp::create(b, loc, b.getIndexType(), args[1]);
+          Value visible = arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::slt, key, len);
+          return arith::SelectOp::create(b, loc, visible, args[0],
+                                         f32Constant(b, loc, kMaskedScore));
+        });
+    rewriter.replaceOp(op, softmaxLastAxis(rewriter, loc, masked));
+    return success();
+  }
+};
+
+/// The first `rows` rows of D2L's PositionalEncoding table, computed as
+/// torch computes it in float32:
+///   X = arange(max_len)[:, None] / pow(10000, arange(0, D, 2) / D)
+///   P[:, 0::2] = sin(X), P[:, 1::2] = cos(X)
+/// Each float32 operation is rounded as torch rounds it; sin and cos of the
+/// float32 argument are evaluated in double and rounded once.
+DenseElementsAttr positionalEncodingTable(RankedTensorType type) {
+  int64_t rows = type.getDimSize(0), width = type.getDimSize(1);
+  std::vector<float> table(rows * width);
+  for (int64_t j = 0; 2 * j < width; ++j) {
+    float exponent = static_cast<float>(2 * j) / static_cast<float>(width);
+    float divisor =
+        static_cast<float>(std::pow(10000.0, static_cast<double>(exponent)));
+    for (int64_t i = 0; i < rows; ++i) {
+      float angle = static_cast<float>(i) / divisor;
+      table[i * width + 2 * j] = static_cast<float>(std::sin(double(angle)));
+      table[i * width + 2 * j + 1] =
+          static_cast<float>(std::cos(double(angle)));
+    }
+  }
+  return DenseElementsAttr::get(type, ArrayRef<float>(table));
+}
+
+struct LowerPositionalEncoding : OpRewritePattern<PositionalEncodingOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(PositionalEncodingOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ArrayRef<int64_t> s = op.getType().getShape();
+    auto tableType = RankedTensorType::get({s[1], s[2]}, rewriter.getF32Type());
+    Value table = arith::ConstantOp::create(rewriter, loc,
+                                            positionalEncodingTable(tableType));
+    MLIRContext *ctx = op.getContext();
+    AffineExpr b, i, c;
+    bindDims(ctx, b, i, c);
+    rewriter.replaceOp(
+        op, elementwise(rewriter, loc, op.getType(), {op.getX(), table},
+                        {AffineMap::get(3, 0, {b, i, c}, ctx),
+                         AffineMap::get(3, 0, {i, c}, ctx)},
+                        [](OpBuilder &b, Location loc, ValueRange args) {
+                          return arith::AddFOp::create(b, loc, args[0], args[1])
+                              .getResult();
+                        }));
+    return success();
+  }
+};
+
+/// torch nn.LayerNorm over the last axis:
+/// (x - mean) / sqrt(var + eps) * gamma + beta, var biased.
+struct LowerLayerNorm : OpRewritePattern<LayerNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LayerNormOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    unsigned rank = type.getRank();
+    float width = static_cast<float>(type.getShape().back());
+    Value sum = reduceLastAxis(
+        rewriter, loc, op.getX(), 0.0f, {},
+        [](OpBuilder &b, Location loc, ValueRange args, Value acc) -> Value {
+          return arith::AddFOp::create(b, loc, args[0], acc);
+        });
+    AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
+    AffineMap reduced = identity.dropResult(rank - 1);
+    AffineMap lastAxis = AffineMap::get(
+        rank, 0, rewriter.getAffineDimExpr(rank - 1), op.getContext());
+    Value widthValue = f32Constant(rewriter, loc, width);
+    // Dividing each term before summing would round differently from torch.
+    Value squares = reduceLastAxis(
+        rewriter, loc, op.getX(), 0.0f, {sum},
+        [&](OpBuilder &b, Location loc, ValueRange args, Value acc) -> Value {
+          Value mean = arith::DivFOp::create(b, loc, args[1], widthValue);
+          Value centered = arith::SubFOp::create(b, loc, args[0], mean);
+          Value square = arith::MulFOp::create(b, loc, centered, centered);
+          return arith::AddFOp::create(b, loc, square, acc);
+        });
+    Value eps = arith::ConstantOp::create(rewriter, loc, op.getEpsAttr());
+    rewriter.replaceOp(
+        op,
+        elementwise(
+            rewriter, loc, type,
+            {op.getX(), sum, squares, op.getGamma(), op.getBeta()},
+            {identity, reduced, reduced, lastAxis, lastAxis},
+            [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+              Value mean = arith::DivFOp::create(b, loc, args[1], widthValue);
+              Value variance =
+                  arith::DivFOp::create(b, loc, args[2], widthValue);
+              Value stddev = math::SqrtOp::create(
+                  b, loc, arith::AddFOp::create(b, loc, variance, eps));
+              Value centered = arith::SubFOp::create(b, loc, args[0], mean);
+              Value normed = arith::DivFOp::create(b, loc, centered, stddev);
+              Value scaled = arith::MulFOp::create(b, loc, normed, args[3]);
+              return arith::AddFOp::create(b, loc, scaled, args[4]);
+            }));
+    return success();
+  }
+};
+
+/// Clamps an id into [0, V) so that no id can read out of bounds; ids that
+/// needed clamping are reported through the kernel status instead.
+Value clampedIndex(OpBuilder &b, Location loc, Value id, int64_t vocab) {
+  Value zero = arith::ConstantIntOp::create(b, loc, 0, 32);
+  Value last = arith::ConstantIntOp::create(b, loc, vocab - 1, 32);
+  Value clamped = arith::MaxSIOp::create(
+      b, loc, zero, arith::MinSIOp::create(b, loc, id, last));
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), clamped);
+}
+
+struct LowerEmbedding : OpRewritePattern<EmbeddingOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(EmbeddingOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    unsigned rank = type.getRank();
+    Value table = op.getTable();
+    int64_t vocab = tensorType(table).getDimSize(0);
+    AffineMap idsMap =
+        rewriter.getMultiDimIdentityMap(rank).dropResult(rank - 1);
+    rewriter.replaceOp(
+        op, elementwise(rewriter, loc, type, {op.getIds()}, {idsMap},
+                        [&](OpBuilder &b, Location loc, ValueRange args) {
+                          Value row = clampedIndex(b, loc, args[0], vocab);
+                          Value col = linalg::IndexOp::create(b, loc, rank - 1);
+                          return tensor::ExtractOp::create(b, loc, table,
+                                                           ValueRange{row, col})
+                              .getResult();
+                        }));
+    return success();
+  }
+};
+
+struct LowerDropout : OpRewritePattern<DropoutOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(DropoutOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, op.getX());
+    return success();
+  }
+};
+
+/// Number of ids outside [0, vocab), as an i32 scalar.
+Value countBadIds(OpBuilder &b, Location loc, Value ids, int64_t vocab) {
+  RankedTensorType type = tensorType(ids);
+  unsigned rank = type.getRank();
+  Type i32 = b.getI32Type();
+  Value zero = arith::ConstantIntOp::create(b, loc, 0, 32);
+  Value init = linalg::FillOp::create(
+                   b, loc, zero, emptyLike(b, loc, ArrayRef<int64_t>{}, i32))
+                   .getResult(0);
+  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank),
+                                 AffineMap::get(rank, 0, {}, b.getContext())};
+  SmallVector<IteratorType> iterators(rank, IteratorType::reduction);
+  Value count =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{init.getType()}, ValueRange{ids}, ValueRange{init},
+          maps, iterators,
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value id = args[0];
+            Value low = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt,
+                                              id, zero);
+            Value high = arith::CmpIOp::create(
+                nb, nl, arith::CmpIPredicate::sge, id,
+                arith::ConstantIntOp::create(nb, nl, vocab, 32));
+            Value bad = arith::OrIOp::create(nb, nl, low, high);
+            Value one = arith::ExtUIOp::create(nb, nl, nb.getI32Type(), bad);
+            linalg::YieldOp::create(
+                nb, nl,
+                arith::AddIOp::create(nb, nl, args[1], one).getResult());
+          })
+          .getResult(0);
+  return tensor::ExtractOp::create(b, loc, count, ValueRange{});
+}
+
+/// Appends the kernel status to `func`'s results: 0, or 1 when an embedding
+/// id was out of range. Built before the embeddings are lowered.
+void addKernelStatus(func::FuncOp func) {
+  if (func.isExternal())
+    return;
+  OpBuilder b(func.getContext());
+  Block &entry = func.getBody().front();
+  Value status;
+  func.walk([&](EmbeddingOp op) {
+    b.setInsertionPoint(op);
+    Value bad = countBadIds(b, op.getLoc(), op.getIds(),
+                            tensorType(op.getTable()).getDimSize(0));
+    status =
+        status ? arith::AddIOp::create(b, op.getLoc(), status, bad).getResult()
+               : bad;
+  });
+  func.walk([&](func::ReturnOp ret) {
+    b.setInsertionPoint(ret);
+    Value result;
+    if (status) {
+      Value zero = arith::ConstantIntOp::create(b, ret.getLoc(), 0, 32);
+      Value failed = arith::CmpIOp::create(
+          b, ret.getLoc(), arith::CmpIPredicate::ne, status, zero);
+      result = arith::ExtUIOp::create(b, ret.getLoc(), b.getI32Type(), failed);
+    } else {
+      result = arith::ConstantIntOp::create(b, ret.getLoc(), 0, 32);
+    }
+    ret.getOperandsMutable().append(result);
+  });
+  SmallVector<Type> results(func.getResultTypes());
+  results.push_back(b.getI32Type());
+  func.setType(
+      FunctionType::get(func.getContext(), entry.getArgumentTypes(), results));
+}
+
+struct AttnLowerToLinalgPass
+    : mlir::attn::impl::AttnLowerToLinalgBase<AttnLowerToLinalgPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    for (auto func : module.getOps<func::FuncOp>())
+      addKernelStatus(func);
+
+    RewritePatternSet patterns(&getContext());
+    populateLowerToLinalgPatterns(patterns);
+    if (failed(applyPatternsGreedily(module, std::move(patterns))))
+      return signalPassFailure();
+
+    WalkResult leftover = module.walk([](Operation *op) {
+      if (isa<AttnDialect>(op->getDialect())) {
+        op->emitOpError("is a composite op; run attn-decompose before "
+                        "attn-lower-to-linalg");
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (leftover.wasInterrupted())
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+void mlir::attn::populateLowerToLinalgPatterns(RewritePatternSet &patterns) {
+  patterns.add<LowerLinear, LowerMatmul, LowerScale, LowerAdd, LowerRelu,
+               LowerSplitHeads, LowerMergeHeads, LowerSoftmax,
+               LowerMaskedSoftmax, LowerPositionalEncoding, LowerLayerNorm,
+               LowerEmbedding, LowerDropout>(patterns.getContext());
+}

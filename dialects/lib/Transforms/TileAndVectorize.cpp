@@ -1,0 +1,251 @@
+//===- TileAndVectorize.cpp - Register tiles and vectors for linalg ops ---===//
+//
+// After bufferization, tiles every linalg matmul/batch_matmul into register
+// blocks (rows x vector columns, one k step) and every all-parallel
+// linalg op into vector-wide strips of its innermost dimension, vectorizes
+// the tiles, and lowers the vector ops to the 1-D form LLVM maps to AVX-512.
+// Shapes are static, so tile sizes are chosen to divide each dimension: no
+// tile is partial and no mask is needed. Ops this does not handle (reductions,
+// transposes, gathers) are left for convert-linalg-to-loops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Transforms/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
+#include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_ATTNTILEANDVECTORIZE
+#include "attn/Transforms/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+
+namespace {
+
+/// The largest candidate that divides `size` (candidates in descending
+/// order, the last one 1).
+int64_t largestDivisor(int64_t size, ArrayRef<int64_t> candidates) {
+  for (int64_t c : candidates)
+    if (size % c == 0)
+      return c;
+  return 1;
+}
+
+/// Tile sizes per loop of an all-parallel op (elementwise linalg.generic,
+/// linalg.fill): strips of the innermost dimension. Empty when the op is
+/// left for scalar loops (reductions, transposes, gathers).
+SmallVector<int64_t> chooseStripSizes(linalg::LinalgOp op, int64_t width) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (!isa<linalg::GenericOp, linalg::FillOp>(op) || ranges.empty() ||
+      op.getNumReductionLoops() != 0 ||
+      llvm::any_of(ranges, ShapedType::isDynamic))
+    return {};
+  // Gathers (tensor.extract became memref.load) stay scalar.
+  if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()))
+    if (!generic.getBody()->getOps<memref::LoadOp>().empty())
+      return {};
+  SmallVector<int64_t> candidates;
+  for (int64_t c = width; c >= 1; c /= 2)
+    candidates.push_back(c);
+  SmallVector<int64_t> tiles(op.getNumLoops(), 1);
+  tiles.back() = largestDivisor(ranges.back(), candidates);
+  return tiles;
+}
+
+/// Emits C[batch, m, n] += sum_k A[batch, m, k] * B[batch, k, n] for a block
+/// of `rows` x `width` elements of C at (m, n): the C block is loaded into
+/// `rows` vector accumulators, each k step loads one vector of B, broadcasts
+/// `rows` scalars of A and issues `rows` FMAs, and the block is stored back.
+/// `batch` is empty for a plain matmul.
+void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                       Value out, ValueRange batch, Value m, Value n,
+                       int64_t rows, int64_t width, int64_t depth) {
+  auto vectorType = VectorType::get({width}, b.getF32Type());
+  auto at = [&](ValueRange tail) {
+    SmallVector<Value> indices(batch);
+    indices.append(tail.begin(), tail.end());
+    return indices;
+  };
+  SmallVector<Value> rowIndex;
+  SmallVector<Value> accumulators;
+  for (int64_t r = 0; r < rows; ++r) {
+    Value row = r == 0
+                    ? m
+                    : arith::AddIOp::create(
+                          b, loc, m, arith::ConstantIndexOp::create(b, loc, r));
+    rowIndex.push_back(row);
+    accumulators.push_back(
+        vector::LoadOp::create(b, loc, vectorType, out, at({row, n})));
+  }
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value steps = arith::ConstantIndexOp::create(b, loc, depth);
+  auto loop = scf::ForOp::create(
+      b, loc, zero, steps, one, accumulators,
+      [&](OpBuilder &nb, Location nl, Value k, ValueRange acc) {
+        Value bRow =
+            vector::LoadOp::create(nb, nl, vectorType, rhs, at({k, n}));
+        SmallVector<Value> next;
+        for (int64_t r = 0; r < rows; ++r) {
+          Value a = memref::LoadOp::create(nb, nl, lhs, at({rowIndex[r], k}));
+          Value splat = vector::BroadcastOp::create(nb, nl, vectorType, a);
+          next.push_back(vector::FMAOp::create(nb, nl, splat, bRow, acc[r]));
+        }
+        scf::YieldOp::create(nb, nl, next);
+      });
+  for (int64_t r = 0; r < rows; ++r)
+    vector::StoreOp::create(b, loc, loop.getResult(r), out,
+                            at({rowIndex[r], n}));
+}
+
+/// Covers [begin, begin + count * step) of one dimension with a loop of
+/// `count` iterations (or a single index when count is 1).
+void forEachBlock(OpBuilder &b, Location loc, int64_t begin, int64_t count,
+                  int64_t step, function_ref<void(OpBuilder &, Value)> body) {
+  if (count <= 0)
+    return;
+  if (count == 1) {
+    body(b, arith::ConstantIndexOp::create(b, loc, begin));
+    return;
+  }
+  scf::ForOp::create(
+      b, loc, arith::ConstantIndexOp::create(b, loc, begin),
+      arith::ConstantIndexOp::create(b, loc, begin + count * step),
+      arith::ConstantIndexOp::create(b, loc, step), ValueRange{},
+      [&](OpBuilder &nb, Location nl, Value index, ValueRange) {
+        body(nb, index);
+        scf::YieldOp::create(nb, nl);
+      });
+}
+
+/// Replaces a linalg.matmul / linalg.batch_matmul on buffers (default maps,
+/// f32) by register blocks of at most rowTile x columnTile. Shapes are
+/// static, so the leftover rows and columns are blocks of static, smaller
+/// sizes: no masks, no partial vectors.
+LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
+                                    int64_t rowTile, int64_t columnTile) {
+  bool batched = isa<linalg::BatchMatmulOp>(op);
+  if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) ||
+      !op.hasPureBufferSemantics())
+    return failure();
+  SmallVector<AffineMap> defaults =
+      batched ? linalg::BatchMatmulOp::getDefaultIndexingMaps(op.getContext())
+              : linalg::MatmulOp::getDefaultIndexingMaps(op.getContext());
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (op.getIndexingMapsArray() != defaults ||
+      llvm::any_of(ranges, ShapedType::isDynamic) ||
+      !getElementTypeOrSelf(op.getDpsInits()[0].getType()).isF32())
+    return failure();
+  unsigned first = batched ? 1 : 0;
+  int64_t rows = ranges[first], columns = ranges[first + 1],
+          depth = ranges[first + 2];
+  Value lhs = op.getDpsInputs()[0], rhs = op.getDpsInputs()[1],
+        out = op.getDpsInits()[0];
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+
+  auto emitAll = [&](OpBuilder &b, ValueRange batch) {
+    // Full blocks, then the leftover rows/columns as one smaller block each.
+    int64_t fullRows = rows / rowTile, leftRows = rows % rowTile;
+    int64_t fullCols = columns / columnTile, leftCols = columns % columnTile;
+    struct Span {
+      int64_t begin, count, size;
+    };
+    Span rowSpans[] = {{0, fullRows, rowTile},
+                       {fullRows * rowTile, leftRows ? 1 : 0, leftRows}};
+    Span colSpans[] = {{0, fullCols, columnTile},
+                       {fullCols * columnTile, leftCols ? 1 : 0, leftCols}};
+    for (const Span &cs : colSpans)
+      forEachBlock(
+          b, loc, cs.begin, cs.count, cs.size, [&](OpBuilder &b, Value n) {
+            for (const Span &rs : rowSpans)
+              forEachBlock(b, loc, rs.begin, rs.count, rs.size,
+                           [&](OpBuilder &b, Value m) {
+                             emitRegisterBlock(b, loc, lhs, rhs, out, batch, m,
+                                               n, rs.size, cs.size, depth);
+                           });
+          });
+  };
+  if (batched)
+    forEachBlock(rewriter, loc, 0, ranges[0], 1,
+                 [&](OpBuilder &b, Value batch) { emitAll(b, batch); });
+  else
+    emitAll(rewriter, {});
+  rewriter.eraseOp(op);
+  return success();
+}
+
+struct AttnTileAndVectorizePass
+    : mlir::attn::impl::AttnTileAndVectorizeBase<AttnTileAndVectorizePass> {
+  using AttnTileAndVectorizeBase::AttnTileAndVectorizeBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    MLIRContext *context = &getContext();
+    IRRewriter rewriter(context);
+
+    SmallVector<linalg::LinalgOp> candidates;
+    func.walk([&](linalg::LinalgOp op) { candidates.push_back(op); });
+    for (linalg::LinalgOp op : candidates) {
+      if (succeeded(lowerToRegisterBlocks(rewriter, op, rowTile, columnTile)))
+        continue;
+      SmallVector<int64_t> tiles = chooseStripSizes(op, columnTile);
+      if (tiles.empty())
+        continue;
+      scf::SCFTilingOptions options;
+      options.setTileSizes(getAsIndexOpFoldResult(context, tiles));
+      rewriter.setInsertionPoint(op);
+      FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+          rewriter, cast<TilingInterface>(op.getOperation()), options);
+      if (failed(tiled))
+        continue;
+      rewriter.eraseOp(op);
+      for (Operation *tile : tiled->tiledOps) {
+        rewriter.setInsertionPoint(tile);
+        if (succeeded(linalg::vectorize(rewriter, tile)))
+          rewriter.eraseOp(tile);
+      }
+    }
+
+    // Fold the tiling arithmetic so that transfers see constant offsets.
+    {
+      RewritePatternSet patterns(context);
+      vector::populateCastAwayVectorLeadingOneDimPatterns(patterns);
+      vector::populateVectorTransferDropUnitDimsPatterns(patterns);
+      scf::ForOp::getCanonicalizationPatterns(patterns, context);
+      vector::TransferReadOp::getCanonicalizationPatterns(patterns, context);
+      vector::TransferWriteOp::getCanonicalizationPatterns(patterns, context);
+      memref::SubViewOp::getCanonicalizationPatterns(patterns, context);
+      affine::AffineMinOp::getCanonicalizationPatterns(patterns, context);
+      if (failed(applyPatternsGreedily(func, std::move(patterns))))
+        return signalPassFailure();
+    }
+    // Down to 1-D vectors.
+    RewritePatternSet patterns(context);
+    vector::populateVectorMultiReductionLoweringPatterns(
+        patterns, vector::VectorMultiReductionLowering::InnerParallel);
+    vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
+    vector::populateVectorTransferLoweringPatterns(patterns,
+                                                   /*maxTransferRank=*/1);
+    vector::populateVectorTransposeLoweringPatterns(
+        patterns, vector::VectorTransposeLowering::EltWise);
+    vector::populateVectorBroadcastLoweringPatterns(patterns);
+    vector::populateVectorShapeCastLoweringPatterns(patterns);
+    if (failed(applyPatternsGreedily(func, std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace
