@@ -13,11 +13,15 @@ std::unique_ptr<ast::Module> attnc::parseAndCheck(DiagnosticEngine &diag,
                                                   unsigned bufferId) {
   Lexer lexer(diag, bufferId);
   Parser parser(lexer, diag);
-  std::unique_ptr<ast::Module> module = parser.parseModule();
-  // Sema also runs after syntax errors: its errors in the statements that did
-  // parse are independent and worth reporting in the same run.
-  if (!diag.tooManyErrors())
-    Sema(diag).check(*module);
+  Sema sema(diag);
+  // Each block is checked as soon as it is parsed, so errors come out in file
+  // order. Sema also runs after syntax errors: its errors in the statements
+  // that did parse are independent and worth reporting in the same run.
+  std::unique_ptr<ast::Module> module =
+      parser.parseModule([&](ast::Block &block) {
+        if (!diag.tooManyErrors())
+          sema.checkBlock(block);
+      });
   if (diag.hadErrors())
     return nullptr;
   return module;

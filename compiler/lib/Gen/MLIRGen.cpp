@@ -87,7 +87,11 @@ private:
       results.push_back(values.lookup(output->name));
       resultTypes.push_back(results.back().getType());
     }
-    mlir::func::ReturnOp::create(builder, loc(block.range.End), results);
+    // The return stands for the block's `output` statement(s).
+    llvm::SMLoc returnLoc = block.outputs.empty()
+                                ? block.range.End
+                                : block.outputs.front()->range.Start;
+    mlir::func::ReturnOp::create(builder, loc(returnLoc), results);
     func.setFunctionType(builder.getFunctionType(argTypes, resultTypes));
   }
 

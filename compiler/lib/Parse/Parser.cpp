@@ -115,7 +115,8 @@ void Parser::recoverStatement() {
 // Blocks
 //===----------------------------------------------------------------------===//
 
-std::unique_ptr<Module> Parser::parseModule() {
+std::unique_ptr<Module>
+Parser::parseModule(llvm::function_ref<void(Block &)> onBlock) {
   auto module = std::make_unique<Module>();
   while (!diag.tooManyErrors()) {
     while (tok.is(TokenKind::Newline) || tok.is(TokenKind::Semicolon))
@@ -123,8 +124,11 @@ std::unique_ptr<Module> Parser::parseModule() {
     if (tok.is(TokenKind::Eof))
       break;
     if (tok.is(TokenKind::KwBlock)) {
-      if (auto block = parseBlock())
+      if (auto block = parseBlock()) {
+        if (onBlock)
+          onBlock(*block);
         module->blocks.push_back(std::move(block));
+      }
       continue;
     }
     expected("'block'");

@@ -6,6 +6,7 @@
 #include "attnc/Support/Diagnostics.h"
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <cmath>
 #include <limits>
@@ -117,6 +118,7 @@ private:
   std::vector<StringRef> order;
   /// Every name the block defines anywhere, for "used before definition".
   llvm::StringMap<SMRange> allDefinitions;
+  llvm::StringSet<> usedEarly;
   std::vector<const Ident *> outputNames;
   bool sawOutputStmt = false;
 };
@@ -126,6 +128,8 @@ private:
 //===----------------------------------------------------------------------===//
 
 bool BlockChecker::define(const Ident &name, Symbol symbol) {
+  // A use before the definition was reported already; it still is a use.
+  symbol.used = usedEarly.contains(name.name);
   auto [it, inserted] = scope.try_emplace(name.name, symbol);
   if (!inserted) {
     diag.error(name.range, "redefinition of " + quoted(name.name));
@@ -158,6 +162,7 @@ Symbol *BlockChecker::resolve(const Ident &name, bool wantTensor) {
     return nullptr; // its definition had a syntax error, already reported
   auto later = allDefinitions.find(name.name);
   if (later != allDefinitions.end()) {
+    usedEarly.insert(name.name);
     diag.error(name.range,
                quoted(name.name) + " is used before its definition");
     diag.note(later->second.Start, quoted(name.name) + " is defined here",
@@ -205,7 +210,8 @@ void BlockChecker::run() {
     }
   }
   checkOutputs();
-  if (!block.hadSyntaxErrors)
+  // Without outputs everything is unused: that is one error, not many.
+  if (!block.hadSyntaxErrors && sawOutputStmt)
     checkUnused();
 }
 
@@ -455,7 +461,7 @@ bool BlockChecker::bindArguments(
                        quoted(firstKeyword->keyword.name) +
                        " in the call to '" + op.name + "'");
         ok = false;
-        continue;
+        break;
       }
       if (nextPositional == positionalSlots.size()) {
         unsigned total = 0;
@@ -665,19 +671,22 @@ std::optional<TensorShape> BlockChecker::applyRules(CallExpr &call) {
 
 } // namespace
 
+void Sema::checkBlock(Block &block) {
+  auto [it, inserted] =
+      blockNames.try_emplace(block.name.name, block.name.range);
+  if (!inserted) {
+    diag.error(block.name.range,
+               "redefinition of block " + quoted(block.name.name));
+    diag.note(it->second.Start, "first defined here", it->second);
+  }
+  BlockChecker(diag, block).run();
+}
+
 bool Sema::check(Module &module) {
-  llvm::StringMap<SMRange> blockNames;
   for (auto &block : module.blocks) {
     if (diag.tooManyErrors())
       break;
-    auto [it, inserted] =
-        blockNames.try_emplace(block->name.name, block->name.range);
-    if (!inserted) {
-      diag.error(block->name.range,
-                 "redefinition of block " + quoted(block->name.name));
-      diag.note(it->second.Start, "first defined here", it->second);
-    }
-    BlockChecker(diag, *block).run();
+    checkBlock(*block);
   }
   return !diag.hadErrors();
 }

@@ -14,6 +14,8 @@
 #include "attnc/Parse/AST.h"
 #include "attnc/Parse/Lexer.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
+
 #include <memory>
 #include <optional>
 
@@ -29,8 +31,10 @@ public:
   Parser(Lexer &lexer, DiagnosticEngine &diag);
 
   /// Parses the whole file. Always returns a module (possibly partial); the
-  /// DiagnosticEngine says whether there were errors.
-  std::unique_ptr<ast::Module> parseModule();
+  /// DiagnosticEngine says whether there were errors. `onBlock` sees each
+  /// block as soon as it is parsed (Sema then reports in file order).
+  std::unique_ptr<ast::Module>
+  parseModule(llvm::function_ref<void(ast::Block &)> onBlock = {});
 
 private:
   // Token stream.

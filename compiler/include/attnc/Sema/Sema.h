@@ -14,6 +14,8 @@
 
 #include "attnc/Parse/AST.h"
 
+#include "llvm/ADT/StringMap.h"
+
 namespace attnc {
 
 class DiagnosticEngine;
@@ -26,8 +28,13 @@ public:
   /// call or before it, e.g. by the parser).
   bool check(ast::Module &module);
 
+  /// Checks one block (blocks of one file go through one Sema, which also
+  /// checks that their names are unique).
+  void checkBlock(ast::Block &block);
+
 private:
   DiagnosticEngine &diag;
+  llvm::StringMap<llvm::SMRange> blockNames;
 };
 
 } // namespace attnc
