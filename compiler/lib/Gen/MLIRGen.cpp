@@ -93,6 +93,34 @@ private:
                                 : block.outputs.front()->range.Start;
     mlir::func::ReturnOp::create(builder, loc(returnLoc), results);
     func.setFunctionType(builder.getFunctionType(argTypes, resultTypes));
+    annotateKernel(func, block, args);
+  }
+
+  /// Records what the C header and the runtime need: DSL names, input or
+  /// param, and the block's dims in order (see AttnDialect.td).
+  void annotateKernel(mlir::func::FuncOp func, const Block &block,
+                      llvm::ArrayRef<const DeclStmt *> args) {
+    using mlir::attn::AttnDialect;
+    for (auto [i, decl] : llvm::enumerate(args)) {
+      func.setArgAttr(i, AttnDialect::kNameAttr,
+                      builder.getStringAttr(decl->name.name));
+      func.setArgAttr(i, AttnDialect::kRoleAttr,
+                      builder.getStringAttr(decl->isParam ? "param" : "input"));
+    }
+    for (auto [i, output] : llvm::enumerate(block.outputs))
+      func.setResultAttr(i, AttnDialect::kNameAttr,
+                         builder.getStringAttr(output->name));
+    llvm::SmallVector<mlir::Attribute> dimNames;
+    llvm::SmallVector<int64_t> dimValues;
+    for (const auto &stmt : block.stmts)
+      if (auto *dims = llvm::dyn_cast<DimStmt>(stmt.get()))
+        for (const DimStmt::Def &def : dims->defs) {
+          dimNames.push_back(builder.getStringAttr(def.name.name));
+          dimValues.push_back(def.value);
+        }
+    func->setAttr(AttnDialect::kDimNamesAttr, builder.getArrayAttr(dimNames));
+    func->setAttr(AttnDialect::kDimValuesAttr,
+                  builder.getDenseI64ArrayAttr(dimValues));
   }
 
   mlir::Value generateExpr(const Expr &expr) {

@@ -1,0 +1,124 @@
+//===- Runtime.h - Compile, load and run attnc kernels from C++ -*- C++ -*-===//
+//
+// The C++ API host programs use (SPEC §6): compile a spec (string or file)
+// for a block, look up its arguments, bind params once, run with host
+// buffers that are checked (count, names, dtypes, shapes, embedding ids)
+// before any kernel code runs. Compiled kernels are cached in memory and on
+// disk (ATTNC_CACHE_DIR, else $XDG_CACHE_HOME/attnc, else ~/.cache/attnc).
+//
+// Kernels and the runtime are safe to use from many threads at once.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNC_RUNTIME_RUNTIME_H
+#define ATTNC_RUNTIME_RUNTIME_H
+
+#include "attnc/Codegen/Compile.h"
+#include "attnc/Codegen/KernelSignature.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+namespace attnc {
+
+/// A host buffer handed to a kernel: dense, row-major, any alignment.
+/// Inputs and params are only read; outputs are written.
+struct HostBuffer {
+  std::string name;
+  void *data = nullptr;
+  ElementType type = ElementType::F32;
+  std::vector<int64_t> shape;
+};
+
+class LoadedObject;
+
+/// A compiled kernel, loaded and ready to run.
+class Kernel {
+public:
+  Kernel(KernelSignature signature, std::unique_ptr<LoadedObject> object);
+  ~Kernel();
+
+  const KernelSignature &signature() const { return kernelSignature; }
+
+  /// The argument called `name`; the error lists the argument names.
+  llvm::Expected<unsigned> argumentIndex(llvm::StringRef name) const;
+
+  /// Copies a param's values into the kernel; later runs use them unless a
+  /// run passes that param itself. Checked like a run's buffers.
+  llvm::Error bindParam(const HostBuffer &param);
+
+  /// Runs the kernel. `buffers` names every input, every output and every
+  /// param that is not bound; each is checked against the signature before
+  /// the kernel runs.
+  llvm::Error run(llvm::ArrayRef<HostBuffer> buffers) const;
+
+private:
+  /// Checks one buffer against argument `index`.
+  llvm::Error check(unsigned index, const HostBuffer &buffer) const;
+  llvm::Error checkEmbeddingIds(llvm::ArrayRef<void *> pointers) const;
+
+  KernelSignature kernelSignature;
+  std::unique_ptr<LoadedObject> object;
+  /// Bound params (index -> owned copy); guarded by `boundMutex`.
+  std::vector<std::vector<char>> bound;
+  mutable std::shared_mutex boundMutex;
+};
+
+struct RuntimeStatistics {
+  unsigned compilations = 0;
+  unsigned memoryHits = 0;
+  unsigned diskHits = 0;
+  /// Disk entries that were unreadable or did not match and were rebuilt.
+  unsigned corruptEntries = 0;
+};
+
+class Runtime {
+public:
+  /// The process-wide runtime (cache directory from the environment).
+  static Runtime &global();
+
+  /// `cacheDirectory` empty: no disk cache.
+  explicit Runtime(std::string cacheDirectory);
+
+  /// Compiles (or finds in a cache) block `block` of the spec `text`
+  /// (`sourceName` names it in diagnostics, which are part of the error).
+  /// An empty `block` selects the spec's only block.
+  llvm::Expected<std::shared_ptr<Kernel>>
+  compile(llvm::StringRef text, llvm::StringRef sourceName,
+          llvm::StringRef block, const CompileOptions &options = {});
+  llvm::Expected<std::shared_ptr<Kernel>>
+  compileFile(llvm::StringRef path, llvm::StringRef block,
+              const CompileOptions &options = {});
+
+  /// Threads a kernel may use (ATTNC_NUM_THREADS at start, else 1).
+  void setNumThreads(unsigned threads);
+  unsigned numThreads() const;
+
+  const std::string &cacheDirectory() const { return cacheDir; }
+  RuntimeStatistics statistics() const;
+  /// Forgets the in-memory cache (the disk cache stays).
+  void clearMemoryCache();
+
+private:
+  struct State;
+  std::string cacheDir;
+  std::shared_ptr<State> state;
+};
+
+/// ATTNC_CACHE_DIR, else $XDG_CACHE_HOME/attnc, else $HOME/.cache/attnc.
+std::string defaultCacheDirectory();
+
+/// The version string that keys caches: attnc's and LLVM's versions and the
+/// source revision attnc was built from.
+llvm::StringRef compilerVersion();
+
+} // namespace attnc
+
+#endif // ATTNC_RUNTIME_RUNTIME_H

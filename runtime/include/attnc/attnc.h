@@ -1,0 +1,68 @@
+/*===- attnc.h - The attnc runtime's C API --------------------------------===*
+ *
+ * Compile a .attn spec for a block, look up its arguments, bind params once,
+ * run with host buffers (checked before the kernel runs). Functions that can
+ * fail return NULL or a non-zero int; attnc_last_error() then says why
+ * (per thread). Kernels may be run from many threads at once.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef ATTNC_ATTNC_H
+#define ATTNC_ATTNC_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct attnc_kernel attnc_kernel;
+
+typedef enum { ATTNC_F32 = 0, ATTNC_I32 = 1 } attnc_dtype;
+typedef enum { ATTNC_INPUT = 0, ATTNC_PARAM = 1, ATTNC_OUTPUT = 2 } attnc_role;
+
+/* A host buffer: dense, row-major, any alignment. */
+typedef struct {
+  const char *name;
+  void *data;
+  attnc_dtype dtype;
+  int rank;
+  const int64_t *shape;
+} attnc_buffer;
+
+/* Compiles block `block` (NULL: the spec's only block) for `cpu` (NULL or
+   "native": this machine) at -O`opt_level` (0..3). */
+attnc_kernel *attnc_compile_string(const char *spec, const char *block,
+                                   const char *cpu, int opt_level);
+attnc_kernel *attnc_compile_file(const char *path, const char *block,
+                                 const char *cpu, int opt_level);
+void attnc_kernel_free(attnc_kernel *kernel);
+
+/* The last error of this thread, or "" (valid until the next call). */
+const char *attnc_last_error(void);
+
+const char *attnc_kernel_name(const attnc_kernel *kernel);
+/* Arguments in ABI order: inputs and params as declared, then outputs. */
+int attnc_kernel_num_args(const attnc_kernel *kernel);
+const char *attnc_kernel_arg_name(const attnc_kernel *kernel, int index);
+attnc_role attnc_kernel_arg_role(const attnc_kernel *kernel, int index);
+attnc_dtype attnc_kernel_arg_dtype(const attnc_kernel *kernel, int index);
+int attnc_kernel_arg_rank(const attnc_kernel *kernel, int index);
+const int64_t *attnc_kernel_arg_shape(const attnc_kernel *kernel, int index);
+
+/* Copies a param into the kernel; runs then need not pass it. 0 on
+   success. */
+int attnc_kernel_bind_param(attnc_kernel *kernel, const attnc_buffer *param);
+/* Runs with `count` buffers: every input and output, and the params not
+   bound. 0 on success. */
+int attnc_kernel_run(const attnc_kernel *kernel, const attnc_buffer *buffers,
+                     int count);
+
+void attnc_set_num_threads(int threads);
+int attnc_get_num_threads(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* ATTNC_ATTNC_H */

@@ -1,0 +1,143 @@
+//===- Kernel.cpp - Checking buffers and running a loaded kernel ----------===//
+
+#include "LoadedObject.h"
+
+#include "attnc/Runtime/Runtime.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstring>
+#include <mutex>
+
+using namespace attnc;
+
+namespace {
+
+std::string shapeText(ElementType type, llvm::ArrayRef<int64_t> shape) {
+  KernelArgument a;
+  a.type = type;
+  a.shape.assign(shape.begin(), shape.end());
+  return a.typeString();
+}
+
+/// [1, 3] for flat index 7 of shape [2, 4].
+std::string multiIndex(int64_t flat, llvm::ArrayRef<int64_t> shape) {
+  std::vector<int64_t> index(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    index[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "[";
+  llvm::interleaveComma(index, os);
+  os << "]";
+  return text;
+}
+
+} // namespace
+
+Kernel::Kernel(KernelSignature signature, std::unique_ptr<LoadedObject> object)
+    : kernelSignature(std::move(signature)), object(std::move(object)),
+      bound(kernelSignature.arguments.size()) {}
+
+Kernel::~Kernel() = default;
+
+llvm::Expected<unsigned> Kernel::argumentIndex(llvm::StringRef name) const {
+  const auto &args = kernelSignature.arguments;
+  for (unsigned i = 0; i < args.size(); ++i)
+    if (args[i].name == name)
+      return i;
+  std::vector<std::string> names;
+  for (const KernelArgument &a : args)
+    names.push_back(a.name);
+  return llvm::createStringError(
+      "kernel '" + kernelSignature.name + "' has no argument named '" + name +
+      "'; its arguments are " + llvm::join(names, ", "));
+}
+
+llvm::Error Kernel::check(unsigned index, const HostBuffer &buffer) const {
+  const KernelArgument &a = kernelSignature.arguments[index];
+  std::string what = (roleName(a.role) + " '" + a.name + "'").str();
+  if (!buffer.data)
+    return llvm::createStringError(what + ": the buffer pointer is null");
+  if (buffer.type != a.type || buffer.shape != a.shape)
+    return llvm::createStringError(what + ": expected " + a.typeString() +
+                                   ", got " +
+                                   shapeText(buffer.type, buffer.shape));
+  return llvm::Error::success();
+}
+
+llvm::Error Kernel::bindParam(const HostBuffer &param) {
+  llvm::Expected<unsigned> index = argumentIndex(param.name);
+  if (!index)
+    return index.takeError();
+  const KernelArgument &a = kernelSignature.arguments[*index];
+  if (a.role != ArgumentRole::Param)
+    return llvm::createStringError("'" + a.name + "' is an " +
+                                   roleName(a.role) +
+                                   ", not a param: only params can be bound");
+  if (llvm::Error error = check(*index, param))
+    return error;
+  const char *bytes = static_cast<const char *>(param.data);
+  std::vector<char> copy(bytes, bytes + a.numElements() * elementSize(a.type));
+  std::unique_lock<std::shared_mutex> lock(boundMutex);
+  bound[*index] = std::move(copy);
+  return llvm::Error::success();
+}
+
+llvm::Error Kernel::checkEmbeddingIds(llvm::ArrayRef<void *> pointers) const {
+  for (const EmbeddingIds &ids : kernelSignature.embeddingIds) {
+    const KernelArgument &a = kernelSignature.arguments[ids.argument];
+    const auto *values = static_cast<const int32_t *>(pointers[ids.argument]);
+    for (int64_t i = 0, e = a.numElements(); i < e; ++i)
+      if (values[i] < 0 || values[i] >= ids.vocabSize)
+        return llvm::createStringError(
+            "input '" + a.name + "': id " + llvm::Twine(values[i]) + " at " +
+            multiIndex(i, a.shape) + " is outside the embedding table [0, " +
+            llvm::Twine(ids.vocabSize) + ")");
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error Kernel::run(llvm::ArrayRef<HostBuffer> buffers) const {
+  const auto &args = kernelSignature.arguments;
+  std::vector<void *> pointers(args.size(), nullptr);
+  for (const HostBuffer &buffer : buffers) {
+    llvm::Expected<unsigned> index = argumentIndex(buffer.name);
+    if (!index)
+      return index.takeError();
+    if (pointers[*index])
+      return llvm::createStringError("'" + buffer.name +
+                                     "' is given more than once");
+    if (llvm::Error error = check(*index, buffer))
+      return error;
+    pointers[*index] = buffer.data;
+  }
+
+  std::shared_lock<std::shared_mutex> lock(boundMutex);
+  std::vector<std::string> missing;
+  for (unsigned i = 0; i < args.size(); ++i) {
+    if (pointers[i])
+      continue;
+    if (!bound[i].empty()) {
+      pointers[i] = const_cast<char *>(bound[i].data());
+      continue;
+    }
+    missing.push_back((roleName(args[i].role) + " '" + args[i].name + "' (" +
+                       args[i].typeString() + ")")
+                          .str());
+  }
+  if (!missing.empty())
+    return llvm::createStringError("kernel '" + kernelSignature.name +
+                                   "' is missing " + llvm::join(missing, ", "));
+  if (llvm::Error error = checkEmbeddingIds(pointers))
+    return error;
+
+  if (int status = object->call(pointers.data()))
+    return llvm::createStringError("kernel '" + kernelSignature.name +
+                                   "' failed with status " +
+                                   llvm::Twine(status));
+  return llvm::Error::success();
+}

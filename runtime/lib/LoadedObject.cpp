@@ -1,0 +1,45 @@
+//===- LoadedObject.cpp - A kernel object loaded by the JIT ---------------===//
+
+#include "LoadedObject.h"
+
+#include "attnc/Codegen/Target.h"
+
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <mutex>
+
+using namespace attnc;
+
+LoadedObject::~LoadedObject() = default;
+
+llvm::Expected<std::unique_ptr<LoadedObject>>
+LoadedObject::load(llvm::StringRef object, llvm::StringRef kernel) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  auto jit = llvm::orc::LLJITBuilder().create();
+  if (!jit)
+    return jit.takeError();
+  // The kernel calls malloc, free and memcpy: take them from this process.
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      (*jit)->getDataLayout().getGlobalPrefix());
+  if (!process)
+    return process.takeError();
+  (*jit)->getMainJITDylib().addGenerator(std::move(*process));
+  if (llvm::Error error = (*jit)->addObjectFile(
+          llvm::MemoryBuffer::getMemBufferCopy(object, kernel)))
+    return std::move(error);
+  auto symbol = (*jit)->lookup(packedEntryName(kernel));
+  if (!symbol)
+    return symbol.takeError();
+
+  std::unique_ptr<LoadedObject> loaded(new LoadedObject());
+  loaded->entry = symbol->toPtr<int (*)(void **)>();
+  loaded->jit = std::move(*jit);
+  return loaded;
+}

@@ -1,0 +1,301 @@
+//===- Runtime.cpp - Compiling specs, and the kernel caches ---------------===//
+//
+// A kernel is keyed by SHA-256 of (compiler version, spec text, block,
+// code-generation options with the resolved CPU). The disk cache holds
+// KEY.o (the object) and KEY.json (signature, object digest); both are
+// written to temporary files and renamed into place, JSON last, so a reader
+// sees a complete entry or none. An entry that does not parse, does not
+// match its digest or does not load is rebuilt, never trusted.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoadedObject.h"
+
+#include "attnc/Gen/SpecToModule.h"
+#include "attnc/InitAttn.h"
+#include "attnc/Runtime/Runtime.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <atomic>
+#include <map>
+#include <mutex>
+
+using namespace attnc;
+
+#ifndef ATTNC_VERSION_STRING
+#error "ATTNC_VERSION_STRING must be defined by the build"
+#endif
+
+llvm::StringRef attnc::compilerVersion() { return ATTNC_VERSION_STRING; }
+
+std::string attnc::defaultCacheDirectory() {
+  if (auto dir = llvm::sys::Process::GetEnv("ATTNC_CACHE_DIR"))
+    return *dir;
+  llvm::SmallString<256> path;
+  if (auto xdg = llvm::sys::Process::GetEnv("XDG_CACHE_HOME");
+      xdg && !xdg->empty()) {
+    path = *xdg;
+  } else if (auto home = llvm::sys::Process::GetEnv("HOME");
+             home && !home->empty()) {
+    path = *home;
+    llvm::sys::path::append(path, ".cache");
+  } else {
+    return "";
+  }
+  llvm::sys::path::append(path, "attnc");
+  return std::string(path);
+}
+
+namespace {
+
+std::string sha256Hex(llvm::ArrayRef<llvm::StringRef> parts) {
+  llvm::SHA256 hash;
+  for (llvm::StringRef part : parts) {
+    // Length-prefixed, so that ("ab", "c") and ("a", "bc") differ.
+    hash.update(std::to_string(part.size()) + ":");
+    hash.update(part);
+  }
+  return llvm::toHex(hash.final(), /*LowerCase=*/true);
+}
+
+/// Writes `contents` to `path` through a temporary file in the same
+/// directory and a rename.
+llvm::Error writeAtomically(llvm::StringRef path, llvm::StringRef contents) {
+  llvm::SmallString<256> temp;
+  int fd = -1;
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueFile(path + ".tmp-%%%%%%%%", fd, temp))
+    return llvm::createStringError(ec, "cannot create a file next to '" + path +
+                                           "'");
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << contents;
+    os.close();
+    if (os.has_error()) {
+      llvm::sys::fs::remove(temp);
+      return llvm::createStringError(os.error(), "cannot write '" + temp + "'");
+    }
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(temp, path)) {
+    llvm::sys::fs::remove(temp);
+    return llvm::createStringError(ec, "cannot rename '" + temp + "' to '" +
+                                           path + "'");
+  }
+  return llvm::Error::success();
+}
+
+struct DiskEntry {
+  KernelSignature signature;
+  std::string object;
+};
+
+/// Reads and validates a cache entry; any mismatch is an error.
+llvm::Expected<DiskEntry> readEntry(llvm::StringRef jsonPath,
+                                    llvm::StringRef objectPath,
+                                    llvm::StringRef key) {
+  auto jsonBuffer = llvm::MemoryBuffer::getFile(jsonPath);
+  if (!jsonBuffer)
+    return llvm::errorCodeToError(jsonBuffer.getError());
+  auto parsed = llvm::json::parse((*jsonBuffer)->getBuffer());
+  if (!parsed)
+    return parsed.takeError();
+  const llvm::json::Object *root = parsed->getAsObject();
+  if (!root || root->getString("key") != key ||
+      root->getString("version") != compilerVersion())
+    return llvm::createStringError("entry does not belong to this key");
+  std::optional<llvm::StringRef> digest = root->getString("object_sha256");
+  std::optional<llvm::StringRef> signatureText = root->getString("signature");
+  if (!digest || !signatureText)
+    return llvm::createStringError("entry lacks a digest or a signature");
+  auto objectBuffer = llvm::MemoryBuffer::getFile(objectPath);
+  if (!objectBuffer)
+    return llvm::errorCodeToError(objectBuffer.getError());
+  DiskEntry entry;
+  entry.object = (*objectBuffer)->getBuffer().str();
+  if (sha256Hex({entry.object}) != *digest)
+    return llvm::createStringError("object does not match its digest");
+  auto signature = KernelSignature::fromJSON(*signatureText);
+  if (!signature)
+    return signature.takeError();
+  entry.signature = std::move(*signature);
+  return entry;
+}
+
+llvm::Error writeEntry(llvm::StringRef directory, llvm::StringRef jsonPath,
+                       llvm::StringRef objectPath, llvm::StringRef key,
+                       const DiskEntry &entry) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(directory))
+    return llvm::createStringError(ec, "cannot create the cache directory '" +
+                                           directory + "'");
+  if (llvm::Error error = writeAtomically(objectPath, entry.object))
+    return error;
+  llvm::json::Object root{{"key", key},
+                          {"version", compilerVersion()},
+                          {"kernel", entry.signature.name},
+                          {"object_sha256", sha256Hex({entry.object})},
+                          {"signature", entry.signature.toJSON()}};
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(std::move(root)) << "\n";
+  return writeAtomically(jsonPath, text);
+}
+
+/// Front end, code generation: spec text -> signature and object.
+llvm::Expected<DiskEntry> compileSpec(llvm::StringRef text,
+                                      llvm::StringRef sourceName,
+                                      llvm::StringRef block,
+                                      const CompileOptions &options) {
+  mlir::DialectRegistry registry;
+  registerAllDialects(registry);
+  mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
+  std::string diagnostics;
+  llvm::raw_string_ostream diagnosticStream(diagnostics);
+  auto module =
+      specToModule(context, text, sourceName, block, diagnosticStream);
+  if (!module) {
+    std::string message = llvm::toString(module.takeError());
+    if (!diagnostics.empty())
+      message = diagnostics + message;
+    return llvm::createStringError(message);
+  }
+  auto signatures = kernelSignatures(**module);
+  if (!signatures)
+    return signatures.takeError();
+  if (signatures->size() != 1)
+    return llvm::createStringError("expected exactly one kernel");
+
+  // Lowering errors are MLIR diagnostics: collect them into the error.
+  std::string lowering;
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
+    llvm::raw_string_ostream(lowering) << d.getLocation() << ": " << d << "\n";
+    return mlir::success();
+  });
+  auto object =
+      compileToMachineCode(**module, options, MachineCodeKind::Object);
+  if (!object)
+    return llvm::createStringError(lowering +
+                                   llvm::toString(object.takeError()));
+  return DiskEntry{std::move(signatures->front()), std::move(*object)};
+}
+
+unsigned threadsFromEnvironment() {
+  if (auto text = llvm::sys::Process::GetEnv("ATTNC_NUM_THREADS")) {
+    unsigned threads = 0;
+    if (!llvm::StringRef(*text).getAsInteger(10, threads) && threads > 0)
+      return threads;
+  }
+  return 1;
+}
+
+} // namespace
+
+struct Runtime::State {
+  std::mutex mutex;
+  std::map<std::string, std::shared_ptr<Kernel>> kernels;
+  RuntimeStatistics statistics;
+  std::atomic<unsigned> threads{threadsFromEnvironment()};
+};
+
+Runtime::Runtime(std::string cacheDirectory)
+    : cacheDir(std::move(cacheDirectory)), state(std::make_shared<State>()) {}
+
+Runtime &Runtime::global() {
+  static Runtime runtime(defaultCacheDirectory());
+  return runtime;
+}
+
+void Runtime::setNumThreads(unsigned threads) {
+  state->threads = threads == 0 ? 1 : threads;
+}
+
+unsigned Runtime::numThreads() const { return state->threads; }
+
+RuntimeStatistics Runtime::statistics() const {
+  std::lock_guard<std::mutex> lock(state->mutex);
+  return state->statistics;
+}
+
+void Runtime::clearMemoryCache() {
+  std::lock_guard<std::mutex> lock(state->mutex);
+  state->kernels.clear();
+}
+
+llvm::Expected<std::shared_ptr<Kernel>>
+Runtime::compile(llvm::StringRef text, llvm::StringRef sourceName,
+                 llvm::StringRef block, const CompileOptions &options) {
+  std::string key =
+      sha256Hex({compilerVersion(), text, block, options.fingerprint()});
+  {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    auto it = state->kernels.find(key);
+    if (it != state->kernels.end()) {
+      ++state->statistics.memoryHits;
+      return it->second;
+    }
+  }
+
+  llvm::SmallString<256> jsonPath(cacheDir), objectPath(cacheDir);
+  llvm::sys::path::append(jsonPath, key + ".json");
+  llvm::sys::path::append(objectPath, key + ".o");
+  std::shared_ptr<Kernel> kernel;
+  if (!cacheDir.empty() && llvm::sys::fs::exists(jsonPath)) {
+    auto entry = readEntry(jsonPath, objectPath, key);
+    std::unique_ptr<LoadedObject> loaded;
+    if (entry) {
+      auto object = LoadedObject::load(entry->object, entry->signature.name);
+      if (object)
+        kernel = std::make_shared<Kernel>(std::move(entry->signature),
+                                          std::move(*object));
+      else
+        llvm::consumeError(object.takeError());
+    } else {
+      llvm::consumeError(entry.takeError());
+    }
+    std::lock_guard<std::mutex> lock(state->mutex);
+    ++(kernel ? state->statistics.diskHits : state->statistics.corruptEntries);
+  }
+
+  if (!kernel) {
+    auto entry = compileSpec(text, sourceName, block, options);
+    if (!entry)
+      return entry.takeError();
+    if (!cacheDir.empty())
+      // A read-only or full cache directory costs speed, not correctness.
+      llvm::consumeError(
+          writeEntry(cacheDir, jsonPath, objectPath, key, *entry));
+    auto object = LoadedObject::load(entry->object, entry->signature.name);
+    if (!object)
+      return object.takeError();
+    kernel = std::make_shared<Kernel>(std::move(entry->signature),
+                                      std::move(*object));
+    std::lock_guard<std::mutex> lock(state->mutex);
+    ++state->statistics.compilations;
+  }
+
+  std::lock_guard<std::mutex> lock(state->mutex);
+  // Another thread may have finished the same kernel first: share its.
+  auto [it, inserted] = state->kernels.emplace(key, kernel);
+  return it->second;
+}
+
+llvm::Expected<std::shared_ptr<Kernel>>
+Runtime::compileFile(llvm::StringRef path, llvm::StringRef block,
+                     const CompileOptions &options) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
+    return llvm::createStringError(buffer.getError(),
+                                   "cannot read '" + path +
+                                       "': " + buffer.getError().message());
+  return compile((*buffer)->getBuffer(), path, block, options);
+}

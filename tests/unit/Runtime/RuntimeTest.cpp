@@ -1,0 +1,256 @@
+//===- RuntimeTest.cpp - Compiling, checking, running and caching kernels -===//
+
+#include "attnc/Runtime/Runtime.h"
+#include "attnc/attnc.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <random>
+#include <thread>
+
+using namespace attnc;
+
+namespace {
+
+// y = relu(x @ w^T + b), then an embedding lookup: small enough to check
+// with three loops.
+constexpr const char *kSpec = R"(
+block small {
+  dim N = 3, I = 5, O = 4, V = 6
+  input x: f32[N, I]
+  input ids: i32[N]
+  param w: f32[O, I]
+  param b: f32[O]
+  param table: f32[V, O]
+  h = relu(linear(x, w, b))
+  e = embedding(ids, table)
+  y = add(h, e)
+  output y
+}
+)";
+
+std::vector<float> randomValues(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> values(n);
+  for (float &v : values)
+    v = dist(rng);
+  return values;
+}
+
+/// A fresh cache directory per test.
+class RuntimeTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    llvm::SmallString<128> dir;
+    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("attnc-cache", dir));
+    cacheDir = std::string(dir);
+  }
+  void TearDown() override { llvm::sys::fs::remove_directories(cacheDir); }
+
+  std::string cacheDir;
+  std::vector<float> x = randomValues(15, 1), w = randomValues(20, 2),
+                     b = randomValues(4, 3), table = randomValues(24, 4);
+  std::vector<int32_t> ids = {5, 0, 3};
+  std::vector<float> y = std::vector<float>(12, NAN);
+
+  std::vector<HostBuffer> buffers() {
+    return {{"x", x.data(), ElementType::F32, {3, 5}},
+            {"ids", ids.data(), ElementType::I32, {3}},
+            {"w", w.data(), ElementType::F32, {4, 5}},
+            {"b", b.data(), ElementType::F32, {4}},
+            {"table", table.data(), ElementType::F32, {6, 4}},
+            {"y", y.data(), ElementType::F32, {3, 4}}};
+  }
+
+  void expectCorrect(const std::vector<float> &out) {
+    for (int n = 0; n < 3; ++n)
+      for (int o = 0; o < 4; ++o) {
+        double acc = b[o];
+        for (int i = 0; i < 5; ++i)
+          acc += double(x[n * 5 + i]) * w[o * 5 + i];
+        double expected = std::max(acc, 0.0) + table[ids[n] * 4 + o];
+        EXPECT_NEAR(out[n * 4 + o], expected, 1e-5) << n << "," << o;
+      }
+  }
+
+  std::string message(llvm::Error error) {
+    return error ? llvm::toString(std::move(error)) : "";
+  }
+};
+
+TEST_F(RuntimeTest, CompilesRunsAndMatchesLoops) {
+  Runtime runtime(cacheDir);
+  auto kernel = runtime.compile(kSpec, "small.attn", "");
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  const KernelSignature &sig = (*kernel)->signature();
+  EXPECT_EQ(sig.name, "small");
+  ASSERT_EQ(sig.arguments.size(), 6u);
+  EXPECT_EQ(sig.arguments[0].name, "x");
+  EXPECT_EQ(sig.arguments[2].role, ArgumentRole::Param);
+  EXPECT_EQ(sig.arguments[5].role, ArgumentRole::Output);
+  EXPECT_EQ(sig.arguments[5].shape, (std::vector<int64_t>{3, 4}));
+  ASSERT_EQ(message((*kernel)->run(buffers())), "");
+  expectCorrect(y);
+}
+
+TEST_F(RuntimeTest, EveryBufferIsCheckedBeforeTheKernelRuns) {
+  Runtime runtime(cacheDir);
+  auto kernel = runtime.compile(kSpec, "small.attn", "small");
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  auto withChange = [&](auto change) {
+    std::vector<HostBuffer> b = buffers();
+    change(b);
+    return message((*kernel)->run(b));
+  };
+  EXPECT_EQ(withChange([](auto &b) { b[0].shape = {5, 3}; }),
+            "input 'x': expected f32[3, 5], got f32[5, 3]");
+  EXPECT_EQ(withChange([](auto &b) { b[1].type = ElementType::F32; }),
+            "input 'ids': expected i32[3], got f32[3]");
+  EXPECT_EQ(withChange([](auto &b) { b.erase(b.begin() + 3); }),
+            "kernel 'small' is missing param 'b' (f32[4])");
+  EXPECT_EQ(withChange([](auto &b) { b[5].name = "z"; }),
+            "kernel 'small' has no argument named 'z'; its arguments are x, "
+            "ids, w, b, table, y");
+  EXPECT_EQ(withChange([](auto &b) { b.push_back(b[0]); }),
+            "'x' is given more than once");
+  EXPECT_EQ(withChange([](auto &b) { b[5].data = nullptr; }),
+            "output 'y': the buffer pointer is null");
+  // Nothing ran: the output is untouched.
+  for (float v : y)
+    EXPECT_TRUE(std::isnan(v));
+}
+
+TEST_F(RuntimeTest, EmbeddingIdsOutOfRangeAreReportedWithTheirPosition) {
+  Runtime runtime(cacheDir);
+  auto kernel = runtime.compile(kSpec, "small.attn", "");
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  ids[2] = 6;
+  EXPECT_EQ(message((*kernel)->run(buffers())),
+            "input 'ids': id 6 at [2] is outside the embedding table [0, 6)");
+  ids[2] = -1;
+  EXPECT_EQ(message((*kernel)->run(buffers())),
+            "input 'ids': id -1 at [2] is outside the embedding table [0, 6)");
+}
+
+TEST_F(RuntimeTest, BoundParamsAreCopiedOnce) {
+  Runtime runtime(cacheDir);
+  auto kernel = runtime.compile(kSpec, "small.attn", "");
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  std::vector<HostBuffer> all = buffers();
+  for (int i : {2, 3, 4})
+    ASSERT_EQ(message((*kernel)->bindParam(all[i])), "");
+  EXPECT_EQ(message((*kernel)->bindParam(all[0])),
+            "'x' is an input, not a param: only params can be bound");
+  std::vector<float> originalW = w;
+  std::fill(w.begin(), w.end(), 0.0f); // the kernel keeps its copy
+  ASSERT_EQ(message((*kernel)->run({all[0], all[1], all[5]})), "");
+  w = originalW;
+  expectCorrect(y);
+}
+
+TEST_F(RuntimeTest, DiskCacheIsReusedAndCorruptEntriesAreRebuilt) {
+  {
+    Runtime runtime(cacheDir);
+    ASSERT_TRUE(!!runtime.compile(kSpec, "small.attn", ""));
+    ASSERT_TRUE(!!runtime.compile(kSpec, "small.attn", ""));
+    EXPECT_EQ(runtime.statistics().compilations, 1u);
+    EXPECT_EQ(runtime.statistics().memoryHits, 1u);
+  }
+  // A new process (a new Runtime) finds the entry on disk.
+  Runtime second(cacheDir);
+  auto kernel = second.compile(kSpec, "small.attn", "");
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  EXPECT_EQ(second.statistics().diskHits, 1u);
+  EXPECT_EQ(second.statistics().compilations, 0u);
+  ASSERT_EQ(message((*kernel)->run(buffers())), "");
+  expectCorrect(y);
+
+  // Corrupt every object in the cache: the entry is rebuilt, not trusted.
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(cacheDir, ec), end;
+       it != end && !ec; it.increment(ec))
+    if (llvm::StringRef(it->path()).ends_with(".o")) {
+      llvm::raw_fd_ostream os(it->path(), ec);
+      os << "not an object";
+    }
+  Runtime third(cacheDir);
+  kernel = third.compile(kSpec, "small.attn", "");
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  EXPECT_EQ(third.statistics().corruptEntries, 1u);
+  EXPECT_EQ(third.statistics().compilations, 1u);
+  std::fill(y.begin(), y.end(), NAN);
+  ASSERT_EQ(message((*kernel)->run(buffers())), "");
+  expectCorrect(y);
+}
+
+TEST_F(RuntimeTest, SpecErrorsComeBackAsErrors) {
+  Runtime runtime(cacheDir);
+  auto kernel = runtime.compile("block b {\n  dim D = 3\n  input x: f32[D]\n"
+                                "  y = frobnicate(x)\n  output y\n}\n",
+                                "bad.attn", "");
+  ASSERT_FALSE(!!kernel);
+  std::string text = llvm::toString(kernel.takeError());
+  EXPECT_NE(text.find("bad.attn:4:"), std::string::npos) << text;
+  EXPECT_NE(text.find("unknown op 'frobnicate'"), std::string::npos) << text;
+}
+
+TEST_F(RuntimeTest, KernelsRunConcurrently) {
+  Runtime runtime(cacheDir);
+  auto kernel = runtime.compile(kSpec, "small.attn", "");
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  std::vector<std::vector<float>> outputs(8, std::vector<float>(12, NAN));
+  std::vector<std::string> errors(8);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      std::vector<HostBuffer> b = buffers();
+      b[5].data = outputs[t].data();
+      for (int repeat = 0; repeat < 50 && errors[t].empty(); ++repeat)
+        errors[t] = message((*kernel)->run(b));
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  for (int t = 0; t < 8; ++t) {
+    EXPECT_EQ(errors[t], "");
+    expectCorrect(outputs[t]);
+  }
+}
+
+TEST_F(RuntimeTest, CApiCompilesQueriesAndRuns) {
+  ::setenv("ATTNC_CACHE_DIR", cacheDir.c_str(), 1);
+  attnc_kernel *kernel = attnc_compile_string(kSpec, nullptr, nullptr, 3);
+  ASSERT_NE(kernel, nullptr) << attnc_last_error();
+  EXPECT_STREQ(attnc_kernel_name(kernel), "small");
+  ASSERT_EQ(attnc_kernel_num_args(kernel), 6);
+  EXPECT_STREQ(attnc_kernel_arg_name(kernel, 1), "ids");
+  EXPECT_EQ(attnc_kernel_arg_dtype(kernel, 1), ATTNC_I32);
+  EXPECT_EQ(attnc_kernel_arg_role(kernel, 4), ATTNC_PARAM);
+  ASSERT_EQ(attnc_kernel_arg_rank(kernel, 0), 2);
+  EXPECT_EQ(attnc_kernel_arg_shape(kernel, 0)[1], 5);
+  EXPECT_EQ(attnc_kernel_arg_name(kernel, 6), nullptr);
+  EXPECT_STREQ(attnc_last_error(),
+               "attnc: argument index 6 is out of range [0, 6)");
+
+  std::vector<attnc_buffer> c;
+  std::vector<HostBuffer> all = buffers();
+  for (const HostBuffer &h : all)
+    c.push_back({h.name.c_str(), h.data,
+                 h.type == ElementType::F32 ? ATTNC_F32 : ATTNC_I32,
+                 static_cast<int>(h.shape.size()), h.shape.data()});
+  ASSERT_EQ(attnc_kernel_run(kernel, c.data(), static_cast<int>(c.size())), 0)
+      << attnc_last_error();
+  expectCorrect(y);
+  c[0].rank = 1;
+  EXPECT_EQ(attnc_kernel_run(kernel, c.data(), static_cast<int>(c.size())), 1);
+  EXPECT_STREQ(attnc_last_error(), "input 'x': expected f32[3, 5], got f32[3]");
+  attnc_kernel_free(kernel);
+}
+
+} // namespace
