@@ -1,0 +1,128 @@
+//===- NaiveReference.h - Naive reference of every attn op -----*- C++ -*-===//
+//
+// An independent, deliberately simple implementation of the DSL ops of
+// SPEC section 2 over row-major host buffers: plain loops, double
+// accumulation, no MLIR. It is the oracle the compiled kernels are checked
+// against, and is itself checked against the D2L PyTorch goldens in
+// tests/data/goldens.
+//
+// Shapes are explicit. Calling an op with inconsistent shapes is a bug in the
+// caller and aborts with a message (report_fatal_error); only run-time data
+// errors (embedding ids out of range) are returned as llvm::Error.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNC_TESTS_REFERENCE_NAIVEREFERENCE_H
+#define ATTNC_TESTS_REFERENCE_NAIVEREFERENCE_H
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace attnc::ref {
+
+/// A dense row-major f32 tensor.
+struct Tensor {
+  std::vector<int64_t> shape;
+  std::vector<float> data;
+
+  Tensor() = default;
+  Tensor(std::vector<int64_t> shape, std::vector<float> data);
+  /// Zero-filled.
+  explicit Tensor(std::vector<int64_t> shape);
+  size_t numElements() const { return data.size(); }
+  int64_t rank() const { return shape.size(); }
+  int64_t dim(int64_t i) const { return shape[i < 0 ? i + rank() : i]; }
+};
+
+/// A dense row-major i32 tensor (valid_lens, ids).
+struct IntTensor {
+  std::vector<int64_t> shape;
+  std::vector<int32_t> data;
+
+  IntTensor() = default;
+  IntTensor(std::vector<int64_t> shape, std::vector<int32_t> data);
+  size_t numElements() const { return data.size(); }
+};
+
+/// Product of \p shape (1 for rank 0).
+size_t shapeNumElements(const std::vector<int64_t> &shape);
+
+/// The masked-out score value of D2L's masked_softmax.
+constexpr float kMaskValue = -1e6f;
+
+// Primitive ops.
+
+/// linear(x[..., I], w[O, I], b[O]) = x @ w^T + b; \p b may be null.
+Tensor linear(const Tensor &x, const Tensor &w, const Tensor *b = nullptr);
+/// matmul(a[N, M, K], b[N, K, P]) (or b[N, P, K] with \p transposeB).
+Tensor matmul(const Tensor &a, const Tensor &b, bool transposeB = false);
+Tensor scale(const Tensor &x, float s);
+Tensor add(const Tensor &a, const Tensor &b);
+Tensor relu(const Tensor &x);
+/// [B, T, H*d] -> [B*H, T, d] (D2L transpose_qkv).
+Tensor splitHeads(const Tensor &x, int64_t heads);
+/// [B*H, T, d] -> [B, T, H*d] (D2L transpose_output).
+Tensor mergeHeads(const Tensor &x, int64_t heads);
+/// Softmax over the last axis, max-subtracted.
+Tensor softmax(const Tensor &x);
+/// D2L masked_softmax: x[N, Tq, Tk], validLens [N] or [N, Tq] (null: plain
+/// softmax). Positions j >= valid_len are replaced by -1e6.
+Tensor maskedSoftmax(const Tensor &x, const IntTensor *validLens);
+/// As maskedSoftmax, and with \p causal positions j > i are replaced too.
+Tensor maskedSoftmax(const Tensor &x, const IntTensor *validLens, bool causal);
+
+// Composite ops.
+
+/// D2L DotProductAttention: masked_softmax(q k^T / sqrt(d), vl) @ v.
+Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
+                 const IntTensor *validLens = nullptr, bool causal = false);
+/// D2L MultiHeadAttention(bias=False). validLens is [B] or [B, Tq] and is
+/// repeated per head (repeat_interleave along axis 0).
+Tensor multiheadAttention(const Tensor &q, const Tensor &k, const Tensor &v,
+                          int64_t heads, const Tensor &wQ, const Tensor &wK,
+                          const Tensor &wV, const Tensor &wO,
+                          const IntTensor *validLens = nullptr,
+                          bool causal = false);
+/// D2L PositionalEncoding (eval): x[B, T, D] + P[:T], P computed in float32
+/// like torch. Requires D even and T <= maxLen.
+Tensor positionalEncoding(const Tensor &x, int64_t maxLen = 1000);
+/// The float32 table P[maxLen, D] of positionalEncoding.
+Tensor positionalEncodingTable(int64_t maxLen, int64_t d);
+/// torch nn.LayerNorm over the last axis (biased variance).
+Tensor layerNorm(const Tensor &x, const Tensor &gamma, const Tensor &beta,
+                 double eps = 1e-5);
+/// D2L AddNorm: layer_norm(y + x).
+Tensor addNorm(const Tensor &x, const Tensor &y, const Tensor &gamma,
+               const Tensor &beta, double eps = 1e-5);
+/// D2L PositionWiseFFN: linear(relu(linear(x, w1, b1)), w2, b2).
+Tensor ffn(const Tensor &x, const Tensor &w1, const Tensor &b1,
+           const Tensor &w2, const Tensor &b2);
+/// Row lookup table[ids]; an id outside [0, V) is an error naming the id
+/// and its index.
+llvm::Expected<Tensor> embedding(const IntTensor &ids, const Tensor &table);
+/// Inference dropout: the identity (p must be in [0, 1)).
+Tensor dropout(const Tensor &x, double p);
+
+/// D2L TransformerEncoderBlock (eval, no attention bias):
+/// Y = add_norm(X, mha(X, X, X)), Z = add_norm(Y, ffn(Y)).
+struct EncoderBlockParams {
+  Tensor wQ, wK, wV, wO, ln1Gamma, ln1Beta, ffnW1, ffnB1, ffnW2, ffnB2,
+      ln2Gamma, ln2Beta;
+};
+Tensor encoderBlock(const Tensor &x, const IntTensor *validLens, int64_t heads,
+                    const EncoderBlockParams &p, double eps = 1e-5);
+
+/// The deterministic weights of tests/data/README.md ("Generated params"):
+/// w[i] = float32(offset + (fmix32(i + salt * 0x9E3779B9) / 2^32 - 0.5) *
+/// scale).
+Tensor formulaTensor(std::vector<int64_t> shape, uint32_t salt, double scale,
+                     double offset);
+
+/// Max |a - b| over all elements (shapes must match).
+double maxAbsDiff(const Tensor &a, const Tensor &b);
+
+} // namespace attnc::ref
+
+#endif // ATTNC_TESTS_REFERENCE_NAIVEREFERENCE_H
