@@ -74,7 +74,7 @@ std::string floatBytes(std::initializer_list<float> values) {
   return s;
 }
 
-class TempDir : public ::testing::Test {
+class NpyFile : public ::testing::Test {
 protected:
   void SetUp() override {
     ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("attnc-npy", dir));
@@ -122,7 +122,7 @@ NpyArray sampleArray(NpyDtype dtype, std::vector<int64_t> shape) {
 const std::vector<std::vector<int64_t>> kShapes = {
     {}, {5}, {1}, {0}, {2, 3}, {3, 0, 2}, {2, 3, 4}, {2, 1, 3, 5}};
 
-TEST_F(TempDir, RoundTripEveryDtypeAndRank) {
+TEST_F(NpyFile, RoundTripEveryDtypeAndRank) {
   for (NpyDtype dtype : {NpyDtype::F32, NpyDtype::I32, NpyDtype::I64}) {
     for (const auto &shape : kShapes) {
       NpyArray a = sampleArray(dtype, shape);
@@ -493,7 +493,7 @@ TEST(Npy, EveryPrefixAndCorruptionFailsCleanly) {
 // Writing
 //===----------------------------------------------------------------------===//
 
-TEST_F(TempDir, WriteIsAtomicAndOverwrites) {
+TEST_F(NpyFile, WriteIsAtomicAndOverwrites) {
   std::string file = path("out.npy");
   ASSERT_FALSE(bool(writeNpy(file, NpyArray::fromF32({1}, {1.0f}))));
   ASSERT_FALSE(bool(writeNpy(file, NpyArray::fromI32({2}, {5, 6}))));
@@ -509,7 +509,7 @@ TEST_F(TempDir, WriteIsAtomicAndOverwrites) {
   EXPECT_EQ(count, 1);
 }
 
-TEST_F(TempDir, WriteErrorsNameTheFile) {
+TEST_F(NpyFile, WriteErrorsNameTheFile) {
   std::string file = path("missing_dir/out.npy");
   llvm::Error e = writeNpy(file, NpyArray::fromF32({1}, {1.0f}));
   ASSERT_TRUE(bool(e));
