@@ -17,10 +17,14 @@ config.test_exec_root = os.path.join(config.attnc_obj_root, "tests", "lit")
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%attnc_src", config.attnc_src_root))
 
+# attnc run and the runtime cache compiled kernels: keep them in the build.
+config.environment["ATTNC_CACHE_DIR"] = os.path.join(config.test_exec_root,
+                                                     "attnc-cache")
+
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 # FileCheck, not, count come from LLVM 22; the project's tools from the build.
 tool_dirs = [config.attnc_tools_dir, config.llvm_tools_dir]
-tools = ["attn-opt", "attnc", "FileCheck", "not", "count"]
+tools = ["attn-opt", "attnc", "FileCheck", "not", "count", "llvm-nm"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

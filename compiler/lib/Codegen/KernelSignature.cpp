@@ -108,10 +108,30 @@ llvm::Expected<KernelSignature> attnc::signatureOf(mlir::func::FuncOp kernel) {
       return argument.takeError();
     signature.arguments.push_back(std::move(*argument));
   }
-  kernel.walk([&](mlir::attn::EmbeddingOp op) {
-    if (auto arg = mlir::dyn_cast<mlir::BlockArgument>(op.getIds()))
-      signature.embeddingIds.push_back(
-          {arg.getArgNumber(), op.getTable().getType().getDimSize(0)});
+  kernel.walk([&](mlir::Operation *op) {
+    auto argumentOf = [](mlir::Value value) -> std::optional<unsigned> {
+      if (auto arg = mlir::dyn_cast_or_null<mlir::BlockArgument>(value))
+        return arg.getArgNumber();
+      return std::nullopt;
+    };
+    auto keysOf = [](mlir::Value keys, unsigned dim) {
+      return mlir::cast<mlir::RankedTensorType>(keys.getType()).getDimSize(dim);
+    };
+    if (auto embedding = mlir::dyn_cast<mlir::attn::EmbeddingOp>(op)) {
+      if (auto arg = argumentOf(embedding.getIds()))
+        signature.embeddingIds.push_back(
+            {*arg, embedding.getTable().getType().getDimSize(0)});
+    } else if (auto mha =
+                   mlir::dyn_cast<mlir::attn::MultiheadAttentionOp>(op)) {
+      if (auto arg = argumentOf(mha.getValidLens()))
+        signature.validLens.push_back({*arg, keysOf(mha.getK(), 1)});
+    } else if (auto attention = mlir::dyn_cast<mlir::attn::AttentionOp>(op)) {
+      if (auto arg = argumentOf(attention.getValidLens()))
+        signature.validLens.push_back({*arg, keysOf(attention.getK(), 1)});
+    } else if (auto masked = mlir::dyn_cast<mlir::attn::MaskedSoftmaxOp>(op)) {
+      if (auto arg = argumentOf(masked.getValidLens()))
+        signature.validLens.push_back({*arg, keysOf(masked.getX(), 2)});
+    }
   });
   return signature;
 }
@@ -121,7 +141,7 @@ llvm::Expected<KernelSignature> attnc::signatureOf(mlir::func::FuncOp kernel) {
 //===----------------------------------------------------------------------===//
 
 std::string KernelSignature::toJSON() const {
-  llvm::json::Array dimsJson, argsJson, idsJson;
+  llvm::json::Array dimsJson, argsJson, idsJson, lensJson;
   for (const auto &[name, value] : dims)
     dimsJson.push_back(llvm::json::Object{{"name", name}, {"value", value}});
   for (const KernelArgument &a : arguments)
@@ -133,11 +153,15 @@ std::string KernelSignature::toJSON() const {
   for (const EmbeddingIds &e : embeddingIds)
     idsJson.push_back(
         llvm::json::Object{{"argument", e.argument}, {"vocab", e.vocabSize}});
+  for (const ValidLens &v : validLens)
+    lensJson.push_back(
+        llvm::json::Object{{"argument", v.argument}, {"keys", v.keys}});
   llvm::json::Value root =
       llvm::json::Object{{"name", name},
                          {"dims", std::move(dimsJson)},
                          {"arguments", std::move(argsJson)},
-                         {"embedding_ids", std::move(idsJson)}};
+                         {"embedding_ids", std::move(idsJson)},
+                         {"valid_lens", std::move(lensJson)}};
   std::string text;
   llvm::raw_string_ostream os(text);
   os << root;
@@ -160,8 +184,9 @@ KernelSignature::fromJSON(llvm::StringRef text) {
   const llvm::json::Array *dims = root->getArray("dims");
   const llvm::json::Array *args = root->getArray("arguments");
   const llvm::json::Array *ids = root->getArray("embedding_ids");
-  if (!name || !dims || !args || !ids)
-    return bad("missing name, dims, arguments or embedding_ids");
+  const llvm::json::Array *lens = root->getArray("valid_lens");
+  if (!name || !dims || !args || !ids || !lens)
+    return bad("missing name, dims, arguments, embedding_ids or valid_lens");
   signature.name = name->str();
   for (const llvm::json::Value &d : *dims) {
     const llvm::json::Object *o = d.getAsObject();
@@ -216,6 +241,16 @@ KernelSignature::fromJSON(llvm::StringRef text) {
       return bad("an embedding_ids entry needs a valid argument and vocab");
     signature.embeddingIds.push_back(
         {static_cast<unsigned>(*argument), *vocab});
+  }
+  for (const llvm::json::Value &e : *lens) {
+    const llvm::json::Object *o = e.getAsObject();
+    std::optional<int64_t> argument =
+        o ? o->getInteger("argument") : std::nullopt;
+    std::optional<int64_t> keys = o ? o->getInteger("keys") : std::nullopt;
+    if (!argument || !keys || *argument < 0 ||
+        *argument >= static_cast<int64_t>(signature.arguments.size()))
+      return bad("a valid_lens entry needs a valid argument and keys");
+    signature.validLens.push_back({static_cast<unsigned>(*argument), *keys});
   }
   return signature;
 }

@@ -23,9 +23,11 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
   // attn -> linalg/tensor/arith/math on tensors.
   pm.addPass(attn::createAttnDecompose());
   pm.addPass(attn::createAttnLowerToLinalg());
+  // Elementwise arith on tensors (the causal lengths' minsi) -> linalg.
+  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  pm.addPass(createLinalgElementwiseOpFusionPass());
+  pm.addPass(attn::createAttnFuseElementwise());
   pm.addPass(createCanonicalizerPass());
 
   // Tensors -> buffers. Function boundaries get plain identity-layout

@@ -108,6 +108,11 @@ attnc::createTargetMachine(const TargetOptions &options) {
   return machine;
 }
 
+llvm::Error attnc::checkTarget(const TargetOptions &options) {
+  auto machine = createTargetMachine(options);
+  return machine ? llvm::Error::success() : machine.takeError();
+}
+
 llvm::Expected<std::unique_ptr<llvm::Module>>
 attnc::translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
                          llvm::TargetMachine &machine, unsigned optLevel) {

@@ -6,10 +6,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attnc/Codegen/Compile.h"
 #include "attnc/Frontend/Frontend.h"
 #include "attnc/Gen/MLIRGen.h"
 #include "attnc/InitAttn.h"
 #include "attnc/Support/Diagnostics.h"
+
+#include "RunCommand.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -23,6 +26,7 @@
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/SourceMgr.h"
@@ -41,20 +45,20 @@ enum class EmitKind { Attn, Lowered, Llvm, Asm, Obj, Header, Ptx };
 enum class Target { Cpu, Nvptx };
 
 cl::OptionCategory attncCategory("attnc options");
-cl::SubCommand runCommand("run",
-                          "JIT-compile a block, run it on .npy inputs and "
-                          "write its outputs as .npy files");
+cl::SubCommand runSubcommand("run",
+                             "JIT-compile a block, run it on .npy inputs and "
+                             "write its outputs as .npy files");
 
 cl::opt<std::string> inputFile(cl::Positional, cl::Required,
                                cl::desc("<SPEC.attn>"),
                                cl::sub(cl::SubCommand::getTopLevel()),
-                               cl::sub(runCommand), cl::cat(attncCategory));
+                               cl::sub(runSubcommand), cl::cat(attncCategory));
 
 cl::opt<std::string> blockName("block",
                                cl::desc("Compile only the block called NAME"),
                                cl::value_desc("NAME"),
                                cl::sub(cl::SubCommand::getTopLevel()),
-                               cl::sub(runCommand), cl::cat(attncCategory));
+                               cl::sub(runSubcommand), cl::cat(attncCategory));
 
 // `attnc SPEC` options.
 cl::opt<std::string> outputFile("o", cl::desc("Output file ('-': stdout)"),
@@ -98,44 +102,24 @@ cl::opt<bool> printIrAfterAll("print-ir-after-all",
 cl::list<std::string> runInputs("input",
                                 cl::desc("Read argument NAME from a .npy file"),
                                 cl::value_desc("NAME=FILE.npy"),
-                                cl::sub(runCommand), cl::cat(attncCategory));
+                                cl::sub(runSubcommand), cl::cat(attncCategory));
 cl::opt<bool> randomInputs("random-inputs",
                            cl::desc("Fill every argument not given with "
                                     "random values"),
-                           cl::sub(runCommand), cl::cat(attncCategory));
+                           cl::sub(runSubcommand), cl::cat(attncCategory));
 cl::opt<uint64_t> seed("seed", cl::desc("Seed of --random-inputs"), cl::init(0),
-                       cl::sub(runCommand), cl::cat(attncCategory));
+                       cl::sub(runSubcommand), cl::cat(attncCategory));
 cl::opt<std::string> outputDir("output-dir",
                                cl::desc("Where NAME.npy outputs are written"),
                                cl::value_desc("DIR"), cl::init("."),
-                               cl::sub(runCommand), cl::cat(attncCategory));
+                               cl::sub(runSubcommand), cl::cat(attncCategory));
 cl::opt<unsigned> repeat("repeat",
                          cl::desc("Run N times and print the median time"),
-                         cl::init(1), cl::sub(runCommand),
+                         cl::init(1), cl::sub(runSubcommand),
                          cl::cat(attncCategory));
 
 llvm::raw_ostream &error() {
   return llvm::WithColor::error(llvm::errs(), "attnc");
-}
-
-llvm::StringRef emitName(EmitKind kind) {
-  switch (kind) {
-  case EmitKind::Attn:
-    return "attn";
-  case EmitKind::Lowered:
-    return "lowered";
-  case EmitKind::Llvm:
-    return "llvm";
-  case EmitKind::Asm:
-    return "asm";
-  case EmitKind::Obj:
-    return "obj";
-  case EmitKind::Header:
-    return "header";
-  case EmitKind::Ptx:
-    return "ptx";
-  }
-  return "?";
 }
 
 /// Internal failures (LLVM fatal errors) exit with 2, never 1.
@@ -176,7 +160,37 @@ bool loadSpec(LoadedSpec &spec) {
   return true;
 }
 
-int emitAttn(const LoadedSpec &spec) {
+/// The code generation options the flags ask for.
+CompileOptions compileOptions() {
+  CompileOptions options;
+  options.setOptLevel(static_cast<unsigned>(optLevel - '0'));
+  if (!mcpu.empty())
+    options.target.cpu = mcpu;
+  options.printIRAfterAll = printIrAfterAll;
+  return options;
+}
+
+/// Writes `text` to -o (stdout by default); binary for objects.
+int writeOutput(llvm::StringRef text, bool binary) {
+  std::string message;
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      mlir::openOutputFile(outputFile, &message);
+  if (!output) {
+    error() << message << "\n";
+    return kUserError;
+  }
+  if (binary && outputFile == "-" &&
+      llvm::sys::Process::StandardOutIsDisplayed()) {
+    error() << "refusing to write an object file to a terminal; use -o "
+               "FILE.o\n";
+    return kUserError;
+  }
+  output->os() << text;
+  output->keep();
+  return kSuccess;
+}
+
+int emitCode(const LoadedSpec &spec) {
   mlir::DialectRegistry registry;
   registerAllDialects(registry);
   mlir::MLIRContext context(registry);
@@ -187,17 +201,58 @@ int emitAttn(const LoadedSpec &spec) {
                  << "' does not verify\n";
     return kInternalError;
   }
-  std::string message;
-  std::unique_ptr<llvm::ToolOutputFile> output =
-      mlir::openOutputFile(outputFile, &message);
-  if (!output) {
-    error() << message << "\n";
+  if (emitKind == EmitKind::Attn) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os);
+    os << "\n";
+    return writeOutput(text, /*binary=*/false);
+  }
+  if (emitKind == EmitKind::Header) {
+    auto signatures = kernelSignatures(*module);
+    if (!signatures) {
+      error() << llvm::toString(signatures.takeError()) << "\n";
+      return kInternalError;
+    }
+    return writeOutput(
+        emitCHeader(*signatures, llvm::sys::path::filename(inputFile)),
+        /*binary=*/false);
+  }
+
+  CompileOptions options = compileOptions();
+  // Everything below is code generation: its failures are attnc's, except a
+  // CPU name the user got wrong, which is checked first.
+  if (llvm::Error bad = checkTarget(options.target)) {
+    error() << llvm::toString(std::move(bad)) << "\n";
     return kUserError;
   }
-  module->print(output->os());
-  output->os() << "\n";
-  output->keep();
-  return kSuccess;
+  auto internal = [](llvm::Error error) {
+    llvm::errs() << "attnc: internal error: "
+                 << llvm::toString(std::move(error)) << "\n";
+    return kInternalError;
+  };
+  if (emitKind == EmitKind::Lowered) {
+    if (llvm::Error error = lowerToLLVMDialect(*module, options))
+      return internal(std::move(error));
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os);
+    os << "\n";
+    return writeOutput(text, /*binary=*/false);
+  }
+  if (emitKind == EmitKind::Llvm) {
+    auto text = compileToLLVMIRText(*module, options);
+    if (!text)
+      return internal(text.takeError());
+    return writeOutput(*text, /*binary=*/false);
+  }
+  bool object = emitKind == EmitKind::Obj;
+  auto code = compileToMachineCode(*module, options,
+                                   object ? MachineCodeKind::Object
+                                          : MachineCodeKind::Assembly);
+  if (!code)
+    return internal(code.takeError());
+  return writeOutput(*code, object);
 }
 
 int compileMain() {
@@ -215,28 +270,20 @@ int compileMain() {
   LoadedSpec spec;
   if (!loadSpec(spec))
     return kUserError;
-  if (emitKind == EmitKind::Attn)
-    return emitAttn(spec);
-  llvm::StringRef lands = emitKind == EmitKind::Ptx || target == Target::Nvptx
-                              ? "GPU code generation"
-                              : "CPU code generation";
-  error() << "--emit=" << emitName(emitKind)
-          << (target == Target::Nvptx ? " --target=nvptx" : "")
-          << " is not supported yet (it lands with the " << lands
-          << " work); --emit=attn works\n";
-  return kUserError;
+  if (target == Target::Nvptx && emitKind != EmitKind::Attn &&
+      emitKind != EmitKind::Header) {
+    error() << "--target=nvptx is not supported yet (it lands with the GPU "
+               "code generation work); the CPU target works\n";
+    return kUserError;
+  }
+  return emitCode(spec);
 }
 
 int runMain() {
   LoadedSpec spec;
   if (!loadSpec(spec))
     return kUserError;
-  const ast::Block *block = nullptr;
-  if (!blockName.empty()) {
-    block = spec.module->lookup(blockName);
-  } else if (spec.module->blocks.size() == 1) {
-    block = spec.module->blocks.front().get();
-  } else {
+  if (blockName.empty() && spec.module->blocks.size() > 1) {
     llvm::SmallVector<llvm::StringRef> names;
     for (const auto &b : spec.module->blocks)
       names.push_back(b->name.name);
@@ -252,19 +299,16 @@ int runMain() {
       error() << "--input expects NAME=FILE.npy, got '" << input << "'\n";
       return kUserError;
     }
-    bool known = llvm::any_of(block->stmts, [&](const auto &stmt) {
-      auto *decl = llvm::dyn_cast<ast::DeclStmt>(stmt.get());
-      return decl && decl->name.name == name;
-    });
-    if (!known) {
-      error() << "--input " << name << "=...: block '" << block->name.name
-              << "' has no input or param named '" << name << "'\n";
-      return kUserError;
-    }
   }
-  error() << "attnc run is not supported yet (the JIT lands with the runtime "
-             "work); 'attnc SPEC --emit=attn' works\n";
-  return kUserError;
+  RunOptions options;
+  options.specPath = inputFile;
+  options.block = blockName;
+  options.inputs.assign(runInputs.begin(), runInputs.end());
+  options.randomInputs = randomInputs;
+  options.seed = seed;
+  options.outputDir = outputDir;
+  options.repeat = repeat;
+  return attnc::runCommand(options);
 }
 
 } // namespace
@@ -284,7 +328,7 @@ int main(int argc, char **argv) {
       "  attnc run SPEC.attn [--block NAME] [--input NAME=FILE.npy]... "
       "[--random-inputs]\n"
       "        [--seed N] [--output-dir DIR] [--repeat N]\n");
-  if (runCommand)
+  if (runSubcommand)
     return runMain();
   return compileMain();
 }

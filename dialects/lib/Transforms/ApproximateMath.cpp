@@ -28,7 +28,9 @@ struct AttnApproximateMathPass
     : mlir::attn::impl::AttnApproximateMathBase<AttnApproximateMathPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    auto approximated = [](StringRef name) { return name == "exp"; };
+    auto approximated = [](StringRef name) {
+      return name == math::ExpOp::getOperationName();
+    };
     populateMathF32ExpansionPatterns(patterns, approximated);
     populateMathPolynomialApproximationPatterns(patterns, approximated);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

@@ -51,11 +51,18 @@ struct EmbeddingIds {
   int64_t vocabSize = 0;
 };
 
+/// An input used as attention lengths: meaningful values are [0, keys].
+struct ValidLens {
+  unsigned argument = 0;
+  int64_t keys = 0;
+};
+
 struct KernelSignature {
   std::string name;
   std::vector<std::pair<std::string, int64_t>> dims;
   std::vector<KernelArgument> arguments;
   std::vector<EmbeddingIds> embeddingIds;
+  std::vector<ValidLens> validLens;
 
   std::string toJSON() const;
   static llvm::Expected<KernelSignature> fromJSON(llvm::StringRef text);

@@ -4,8 +4,9 @@
 // The one definition of how a kernel is lowered, used by attnc, the runtime
 // and, as the registered pipeline `attn-to-llvm`, by attn-opt:
 //
-//   attn-decompose, attn-lower-to-linalg          attn -> linalg on tensors
-//   canonicalize, cse, linalg-fuse-elementwise-ops
+//   attn-decompose, attn-lower-to-linalg,          attn -> linalg on tensors
+//   convert-elementwise-to-linalg
+//   canonicalize, cse, attn-fuse-elementwise
 //   one-shot-bufferize, buffer-results-to-out-params, deallocation
 //   attn-tile-and-vectorize, attn-approximate-math  register tiles, vectors
 //   convert-*-to-llvm (bare-pointer calling convention)

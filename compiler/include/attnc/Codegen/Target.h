@@ -45,6 +45,9 @@ std::string resolveCpuName(llvm::StringRef cpu);
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 createTargetMachine(const TargetOptions &options);
 
+/// Succeeds when createTargetMachine would: the CPU name is known.
+llvm::Error checkTarget(const TargetOptions &options);
+
 /// Translates an LLVM-dialect module to LLVM IR for `machine` and optimizes
 /// it at `optLevel`. Adds `__attnc_packed_NAME(void **args)` for every
 /// kernel NAME (see packedEntryName).

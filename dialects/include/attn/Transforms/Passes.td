@@ -108,6 +108,27 @@ def AttnLowerToLinalg : Pass<"attn-lower-to-linalg", "::mlir::ModuleOp"> {
   ];
 }
 
+def AttnFuseElementwise : Pass<"attn-fuse-elementwise"> {
+  let summary = "Fuse elementwise linalg.generic chains, keeping named GEMMs";
+  let description = [{
+    Upstream's `linalg-fuse-elementwise-ops` also fuses `linalg.transpose`
+    and `linalg.broadcast` producers into `linalg.matmul`, turning it into a
+    `linalg.generic` with permuted maps that no GEMM lowering recognizes.
+    This pass applies the same fusion patterns, restricted to
+    `linalg.generic` producers and consumers.
+
+    Before: `%s = linalg.generic {mulf}` (scale) feeding
+    `%m = linalg.generic {select}` (mask).
+
+    After: one `linalg.generic` computing `select(j < len, x * s, -1e6)`.
+  }];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def AttnTileAndVectorize
     : Pass<"attn-tile-and-vectorize", "::mlir::func::FuncOp"> {
   let summary = "Tile linalg ops on buffers into register blocks and "

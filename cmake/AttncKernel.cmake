@@ -1,0 +1,55 @@
+# attnc_add_kernel(<target> SPEC <spec.attn> [BLOCK <name>] [MCPU <cpu>]
+#                  [OPT 0|1|2|3])
+#
+# Compiles one block of a .attn spec at build time with attnc and makes
+# <target> a static library holding the kernel's object; linking it gives
+# the block's C function (SPEC §5), and `#include "<target>.h"` its header.
+# BLOCK may be omitted when the spec has a single block. MCPU defaults to
+# attnc's `native`; OPT to 3.
+#
+# attnc is the in-tree `attnc` target when there is one, else
+# ATTNC_EXECUTABLE (found on PATH if unset).
+function(attnc_add_kernel target)
+  cmake_parse_arguments(ARG "" "SPEC;BLOCK;MCPU;OPT" "" ${ARGN})
+  if(NOT ARG_SPEC)
+    message(FATAL_ERROR "attnc_add_kernel(${target}): SPEC is required")
+  endif()
+  get_filename_component(spec "${ARG_SPEC}" ABSOLUTE)
+  if(TARGET attnc)
+    set(compiler $<TARGET_FILE:attnc>)
+    set(compiler_dependency attnc)
+  else()
+    if(NOT ATTNC_EXECUTABLE)
+      find_program(ATTNC_EXECUTABLE attnc REQUIRED)
+    endif()
+    set(compiler ${ATTNC_EXECUTABLE})
+    set(compiler_dependency ${ATTNC_EXECUTABLE})
+  endif()
+  set(flags)
+  if(ARG_BLOCK)
+    list(APPEND flags --block ${ARG_BLOCK})
+  endif()
+  if(ARG_MCPU)
+    list(APPEND flags --mcpu=${ARG_MCPU})
+  endif()
+  if(DEFINED ARG_OPT)
+    list(APPEND flags -O${ARG_OPT})
+  endif()
+
+  set(dir ${CMAKE_CURRENT_BINARY_DIR}/attnc_kernels/${target})
+  set(object ${dir}/${target}.o)
+  set(header ${dir}/${target}.h)
+  add_custom_command(
+    OUTPUT ${object} ${header}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
+    COMMAND ${compiler} ${spec} ${flags} -o ${object}
+    COMMAND ${compiler} ${spec} ${flags} --emit=header -o ${header}
+    DEPENDS ${spec} ${compiler_dependency}
+    COMMENT "attnc: compiling ${ARG_BLOCK} of ${ARG_SPEC}"
+    VERBATIM)
+  set_source_files_properties(${object} PROPERTIES
+    EXTERNAL_OBJECT TRUE GENERATED TRUE)
+  add_library(${target} STATIC ${object} ${header})
+  set_target_properties(${target} PROPERTIES LINKER_LANGUAGE C)
+  target_include_directories(${target} INTERFACE ${dir})
+endfunction()

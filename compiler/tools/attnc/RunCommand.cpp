@@ -1,0 +1,222 @@
+//===- RunCommand.cpp - `attnc run`: JIT a block on .npy files ------------===//
+//
+// Reads each input/param from --input NAME=FILE.npy (an i32 argument also
+// takes an int64 file whose values fit) or fills it with --random-inputs,
+// runs the kernel --repeat times, prints the median time per call and
+// writes every output to DIR/NAME.npy.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RunCommand.h"
+
+#include "attnc/Runtime/Npy.h"
+#include "attnc/Runtime/Runtime.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+using namespace attnc;
+
+namespace {
+
+enum ExitCode { kSuccess = 0, kUserError = 1, kInternalError = 2 };
+
+llvm::raw_ostream &error() {
+  return llvm::WithColor::error(llvm::errs(), "attnc");
+}
+
+NpyDtype npyDtypeOf(ElementType type) {
+  return type == ElementType::F32 ? NpyDtype::F32 : NpyDtype::I32;
+}
+
+/// An argument's values as an npy array: read from FILE, checked against
+/// the signature.
+llvm::Expected<NpyArray> readArgument(const KernelArgument &argument,
+                                      llvm::StringRef file) {
+  llvm::Expected<NpyArray> array = readNpy(file);
+  if (!array)
+    return array.takeError();
+  std::string what =
+      (roleName(argument.role) + " '" + argument.name + "' (" + file + ")")
+          .str();
+  if (argument.type == ElementType::I32 && array->dtype == NpyDtype::I64) {
+    array = narrowToI32(*array, file);
+    if (!array)
+      return array.takeError();
+  }
+  if (array->dtype != npyDtypeOf(argument.type))
+    return llvm::createStringError(
+        what + ": expected dtype '" + npyDtypeDescr(npyDtypeOf(argument.type)) +
+        "'" + (argument.type == ElementType::I32 ? " (or '<i8')" : "") +
+        ", got '" + npyDtypeDescr(array->dtype) + "'");
+  if (array->shape != argument.shape)
+    return llvm::createStringError(
+        what + ": expected shape " + formatNpyShape(argument.shape) + " (" +
+        argument.typeString() + "), got " + formatNpyShape(array->shape));
+  return array;
+}
+
+/// --random-inputs: floats uniform in [-1, 1), lengths uniform in
+/// [0, keys], ids uniform in [0, vocab).
+NpyArray randomArgument(const KernelSignature &signature, unsigned index,
+                        std::mt19937_64 &rng) {
+  const KernelArgument &argument = signature.arguments[index];
+  size_t count = static_cast<size_t>(argument.numElements());
+  if (argument.type == ElementType::F32) {
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    std::vector<float> values(count);
+    for (float &v : values)
+      v = uniform(rng);
+    return NpyArray::fromF32(argument.shape, values);
+  }
+  int64_t low = 0, high = 1;
+  for (const ValidLens &lens : signature.validLens)
+    if (lens.argument == index)
+      high = lens.keys;
+  for (const EmbeddingIds &ids : signature.embeddingIds)
+    if (ids.argument == index)
+      high = ids.vocabSize - 1;
+  std::uniform_int_distribution<int64_t> uniform(low, high);
+  std::vector<int32_t> values(count);
+  for (int32_t &v : values)
+    v = static_cast<int32_t>(uniform(rng));
+  return NpyArray::fromI32(argument.shape, values);
+}
+
+/// `[0.1234, -0.5678, ...]`: the first few values of an output.
+std::string preview(const std::vector<float> &values) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "[";
+  size_t shown = std::min<size_t>(values.size(), 6);
+  for (size_t i = 0; i < shown; ++i)
+    os << (i ? ", " : "") << llvm::format("%.6g", values[i]);
+  if (shown < values.size())
+    os << ", ... (" << values.size() << " values)";
+  os << "]";
+  return text;
+}
+
+} // namespace
+
+int attnc::runCommand(const RunOptions &options) {
+  auto kernel = Runtime::global().compileFile(options.specPath, options.block);
+  if (!kernel) {
+    // The front end accepted the spec: a failure here is attnc's own.
+    llvm::errs() << "attnc: internal error: "
+                 << llvm::toString(kernel.takeError()) << "\n";
+    return kInternalError;
+  }
+  const KernelSignature &signature = (*kernel)->signature();
+  const std::vector<KernelArgument> &arguments = signature.arguments;
+
+  std::vector<std::optional<NpyArray>> values(arguments.size());
+  for (const std::string &input : options.inputs) {
+    auto [name, file] = llvm::StringRef(input).split('=');
+    auto index = (*kernel)->argumentIndex(name);
+    if (!index) {
+      llvm::consumeError(index.takeError());
+      std::vector<std::string> names;
+      for (const KernelArgument &a : arguments)
+        if (a.role != ArgumentRole::Output)
+          names.push_back(a.name);
+      error() << "--input " << input << ": block '" << signature.name
+              << "' has no input or param named '" << name
+              << "'; its inputs and params are " << llvm::join(names, ", ")
+              << "\n";
+      return kUserError;
+    }
+    if (arguments[*index].role == ArgumentRole::Output) {
+      error() << "--input " << input << ": '" << name
+              << "' is an output of block '" << signature.name
+              << "', not an input\n";
+      return kUserError;
+    }
+    if (values[*index]) {
+      error() << "--input " << name << "=... is given more than once\n";
+      return kUserError;
+    }
+    auto array = readArgument(arguments[*index], file);
+    if (!array) {
+      error() << llvm::toString(array.takeError()) << "\n";
+      return kUserError;
+    }
+    values[*index] = std::move(*array);
+  }
+
+  std::mt19937_64 rng(options.seed);
+  for (unsigned i = 0; i < arguments.size(); ++i) {
+    const KernelArgument &a = arguments[i];
+    if (a.role == ArgumentRole::Output) {
+      values[i] = a.type == ElementType::F32
+                      ? NpyArray::fromF32(
+                            a.shape, std::vector<float>(a.numElements(), 0.0f))
+                      : NpyArray::fromI32(
+                            a.shape, std::vector<int32_t>(a.numElements(), 0));
+      continue;
+    }
+    if (values[i])
+      continue;
+    if (!options.randomInputs) {
+      error() << "missing " << roleName(a.role) << " '" << a.name << "' ("
+              << a.typeString() << "): pass --input " << a.name
+              << "=FILE.npy or --random-inputs\n";
+      return kUserError;
+    }
+    values[i] = randomArgument(signature, i, rng);
+  }
+
+  std::vector<HostBuffer> buffers;
+  for (unsigned i = 0; i < arguments.size(); ++i)
+    buffers.push_back({arguments[i].name, values[i]->data.data(),
+                       arguments[i].type, arguments[i].shape});
+
+  std::vector<double> milliseconds;
+  for (unsigned r = 0; r < std::max(1u, options.repeat); ++r) {
+    auto start = std::chrono::steady_clock::now();
+    if (llvm::Error failure = (*kernel)->run(buffers)) {
+      error() << llvm::toString(std::move(failure)) << "\n";
+      return kUserError;
+    }
+    auto end = std::chrono::steady_clock::now();
+    milliseconds.push_back(
+        std::chrono::duration<double, std::milli>(end - start).count());
+  }
+  std::sort(milliseconds.begin(), milliseconds.end());
+  double median = milliseconds[milliseconds.size() / 2];
+  if (milliseconds.size() % 2 == 0)
+    median = (median + milliseconds[milliseconds.size() / 2 - 1]) / 2;
+
+  if (std::error_code ec =
+          llvm::sys::fs::create_directories(options.outputDir)) {
+    error() << "cannot create the output directory '" << options.outputDir
+            << "': " << ec.message() << "\n";
+    return kUserError;
+  }
+  for (unsigned i = 0; i < arguments.size(); ++i) {
+    const KernelArgument &a = arguments[i];
+    if (a.role != ArgumentRole::Output)
+      continue;
+    llvm::SmallString<256> path(options.outputDir);
+    llvm::sys::path::append(path, a.name + ".npy");
+    if (llvm::Error failure = writeNpy(path, *values[i])) {
+      error() << llvm::toString(std::move(failure)) << "\n";
+      return kUserError;
+    }
+    llvm::outs() << a.name << ": " << a.typeString() << " -> " << path << "\n";
+    if (a.type == ElementType::F32)
+      llvm::outs() << "  " << preview(values[i]->toF32()) << "\n";
+  }
+  llvm::outs() << "time per call: " << llvm::format("%.4f", median)
+               << " ms (median of " << milliseconds.size() << " run"
+               << (milliseconds.size() == 1 ? "" : "s") << ")\n";
+  return kSuccess;
+}

@@ -1,0 +1,30 @@
+//===- RunCommand.h - `attnc run`: JIT a block on .npy files ----*- C++ -*-===//
+
+#ifndef ATTNC_TOOLS_ATTNC_RUNCOMMAND_H
+#define ATTNC_TOOLS_ATTNC_RUNCOMMAND_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace attnc {
+
+struct RunOptions {
+  std::string specPath;
+  /// Empty: the spec's only block.
+  std::string block;
+  /// NAME=FILE.npy
+  std::vector<std::string> inputs;
+  bool randomInputs = false;
+  uint64_t seed = 0;
+  std::string outputDir = ".";
+  unsigned repeat = 1;
+};
+
+/// Runs `attnc run` on a spec that the front end already accepted; returns
+/// the process exit status (0, 1 for bad inputs, 2 for internal errors).
+int runCommand(const RunOptions &options);
+
+} // namespace attnc
+
+#endif // ATTNC_TOOLS_ATTNC_RUNCOMMAND_H

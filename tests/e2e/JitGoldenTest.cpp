@@ -1,0 +1,68 @@
+//===- JitGoldenTest.cpp - JIT kernels against the D2L PyTorch goldens ----===//
+//
+// Every golden case, compiled by the runtime (ORC JIT) at -O3 (register
+// blocks and vectors) and at -O0 (scalar loops), must match what the D2L
+// PyTorch code computed within SPEC's tolerance, with no NaN.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GoldenCase.h"
+
+#include "attnc/Runtime/Runtime.h"
+
+#include "llvm/Support/FileSystem.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+
+using namespace attnc;
+using namespace attnc::test;
+
+namespace {
+
+Runtime &testRuntime() {
+  static Runtime *runtime = [] {
+    llvm::SmallString<128> dir;
+    (void)llvm::sys::fs::createUniqueDirectory("attnc-golden-cache", dir);
+    return new Runtime(std::string(dir));
+  }();
+  return *runtime;
+}
+
+struct JitGolden : ::testing::TestWithParam<std::tuple<std::string, int>> {};
+
+TEST_P(JitGolden, MatchesPyTorch) {
+  auto [name, optLevel] = GetParam();
+  auto golden = loadGoldenCase(name);
+  ASSERT_TRUE(!!golden) << llvm::toString(golden.takeError());
+  CompileOptions options;
+  options.setOptLevel(optLevel);
+  auto kernel =
+      testRuntime().compile(golden->specText, golden->specPath, "", options);
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+
+  std::vector<std::vector<float>> outputs = golden->makeOutputs();
+  std::vector<void *> pointers = golden->pointers(outputs);
+  std::vector<HostBuffer> buffers;
+  for (size_t i = 0; i < pointers.size(); ++i) {
+    const KernelArgument &a = golden->signature.arguments[i];
+    buffers.push_back({a.name, pointers[i], a.type, a.shape});
+  }
+  llvm::Error error = (*kernel)->run(buffers);
+  ASSERT_FALSE(!!error) << llvm::toString(std::move(error));
+  double worst = golden->maxError(outputs);
+  EXPECT_FALSE(std::isnan(worst)) << name << ": NaN in the output";
+  EXPECT_LE(worst, golden->tolerance) << name << " at -O" << optLevel;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Goldens, JitGolden,
+    ::testing::Combine(::testing::ValuesIn(goldenCaseNames()),
+                       ::testing::Values(3, 0)),
+    [](const auto &info) {
+      return std::get<0>(info.param) + "_O" +
+             std::to_string(std::get<1>(info.param));
+    });
+
+} // namespace
