@@ -188,8 +188,13 @@ struct LowerLinear : OpRewritePattern<LinearOp> {
     Value product = linalg::MatmulOp::create(rewriter, loc, ValueRange{x, wT},
                                              ValueRange{init})
                         .getResult(0);
-    rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(op, resultType, product,
-                                                       groups);
+    // Back to x's leading dims (a 1-D x was a single row).
+    if (xType.getRank() == 1)
+      rewriter.replaceOpWithNewOp<tensor::CollapseShapeOp>(op, resultType,
+                                                           product, groups);
+    else
+      rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(op, resultType,
+                                                         product, groups);
     return success();
   }
 };

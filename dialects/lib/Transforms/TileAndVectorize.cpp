@@ -1,12 +1,12 @@
 //===- TileAndVectorize.cpp - Register tiles and vectors for linalg ops ---===//
 //
-// After bufferization, tiles every linalg matmul/batch_matmul into register
-// blocks (rows x vector columns, one k step) and every all-parallel
-// linalg op into vector-wide strips of its innermost dimension, vectorizes
-// the tiles, and lowers the vector ops to the 1-D form LLVM maps to AVX-512.
-// Shapes are static, so tile sizes are chosen to divide each dimension: no
-// tile is partial and no mask is needed. Ops this does not handle (reductions,
-// transposes, gathers) are left for convert-linalg-to-loops.
+// After bufferization: GEMMs (linalg.matmul / batch_matmul) become
+// register blocks -- rows x vector columns of C held in registers across the
+// k loop, one vector load of B and one broadcast + FMA per row per k step --
+// and all-parallel linalg ops become vector strips of their innermost
+// dimension. Shapes are static, so leftover rows/columns are smaller static
+// blocks: no masks. Reductions, transposes and gathers are left for
+// convert-linalg-to-loops.
 //
 //===----------------------------------------------------------------------===//
 

@@ -131,35 +131,48 @@ def AttnFuseElementwise : Pass<"attn-fuse-elementwise"> {
 
 def AttnTileAndVectorize
     : Pass<"attn-tile-and-vectorize", "::mlir::func::FuncOp"> {
-  let summary = "Tile linalg ops on buffers into register blocks and "
-                "vectorize them";
+  let summary = "Register-block GEMMs and vectorize elementwise linalg ops "
+                "on buffers";
   let description = [{
-    Runs after bufferization. Every `linalg.matmul` and `linalg.batch_matmul`
-    (default maps: `C[m, n] += A[m, k] * B[k, n]`) is tiled into blocks of
-    `row-tile` rows by `column-tile` columns of C and one step of k, each
-    block vectorized into an outer product; the C block is hoisted out of
-    the k loop so it stays in registers, and each k step becomes one vector
-    load of B, `row-tile` broadcasts of A and `row-tile` FMAs per vector.
+    Runs after bufferization.
+
+    Every `linalg.matmul` / `linalg.batch_matmul` with the default maps
+    (`C[m, n] += A[m, k] * B[k, n]`) is replaced by register blocks of
+    `row-tile` rows by `column-tile` columns of C: the block's rows are loaded
+    into vector accumulators, a k loop carries them, each k step loads one
+    vector of B, broadcasts `row-tile` scalars of A and issues `row-tile`
+    FMAs, and the block is stored once. Shapes are static, so the leftover
+    rows and columns are blocks of smaller static sizes: no masks, no
+    partial vectors.
+
     All-parallel ops (elementwise `linalg.generic`, `linalg.fill`) are tiled
-    into strips of their innermost dimension and vectorized.
+    into strips of their innermost dimension (the largest power of two up to
+    `column-tile` that divides it) and vectorized.
 
-    Shapes are static, so each tile size is the largest power of two up to
-    the option that divides its dimension: every tile is full, no masks.
-    Reductions, transposes and gathers are left as they are for
-    `convert-linalg-to-loops`.
+    Reductions, transposes and gathers are left for
+    `convert-linalg-to-loops`. The vector ops are lowered to 1-D form.
 
-    The vector ops are lowered to 1-D form (contractions to outer products,
-    transfers to rank 1), ready for `convert-vector-to-llvm`.
-
-    Before (inside the k loop after tiling):
+    Before:
 
     ```mlir
-    linalg.matmul ins(%a, %b : memref<8x1xf32, strided<...>>, memref<1x32xf32, strided<...>>)
-                  outs(%c : memref<8x32xf32, strided<...>>)
+    linalg.matmul ins(%a, %b : memref<12x5xf32>, memref<5x40xf32>)
+                  outs(%c : memref<12x40xf32>)
     ```
 
-    After: `vector.transfer_read`s of A and B, 8 `vector.fma`s of
-    `vector<32xf32>` into accumulators carried by the k loop.
+    After (the first block; then 4x32, 8x8 and 4x8 blocks):
+
+    ```mlir
+    %c0 = vector.load %c[%i0, %j] : memref<12x40xf32>, vector<32xf32>
+    ...
+    %acc:8 = scf.for %k = ... iter_args(%a0 = %c0, ...) {
+      %b = vector.load %b[%k, %j] : memref<5x40xf32>, vector<32xf32>
+      %a = memref.load %a[%i0, %k] : memref<12x5xf32>
+      %s = vector.broadcast %a : f32 to vector<32xf32>
+      %f = vector.fma %s, %b, %a0 : vector<32xf32>
+      ...
+    }
+    vector.store %acc#0, %c[%i0, %j] : memref<12x40xf32>, vector<32xf32>
+    ```
   }];
   let options = [
     Option<"rowTile", "row-tile", "int64_t", /*default=*/"8",

@@ -1,0 +1,225 @@
+// attn-lower-to-linalg: every primitive attn op becomes linalg/tensor/arith/
+// math on tensors with SPEC §2's semantics; every function gets an i32
+// kernel status result.
+// RUN: attn-opt %s --attn-lower-to-linalg --split-input-file --verify-diagnostics | FileCheck %s
+
+// torch nn.Linear: x @ w^T + b over the last axis.
+// CHECK-LABEL: func.func @linear
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4x8xf32>, %[[W:.*]]: tensor<6x8xf32>, %[[B:.*]]: tensor<6xf32>) -> (tensor<2x4x6xf32>, i32)
+func.func @linear(%x: tensor<2x4x8xf32>, %w: tensor<6x8xf32>, %b: tensor<6xf32>) -> tensor<2x4x6xf32> {
+  // no embedding: the status is 0
+  // CHECK: %[[OK:.*]] = arith.constant 0 : i32
+  // x viewed as rows [B*T, I]
+  // CHECK: %[[X2:.*]] = tensor.collapse_shape %[[X]] {{\[\[}}0, 1], [2]] : tensor<2x4x8xf32> into tensor<8x8xf32>
+  // w [O, I] read as [I, O]
+  // CHECK: %[[WT:.*]] = linalg.transpose ins(%[[W]] : tensor<6x8xf32>) outs(%{{.*}} : tensor<8x6xf32>) permutation = [1, 0]
+  // the bias, broadcast over rows, is the accumulator
+  // CHECK: %[[ACC:.*]] = linalg.broadcast ins(%[[B]] : tensor<6xf32>) outs(%{{.*}} : tensor<8x6xf32>) dimensions = [0]
+  // CHECK: %[[Y2:.*]] = linalg.matmul ins(%[[X2]], %[[WT]] : tensor<8x8xf32>, tensor<8x6xf32>) outs(%[[ACC]] : tensor<8x6xf32>)
+  // CHECK: %[[Y:.*]] = tensor.expand_shape %[[Y2]] {{\[\[}}0, 1], [2]] output_shape [2, 4, 6]
+  // CHECK: return %[[Y]], %[[OK]] : tensor<2x4x6xf32>, i32
+  %0 = attn.linear %x, %w, %b : (tensor<2x4x8xf32>, tensor<6x8xf32>, tensor<6xf32>) -> tensor<2x4x6xf32>
+  return %0 : tensor<2x4x6xf32>
+}
+
+// -----
+
+// Without a bias the accumulator starts at zero; a 1-D x is one row.
+// CHECK-LABEL: func.func @linear_no_bias_rank1
+func.func @linear_no_bias_rank1(%x: tensor<8xf32>, %w: tensor<6x8xf32>) -> tensor<6xf32> {
+  // CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] output_shape [1, 8] : tensor<8xf32> into tensor<1x8xf32>
+  // CHECK: %[[ZERO:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<1x6xf32>)
+  // CHECK: linalg.matmul {{.*}} outs(%[[ZERO]] : tensor<1x6xf32>)
+  // CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1]] : tensor<1x6xf32> into tensor<6xf32>
+  %0 = attn.linear %x, %w : (tensor<8xf32>, tensor<6x8xf32>) -> tensor<6xf32>
+  return %0 : tensor<6xf32>
+}
+
+// -----
+
+// torch.bmm; transpose_b through a linalg.transpose of b.
+// CHECK-LABEL: func.func @matmul_transpose_b
+// CHECK-SAME: (%[[A:.*]]: tensor<3x4x5xf32>, %[[B:.*]]: tensor<3x6x5xf32>)
+func.func @matmul_transpose_b(%a: tensor<3x4x5xf32>, %b: tensor<3x6x5xf32>) -> tensor<3x4x6xf32> {
+  // CHECK: %[[BT:.*]] = linalg.transpose ins(%[[B]] : tensor<3x6x5xf32>) outs(%{{.*}} : tensor<3x5x6xf32>) permutation = [0, 2, 1]
+  // CHECK: %[[Z:.*]] = linalg.fill
+  // CHECK: linalg.batch_matmul ins(%[[A]], %[[BT]] : tensor<3x4x5xf32>, tensor<3x5x6xf32>) outs(%[[Z]] : tensor<3x4x6xf32>)
+  %0 = attn.matmul %a, %b transpose_b : (tensor<3x4x5xf32>, tensor<3x6x5xf32>) -> tensor<3x4x6xf32>
+  return %0 : tensor<3x4x6xf32>
+}
+
+// -----
+
+// Elementwise ops are linalg.generics over the same shape.
+// CHECK-LABEL: func.func @elementwise
+func.func @elementwise(%x: tensor<2x3xf32>, %y: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // x * 0.5
+  // CHECK: %[[HALF:.*]] = arith.constant 5.000000e-01 : f32
+  // CHECK: linalg.generic
+  // CHECK: arith.mulf %{{.*}}, %[[HALF]] : f32
+  %0 = attn.scale %x factor(0.5) : tensor<2x3xf32>
+  // a + b
+  // CHECK: linalg.generic
+  // CHECK: arith.addf
+  %1 = attn.add %0, %y : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  // relu: maximumf propagates NaN, as torch.relu does
+  // CHECK: linalg.generic
+  // CHECK: arith.maximumf %{{.*}}, %{{.*}} : f32
+  %2 = attn.relu %1 : tensor<2x3xf32>
+  // dropout is the identity: nothing is emitted for it
+  // CHECK-NOT: linalg.generic
+  // CHECK: return
+  %3 = attn.dropout %2 p(0.5) : tensor<2x3xf32>
+  return %3 : tensor<2x3xf32>
+}
+
+// -----
+
+// D2L transpose_qkv: [B, T, H*d] -> [B, T, H, d] -> [B, H, T, d] -> [B*H, T, d].
+// CHECK-LABEL: func.func @split_heads
+func.func @split_heads(%x: tensor<2x4x6xf32>) -> tensor<6x4x2xf32> {
+  // CHECK: %[[S:.*]] = tensor.expand_shape %{{.*}} {{\[\[}}0], [1], [2, 3]] output_shape [2, 4, 3, 2]
+  // CHECK: %[[T:.*]] = linalg.transpose ins(%[[S]] : tensor<2x4x3x2xf32>) outs(%{{.*}} : tensor<2x3x4x2xf32>) permutation = [0, 2, 1, 3]
+  // CHECK: tensor.collapse_shape %[[T]] {{\[\[}}0, 1], [2], [3]] : tensor<2x3x4x2xf32> into tensor<6x4x2xf32>
+  %0 = attn.split_heads %x heads(3) : (tensor<2x4x6xf32>) -> tensor<6x4x2xf32>
+  return %0 : tensor<6x4x2xf32>
+}
+
+// -----
+
+// D2L transpose_output, the inverse.
+// CHECK-LABEL: func.func @merge_heads
+func.func @merge_heads(%x: tensor<6x4x2xf32>) -> tensor<2x4x6xf32> {
+  // CHECK: %[[S:.*]] = tensor.expand_shape %{{.*}} {{\[\[}}0, 1], [2], [3]] output_shape [2, 3, 4, 2]
+  // CHECK: %[[T:.*]] = linalg.transpose ins(%[[S]] : tensor<2x3x4x2xf32>) outs(%{{.*}} : tensor<2x4x3x2xf32>) permutation = [0, 2, 1, 3]
+  // CHECK: tensor.collapse_shape %[[T]] {{\[\[}}0], [1], [2, 3]] : tensor<2x4x3x2xf32> into tensor<2x4x6xf32>
+  %0 = attn.merge_heads %x heads(3) : (tensor<6x4x2xf32>) -> tensor<2x4x6xf32>
+  return %0 : tensor<2x4x6xf32>
+}
+
+// -----
+
+// D2L masked_softmax: entries j >= len are replaced by -1e6, then softmax.
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// CHECK-DAG: #[[LEN:.*]] = affine_map<(d0, d1, d2) -> (d0)>
+// CHECK-DAG: #[[ROW:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-LABEL: func.func @masked_softmax
+// CHECK-SAME: (%[[S:.*]]: tensor<3x4x5xf32>, %[[VL:.*]]: tensor<3xi32>)
+func.func @masked_softmax(%s: tensor<3x4x5xf32>, %vl: tensor<3xi32>) -> tensor<3x4x5xf32> {
+  // CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+  // CHECK-DAG: %[[NEGINF:.*]] = arith.constant 0xFF800000 : f32
+  // CHECK-DAG: %[[MASKED:.*]] = arith.constant -1.000000e+06 : f32
+  // x' = j < valid_lens[n] ? x : -1e6
+  // CHECK: %[[M:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[LEN]], #[[ID]]], iterator_types = ["parallel", "parallel", "parallel"]} ins(%[[S]], %[[VL]] :
+  // CHECK: %[[J:.*]] = linalg.index 2 : index
+  // CHECK: %[[L:.*]] = arith.index_cast %{{.*}} : i32 to index
+  // CHECK: %[[VISIBLE:.*]] = arith.cmpi slt, %[[J]], %[[L]] : index
+  // CHECK: arith.select %[[VISIBLE]], %{{.*}}, %[[MASKED]] : f32
+  // m = max_j x' (from -inf)
+  // CHECK: %[[INIT:.*]] = linalg.fill ins(%[[NEGINF]] : f32)
+  // CHECK: %[[MAX:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[ROW]]], iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[M]] : tensor<3x4x5xf32>) outs(%[[INIT]] : tensor<3x4xf32>)
+  // CHECK: arith.maximumf
+  // e = exp(x' - m)
+  // CHECK: %[[E:.*]] = linalg.generic {{.*}} ins(%[[M]], %[[MAX]] :
+  // CHECK: arith.subf
+  // CHECK: math.exp
+  // s = sum_j e
+  // CHECK: %[[SINIT:.*]] = linalg.fill ins(%[[ZERO]] : f32)
+  // CHECK: %[[SUM:.*]] = linalg.generic {{.*}} ins(%[[E]] : tensor<3x4x5xf32>) outs(%[[SINIT]] : tensor<3x4xf32>)
+  // CHECK: arith.addf
+  // e / s
+  // CHECK: linalg.generic {{.*}} ins(%[[E]], %[[SUM]] :
+  // CHECK: arith.divf
+  %0 = attn.masked_softmax %s, %vl : (tensor<3x4x5xf32>, tensor<3xi32>) -> tensor<3x4x5xf32>
+  return %0 : tensor<3x4x5xf32>
+}
+
+// -----
+
+// 2-D lengths are read per query row.
+// CHECK-DAG: #[[ROW2:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-LABEL: func.func @masked_softmax_2d
+func.func @masked_softmax_2d(%s: tensor<3x4x5xf32>, %vl: tensor<3x4xi32>) -> tensor<3x4x5xf32> {
+  // CHECK: linalg.generic {indexing_maps = [#{{.*}}, #[[ROW2]], #{{.*}}]
+  // CHECK: linalg.index 2
+  %0 = attn.masked_softmax %s, %vl : (tensor<3x4x5xf32>, tensor<3x4xi32>) -> tensor<3x4x5xf32>
+  return %0 : tensor<3x4x5xf32>
+}
+
+// -----
+
+// D2L PositionalEncoding: x + P[:T], the table computed at compile time in
+// float32 (P[i, 2j] = sin(i / 10000^(2j/D)), P[i, 2j+1] = cos(...)).
+// CHECK-DAG: #[[BTC:.*]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// CHECK-DAG: #[[TC:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// CHECK-LABEL: func.func @positional_encoding
+func.func @positional_encoding(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  // row 0: sin 0, cos 0, ...; row 1: sin 1, cos 1, sin 0.01, cos 0.01; row 2: sin 2, ...
+  // CHECK: %[[P:.*]] = arith.constant dense<{{\[\[}}0.000000e+00, 1.000000e+00, 0.000000e+00, 1.000000e+00], [0.841470957, 0.540302277, 0.00999983306, 0.999949991], [0.909297406, -0.416146845, 0.0199986659, 9.998000e-01]]> : tensor<3x4xf32>
+  // CHECK: linalg.generic {indexing_maps = [#[[BTC]], #[[TC]], #[[BTC]]], {{.*}} ins(%{{.*}}, %[[P]] : tensor<2x3x4xf32>, tensor<3x4xf32>)
+  // CHECK: arith.addf
+  %0 = attn.positional_encoding %x : tensor<2x3x4xf32>
+  return %0 : tensor<2x3x4xf32>
+}
+
+// -----
+
+// torch nn.LayerNorm: (x - mean) / sqrt(var + eps) * gamma + beta, biased var.
+// CHECK-LABEL: func.func @layer_norm
+func.func @layer_norm(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<2x8xf32> {
+  // CHECK-DAG: %[[EPS:.*]] = arith.constant 9.99999974E-6 : f32
+  // CHECK-DAG: %[[WIDTH:.*]] = arith.constant 8.000000e+00 : f32
+  // sum_j x
+  // CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+  // CHECK: arith.addf
+  // sum_j (x - sum/D)^2
+  // CHECK: %[[SQ:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%{{.*}}, %[[SUM]] :
+  // CHECK: arith.divf %{{.*}}, %[[WIDTH]]
+  // CHECK: arith.subf
+  // CHECK: arith.mulf
+  // CHECK: arith.addf
+  // normalize, scale, shift
+  // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[SUM]], %[[SQ]], %{{.*}}, %{{.*}} :
+  // CHECK: arith.addf %{{.*}}, %[[EPS]]
+  // CHECK: math.sqrt
+  // CHECK: arith.divf
+  // CHECK: arith.mulf
+  // CHECK: arith.addf
+  %0 = attn.layer_norm %x, %g, %b : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+// Embedding: ids out of [0, V) are counted into the status and clamped, so
+// no read is out of bounds.
+// CHECK-LABEL: func.func @embedding
+// CHECK-SAME: (%[[IDS:.*]]: tensor<2x3xi32>, %[[T:.*]]: tensor<10x4xf32>) -> (tensor<2x3x4xf32>, i32)
+func.func @embedding(%ids: tensor<2x3xi32>, %t: tensor<10x4xf32>) -> tensor<2x3x4xf32> {
+  // count = sum (id < 0 || id >= 10)
+  // CHECK: %[[COUNT:.*]] = linalg.generic {{.*}} iterator_types = ["reduction", "reduction"]} ins(%[[IDS]] : tensor<2x3xi32>)
+  // CHECK: arith.cmpi slt
+  // CHECK: arith.cmpi sge
+  // CHECK: arith.ori
+  // CHECK: %[[BAD:.*]] = tensor.extract %[[COUNT]][] : tensor<i32>
+  // rows: table[clamp(id, 0, 9), d]
+  // CHECK: %[[E:.*]] = linalg.generic {{.*}} ins(%[[IDS]] : tensor<2x3xi32>)
+  // CHECK: arith.minsi
+  // CHECK: arith.maxsi
+  // CHECK: tensor.extract %[[T]]
+  // status = count != 0
+  // CHECK: %[[FAILED:.*]] = arith.cmpi ne, %[[BAD]], %{{.*}} : i32
+  // CHECK: %[[STATUS:.*]] = arith.extui %[[FAILED]] : i1 to i32
+  // CHECK: return %[[E]], %[[STATUS]]
+  %0 = attn.embedding %ids, %t : (tensor<2x3xi32>, tensor<10x4xf32>) -> tensor<2x3x4xf32>
+  return %0 : tensor<2x3x4xf32>
+}
+
+// -----
+
+// Composite ops must be decomposed first.
+func.func @composite(%x: tensor<2x4x8xf32>, %y: tensor<2x4x8xf32>, %g: tensor<8xf32>) -> tensor<2x4x8xf32> {
+  // expected-error @+1 {{'attn.add_norm' op is a composite op; run attn-decompose before attn-lower-to-linalg}}
+  %0 = attn.add_norm %x, %y, %g, %g : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  return %0 : tensor<2x4x8xf32>
+}

@@ -1,0 +1,84 @@
+// attn-tile-and-vectorize: GEMMs become register blocks (rows x vector
+// columns of C kept in registers across k), leftover rows and columns are
+// smaller static blocks; elementwise ops become vector strips; reductions
+// and transposes are left for scalar loops.
+// RUN: attn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(attn-tile-and-vectorize{row-tile=8 column-tile=32}))' | FileCheck %s
+
+// C[12, 40] += A[12, 5] B[5, 40]: blocks 8x32, 4x32 (leftover rows),
+// 8x8 and 4x8 (leftover columns).
+// CHECK-LABEL: func.func @matmul_blocks
+// CHECK-SAME: (%[[A:.*]]: memref<12x5xf32>, %[[B:.*]]: memref<5x40xf32>, %[[C:.*]]: memref<12x40xf32>)
+func.func @matmul_blocks(%a: memref<12x5xf32>, %b: memref<5x40xf32>, %c: memref<12x40xf32>) {
+  // block (rows 0-7, columns 0-31): load the 8 rows of C into registers
+  // CHECK: %[[C0:.*]] = vector.load %[[C]][%{{.*}}, %{{.*}}] : memref<12x40xf32>, vector<32xf32>
+  // CHECK-COUNT-7: vector.load %[[C]]{{.*}} vector<32xf32>
+  // for k: one vector of B, then per row a broadcast of A[m, k] and an FMA
+  // CHECK: %[[ACC:.*]]:8 = scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[A0:.*]] = %[[C0]], {{.*}}) -> (vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>)
+  // CHECK: %[[BROW:.*]] = vector.load %[[B]][%[[K]], %{{.*}}] : memref<5x40xf32>, vector<32xf32>
+  // CHECK: %[[AMK:.*]] = memref.load %[[A]][%{{.*}}, %[[K]]] : memref<12x5xf32>
+  // CHECK: %[[SPLAT:.*]] = vector.broadcast %[[AMK]] : f32 to vector<32xf32>
+  // CHECK: vector.fma %[[SPLAT]], %[[BROW]], %[[A0]] : vector<32xf32>
+  // CHECK-COUNT-7: vector.fma
+  // CHECK: scf.yield
+  // store the block back
+  // CHECK-COUNT-8: vector.store %[[ACC]]#{{[0-7]}}, %[[C]]
+  // leftover rows 8-11, full columns: a 4-row block
+  // CHECK: scf.for {{.*}} -> (vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>)
+  // leftover columns 32-39: 8-wide vectors, full rows then leftover rows
+  // CHECK: scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+  // CHECK: scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+  // CHECK-NOT: linalg.matmul
+  linalg.matmul ins(%a, %b : memref<12x5xf32>, memref<5x40xf32>) outs(%c : memref<12x40xf32>)
+  return
+}
+
+// -----
+
+// A batched matmul: a loop over the batch around the same blocks.
+// CHECK-LABEL: func.func @batch_matmul
+func.func @batch_matmul(%a: memref<3x8x4xf32>, %b: memref<3x4x64xf32>, %c: memref<3x8x64xf32>) {
+  // CHECK: scf.for %[[N:.*]] = %{{.*}} to %{{.*}} step
+  // CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step
+  // CHECK: vector.load %{{.*}}[%[[N]], %{{.*}}, %[[J]]] : memref<3x8x64xf32>, vector<32xf32>
+  // CHECK: vector.fma {{.*}} : vector<32xf32>
+  // CHECK-NOT: linalg.batch_matmul
+  linalg.batch_matmul ins(%a, %b : memref<3x8x4xf32>, memref<3x4x64xf32>) outs(%c : memref<3x8x64xf32>)
+  return
+}
+
+// -----
+
+// Elementwise: strips of 32 along the innermost dimension.
+// CHECK-LABEL: func.func @elementwise_strips
+func.func @elementwise_strips(%x: memref<4x64xf32>, %y: memref<4x64xf32>) {
+  // CHECK: scf.for
+  // CHECK: scf.for
+  // CHECK: %[[V:.*]] = vector.load {{.*}} vector<32xf32>
+  // CHECK: %[[R:.*]] = arith.maximumf %[[V]], %{{.*}} : vector<32xf32>
+  // CHECK: vector.store %[[R]]
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : memref<4x64xf32>) outs(%y : memref<4x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %zero = arith.constant 0.0 : f32
+    %0 = arith.maximumf %in, %zero : f32
+    linalg.yield %0 : f32
+  }
+  return
+}
+
+// -----
+
+// Reductions and transposes are left alone.
+// CHECK-LABEL: func.func @left_alone
+func.func @left_alone(%x: memref<4x64xf32>, %s: memref<4xf32>, %t: memref<64x4xf32>) {
+  // CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<4x64xf32>) outs(%s : memref<4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %in, %out : f32
+    linalg.yield %0 : f32
+  }
+  // CHECK: linalg.transpose
+  linalg.transpose ins(%x : memref<4x64xf32>) outs(%t : memref<64x4xf32>) permutation = [1, 0]
+  return
+}
