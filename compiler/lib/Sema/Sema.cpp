@@ -23,7 +23,7 @@ namespace {
 
 /// Largest tensor a declaration may have; the rules use the same bound so
 /// that no product of dims overflows int64 downstream.
-constexpr int64_t kMaxElements = int64_t(1) << 40;
+using mlir::attn::rules::kMaxElements;
 
 StringRef sourceText(SMRange range) {
   return StringRef(range.Start.getPointer(),
@@ -630,6 +630,7 @@ std::optional<TensorShape> BlockChecker::applyRules(CallExpr &call) {
     return rules::inferMatmul(shape("a"), shape("b"), flag("transpose_b"),
                               error);
   case OpKind::Scale:
+    return rules::inferScale(shape("x"), f64("factor"), error);
   case OpKind::Relu:
     return rules::inferElementwiseUnary(shape("x"), error);
   case OpKind::Add:

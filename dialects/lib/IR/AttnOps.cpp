@@ -126,9 +126,10 @@ static RuleResult applyRules(MatmulOp::Adaptor a, RuleError error) {
 static RuleResult applyRules(ScaleOp::Adaptor a, RuleError error) {
   OperandShapes s(error);
   TensorShape x = s.get("x", a.getX());
-  if (s.failed() || !floatAttr(a.getFactorAttr(), "factor", error))
+  std::optional<double> factor = floatAttr(a.getFactorAttr(), "factor", error);
+  if (s.failed() || !factor)
     return std::nullopt;
-  return rules::inferElementwiseUnary(x, error);
+  return rules::inferScale(x, *factor, error);
 }
 
 static RuleResult applyRules(AddOp::Adaptor a, RuleError error) {

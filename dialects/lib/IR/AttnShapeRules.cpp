@@ -14,9 +14,6 @@ using llvm::Twine;
 
 namespace {
 
-/// Tensors larger than this are rejected, so that no product of dims that the
-/// rules or the code generators form can overflow int64.
-constexpr int64_t kMaxElements = int64_t(1) << 40;
 constexpr int64_t kAnyRank = -1;
 
 StringRef elementName(ElementKind kind) {
@@ -62,7 +59,7 @@ public:
   bool tensor(StringRef name, const TensorShape &t, ElementKind element,
               int64_t minRank, int64_t maxRank) {
     if (t.element != element)
-      return fail(name, "'" + name + "' must be a " + elementName(element) +
+      return fail(name, "'" + name + "' must be an " + elementName(element) +
                             " tensor, got " + formatShape(t));
     if (t.rank() < minRank || (maxRank != kAnyRank && t.rank() > maxRank))
       return fail(name, "'" + name + "' must have " +
@@ -211,6 +208,19 @@ RuleResult mlir::attn::rules::inferElementwiseUnary(const TensorShape &x,
   Checker c(error);
   if (!c.tensor("x", x, ElementKind::F32, 0, kAnyRank))
     return std::nullopt;
+  return x;
+}
+
+RuleResult mlir::attn::rules::inferScale(const TensorShape &x, double factor,
+                                         RuleError error) {
+  Checker c(error);
+  if (!c.tensor("x", x, ElementKind::F32, 0, kAnyRank))
+    return std::nullopt;
+  if (!std::isfinite(factor)) {
+    c.fail("factor", "the scale factor must be a finite number, got " +
+                         formatNumber(factor));
+    return std::nullopt;
+  }
   return x;
 }
 

@@ -496,3 +496,12 @@ func.func @case54(%x: tensor<2x3xf32>) {
   %0 = "attn.scale"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
   return
 }
+
+// -----
+
+// scale: the factor is finite
+func.func @scale_inf(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{the scale factor must be a finite number, got inf}}
+  %0 = attn.scale %x factor(0x7F800000) : tensor<2x3xf32>
+  return
+}

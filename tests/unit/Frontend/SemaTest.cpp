@@ -73,7 +73,7 @@ TEST(SemaTest, RuleErrorsPointAtTheArgument) {
 TEST(SemaTest, RuleErrorsOnPositionalOperands) {
   test::Run run(spec("  Y = linear(X, vl)\n  output Y\n"));
   run.check();
-  EXPECT_EQ(run.first(), "6:17: 'w' must be a f32 tensor, got i32[2]");
+  EXPECT_EQ(run.first(), "6:17: 'w' must be an f32 tensor, got i32[2]");
 }
 
 TEST(SemaTest, UnknownOpSuggestsTheClosest) {

@@ -29,6 +29,10 @@ namespace mlir::attn::rules {
 constexpr int64_t kDefaultMaxLen = 1000;
 constexpr float kDefaultEps = 1e-5f;
 
+/// The largest tensor (in elements) any op accepts, so that no product of
+/// dims that the rules or the code generators form can overflow int64.
+constexpr int64_t kMaxElements = int64_t(1) << 40;
+
 /// Element types the ops accept. `Other` stands for anything else (an MLIR
 /// f16 tensor, say) so that it can be rejected with a message.
 enum class ElementKind { F32, I32, Other };
@@ -60,8 +64,10 @@ RuleResult inferLinear(const TensorShape &x, const TensorShape &w,
                        const TensorShape *b, RuleError error);
 RuleResult inferMatmul(const TensorShape &a, const TensorShape &b,
                        bool transposeB, RuleError error);
-/// scale, relu: any f32 tensor, same shape out.
+/// relu: any f32 tensor, same shape out.
 RuleResult inferElementwiseUnary(const TensorShape &x, RuleError error);
+/// scale: any f32 tensor and a finite factor.
+RuleResult inferScale(const TensorShape &x, double factor, RuleError error);
 /// add: two f32 tensors of one shape (no broadcasting).
 RuleResult inferElementwiseBinary(const TensorShape &lhs,
                                   const TensorShape &rhs, RuleError error);
