@@ -1,0 +1,971 @@
+//===- PrimitivesTest.cpp - Every DSL op against the naive reference ------===//
+//
+// For every op of SPEC §2 (and the options that change its code: bias,
+// transpose_b, 1-D/2-D valid_lens with lengths 0, < 0 and > Tk, causal with
+// Tq != Tk, ...) this generates a one-op spec at test time for several
+// shapes, JIT-compiles it with a Runtime that has a private cache directory,
+// runs it on random inputs and compares every output with the naive C++
+// reference (tests/reference, double accumulation).
+//
+// Shapes mix odd and prime sizes (1, 3, 7, 13, 17, 33, ...) with sizes that
+// are multiples of 8, 16 and 32, so the register-block GEMMs and vector strips
+// of attn-tile-and-vectorize (tiles of up to 8 x 32, the largest power of two
+// dividing each dimension) run with full 8 x 32 tiles, smaller tiles and
+// 1-wide ones. Half of the shapes of each op are fixed, the others drawn from
+// a fixed seed. Every case runs at -O3; a subset also at -O0 (scalar loops).
+//
+// Tolerance: max |kernel - reference| <= 1e-4 * max(1, max |reference|). The
+// kernel sums in f32 and the reference in double, so for long sums (linear
+// and matmul with K up to 100, outputs of magnitude ~10) the bound is relative
+// to the output's magnitude; for outputs within [-1, 1] (softmax, attention
+// weights, layer_norm with unit gamma) it is an absolute 1e-4. No output may
+// be NaN, and outputs are pre-filled with NaN so an element the kernel never
+// writes fails too. Inputs must come back unchanged.
+//
+//===----------------------------------------------------------------------===//
+
+#include "NaiveReference.h"
+
+#include "attnc/Runtime/Runtime.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace attnc;
+using ref::IntTensor;
+using ref::Tensor;
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+constexpr double kTolerance = 1e-4;
+
+//===----------------------------------------------------------------------===//
+// A private runtime
+//===----------------------------------------------------------------------===//
+
+/// One runtime per test process, with its disk cache in a fresh temporary
+/// directory that is removed when the process exits.
+class PrivateRuntime {
+public:
+  PrivateRuntime() {
+    llvm::SmallString<128> path;
+    if (!llvm::sys::fs::createUniqueDirectory("attnc-primitives-cache", path))
+      dir = std::string(path);
+    runtime = std::make_unique<Runtime>(dir);
+  }
+  ~PrivateRuntime() {
+    runtime.reset();
+    if (!dir.empty())
+      (void)llvm::sys::fs::remove_directories(dir);
+  }
+  Runtime &get() { return *runtime; }
+
+private:
+  std::string dir;
+  std::unique_ptr<Runtime> runtime;
+};
+
+Runtime &testRuntime() {
+  static PrivateRuntime runtime;
+  return runtime.get();
+}
+
+//===----------------------------------------------------------------------===//
+// Deterministic random numbers (std::mt19937's output is fixed by the
+// standard; the distributions are not, so they are done by hand).
+//===----------------------------------------------------------------------===//
+
+class Rng {
+public:
+  explicit Rng(uint32_t seed) : engine(seed) {}
+  /// Uniform in [lo, hi).
+  float uniform(float lo, float hi) {
+    return lo +
+           (hi - lo) * static_cast<float>(engine() >> 8) * (1.0f / 16777216.0f);
+  }
+  /// Uniform in [lo, hi].
+  int64_t integer(int64_t lo, int64_t hi) {
+    return lo + static_cast<int64_t>(engine() % uint64_t(hi - lo + 1));
+  }
+  template <typename T> T pick(const std::vector<T> &values) {
+    return values[integer(0, values.size() - 1)];
+  }
+
+private:
+  std::mt19937 engine;
+};
+
+uint32_t hashName(const std::string &name) {
+  uint32_t h = 2166136261u; // FNV-1a
+  for (char c : name)
+    h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
+  return h;
+}
+
+std::string shapeText(const Shape &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+std::string shapeName(const Shape &shape) {
+  std::string text;
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? "x" : "") + std::to_string(shape[i]);
+  return shape.empty() ? "scalar" : text;
+}
+
+/// A float literal that reads back as exactly `value` once stored as f32.
+std::string floatText(float value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.9g", static_cast<double>(value));
+  std::string text = buffer;
+  if (text.find_first_of(".e") == std::string::npos)
+    text += ".0";
+  return text;
+}
+
+Shape concat(Shape a, const Shape &b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+//===----------------------------------------------------------------------===//
+// A generated one-block spec, its arguments and the reference's outputs
+//===----------------------------------------------------------------------===//
+
+struct Argument {
+  std::string name;
+  bool param = false;
+  bool isInt = false;
+  Tensor floats;
+  IntTensor ints;
+};
+
+struct Output {
+  std::string name;
+  Tensor expected;
+};
+
+class Case {
+public:
+  explicit Case(uint32_t seed) : rng(seed) {}
+
+  /// A random f32 input (or param) uniform in [lo, hi).
+  Tensor input(const std::string &name, const Shape &shape, float lo = -1.0f,
+               float hi = 1.0f, bool param = false) {
+    Tensor t(shape);
+    for (float &v : t.data)
+      v = rng.uniform(lo, hi);
+    Argument a;
+    a.name = name;
+    a.param = param;
+    a.floats = t;
+    arguments.push_back(std::move(a));
+    return t;
+  }
+  /// A param uniform in [-1/sqrt(fanIn), 1/sqrt(fanIn)) (torch's init).
+  Tensor weight(const std::string &name, const Shape &shape, int64_t fanIn) {
+    float bound = 1.0f / std::sqrt(static_cast<float>(fanIn));
+    return input(name, shape, -bound, bound, /*param=*/true);
+  }
+  Tensor param(const std::string &name, const Shape &shape, float lo = -1.0f,
+               float hi = 1.0f) {
+    return input(name, shape, lo, hi, /*param=*/true);
+  }
+  /// An i32 input with the given values.
+  IntTensor ints(const std::string &name, const Shape &shape,
+                 std::vector<int32_t> values) {
+    IntTensor t(shape, std::move(values));
+    Argument a;
+    a.name = name;
+    a.isInt = true;
+    a.ints = t;
+    arguments.push_back(std::move(a));
+    return t;
+  }
+  /// An i32 input uniform in [lo, hi].
+  IntTensor randomInts(const std::string &name, const Shape &shape, int64_t lo,
+                       int64_t hi) {
+    std::vector<int32_t> values(ref::shapeNumElements(shape));
+    for (int32_t &v : values)
+      v = static_cast<int32_t>(rng.integer(lo, hi));
+    return ints(name, shape, std::move(values));
+  }
+  /// valid_lens for keys of length tk: lengths 0, -1, tk + 3 and tk among
+  /// random ones in [0, tk], so every special case shows up when there are
+  /// enough rows.
+  IntTensor validLens(const std::string &name, const Shape &shape, int64_t tk) {
+    std::vector<int32_t> values(ref::shapeNumElements(shape));
+    const int32_t special[] = {0, int32_t(tk) + 3, -1, int32_t(tk)};
+    for (size_t i = 0; i < values.size(); ++i)
+      values[i] = i % 3 == 1 && i / 3 < 4 ? special[i / 3]
+                                          : int32_t(rng.integer(1, tk));
+    return ints(name, shape, std::move(values));
+  }
+
+  void let(const std::string &statement) { statements.push_back(statement); }
+  void output(const std::string &name, Tensor expected) {
+    outputs.push_back({name, std::move(expected)});
+  }
+
+  std::string specText() const {
+    std::string text = "block k {\n";
+    for (const Argument &a : arguments)
+      text += std::string("  ") + (a.param ? "param " : "input ") + a.name +
+              ": " + (a.isInt ? "i32" : "f32") +
+              shapeText(a.isInt ? a.ints.shape : a.floats.shape) + "\n";
+    for (const std::string &s : statements)
+      text += "  " + s + "\n";
+    text += "  output ";
+    for (size_t i = 0; i < outputs.size(); ++i)
+      text += (i ? ", " : "") + outputs[i].name;
+    return text + "\n}\n";
+  }
+
+  Rng rng;
+  std::vector<Argument> arguments;
+  std::vector<std::string> statements;
+  std::vector<Output> outputs;
+};
+
+/// A named case: `build` fills a Case (seeded from the name).
+struct CaseSpec {
+  std::string name;
+  std::function<void(Case &)> build;
+  /// Also run at -O0.
+  bool alsoO0 = false;
+};
+
+struct Param {
+  const CaseSpec *spec;
+  int optLevel;
+};
+
+//===----------------------------------------------------------------------===//
+// Compile, run, compare
+//===----------------------------------------------------------------------===//
+
+void runCase(const CaseSpec &spec, int optLevel) {
+  Case c(hashName(spec.name));
+  spec.build(c);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+  std::string text = c.specText();
+  SCOPED_TRACE("spec (" + spec.name + ", -O" + std::to_string(optLevel) +
+               "):\n" + text);
+
+  CompileOptions options;
+  options.setOptLevel(optLevel);
+  auto kernel =
+      testRuntime().compile(text, spec.name + ".attn", /*block=*/"", options);
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+
+  // The signature: arguments in declaration order, then outputs.
+  const KernelSignature &signature = (*kernel)->signature();
+  ASSERT_EQ(signature.arguments.size(), c.arguments.size() + c.outputs.size());
+  for (size_t i = 0; i < c.arguments.size(); ++i) {
+    const KernelArgument &a = signature.arguments[i];
+    const Argument &mine = c.arguments[i];
+    EXPECT_EQ(a.name, mine.name);
+    EXPECT_EQ(a.role, mine.param ? ArgumentRole::Param : ArgumentRole::Input);
+    EXPECT_EQ(a.type, mine.isInt ? ElementType::I32 : ElementType::F32);
+    EXPECT_EQ(a.shape, mine.isInt ? mine.ints.shape : mine.floats.shape);
+  }
+  for (size_t i = 0; i < c.outputs.size(); ++i) {
+    const KernelArgument &a = signature.arguments[c.arguments.size() + i];
+    EXPECT_EQ(a.name, c.outputs[i].name);
+    EXPECT_EQ(a.role, ArgumentRole::Output);
+    ASSERT_EQ(a.shape, c.outputs[i].expected.shape)
+        << "output '" << a.name << "' has the wrong shape";
+  }
+
+  // Copies of the inputs (the originals are kept to check they come back
+  // unchanged), outputs pre-filled with NaN.
+  std::vector<Argument> given = c.arguments;
+  std::vector<std::vector<float>> results;
+  for (const Output &o : c.outputs)
+    results.emplace_back(o.expected.numElements(),
+                         std::numeric_limits<float>::quiet_NaN());
+  std::vector<HostBuffer> buffers;
+  for (Argument &a : given) {
+    if (a.isInt)
+      buffers.push_back(
+          {a.name, a.ints.data.data(), ElementType::I32, a.ints.shape});
+    else
+      buffers.push_back(
+          {a.name, a.floats.data.data(), ElementType::F32, a.floats.shape});
+  }
+  for (size_t i = 0; i < c.outputs.size(); ++i)
+    buffers.push_back({c.outputs[i].name, results[i].data(), ElementType::F32,
+                       c.outputs[i].expected.shape});
+
+  llvm::Error error = (*kernel)->run(buffers);
+  ASSERT_FALSE(!!error) << llvm::toString(std::move(error));
+
+  for (size_t i = 0; i < c.outputs.size(); ++i) {
+    const Tensor &expected = c.outputs[i].expected;
+    double magnitude = 1.0, worst = 0.0;
+    size_t worstAt = 0, nans = 0;
+    for (float v : expected.data)
+      magnitude = std::max(magnitude, std::fabs(double(v)));
+    for (size_t j = 0; j < expected.numElements(); ++j) {
+      double diff = std::fabs(double(results[i][j]) - double(expected.data[j]));
+      if (std::isnan(diff)) {
+        ++nans;
+      } else if (diff > worst) {
+        worst = diff;
+        worstAt = j;
+      }
+    }
+    const std::string &name = c.outputs[i].name;
+    EXPECT_EQ(nans, 0u) << "output '" << name << "': " << nans << " of "
+                        << expected.numElements() << " elements are NaN";
+    EXPECT_LE(worst, kTolerance * magnitude)
+        << "output '" << name << "': max |kernel - reference| = " << worst
+        << " at flat index " << worstAt << " (kernel " << results[i][worstAt]
+        << ", reference " << expected.data[worstAt] << "), reference magnitude "
+        << magnitude;
+  }
+
+  for (size_t i = 0; i < c.arguments.size(); ++i) {
+    const Argument &a = c.arguments[i];
+    if (a.isInt)
+      EXPECT_EQ(given[i].ints.data, a.ints.data)
+          << "input '" << a.name << "' was modified";
+    else
+      EXPECT_EQ(given[i].floats.data, a.floats.data)
+          << "input '" << a.name << "' was modified";
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// The cases
+//===----------------------------------------------------------------------===//
+
+/// Sizes random shapes draw from: odd, prime, and multiples of 8/16/32.
+const std::vector<int64_t> kSizes = {1,  2,  3,  4,  5,  7,  8,  13, 16,
+                                     17, 24, 31, 32, 33, 40, 48, 64, 67};
+/// Smaller sizes for batch-like dimensions.
+const std::vector<int64_t> kSmall = {1, 2, 3, 4, 5};
+
+class Cases {
+public:
+  Cases() : shapes(20240611u) {}
+
+  void add(std::string name, std::function<void(Case &)> build,
+           bool alsoO0 = false) {
+    list.push_back({std::move(name), std::move(build), alsoO0});
+  }
+  int64_t size() { return shapes.pick(kSizes); }
+  int64_t small() { return shapes.pick(kSmall); }
+  int64_t even() { return 2 * shapes.integer(1, 33); }
+  int64_t integer(int64_t lo, int64_t hi) { return shapes.integer(lo, hi); }
+
+  Rng shapes;
+  std::vector<CaseSpec> list;
+};
+
+void linearCases(Cases &cases) {
+  struct S {
+    Shape lead;
+    int64_t in, out;
+  };
+  std::vector<S> shapes = {
+      {{1}, 1, 1},
+      {{3}, 7, 13},
+      {{2, 33}, 17, 64},
+      {{64}, 96, 48},
+      {{2, 4}, 100, 100},
+      {{40}, 32, 33},
+      {{2, 3, 5}, 64, 32},
+      {{128}, 128, 128},
+      {{cases.size()}, cases.size(), cases.size()},
+      {{cases.small(), cases.size()}, cases.size(), cases.size()}};
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    for (bool bias : {true, false}) {
+      S s = shapes[i];
+      std::string name = std::string("linear_") + (bias ? "bias_" : "") +
+                         shapeName(concat(s.lead, {s.in})) + "_to" +
+                         std::to_string(s.out);
+      cases.add(
+          name,
+          [s, bias](Case &c) {
+            Tensor x = c.input("X", concat(s.lead, {s.in}));
+            Tensor w = c.weight("W", {s.out, s.in}, s.in);
+            Tensor b = bias ? c.param("b", {s.out}) : Tensor();
+            c.let(bias ? "Y = linear(X, W, b)" : "Y = linear(X, W)");
+            c.output("Y", ref::linear(x, w, bias ? &b : nullptr));
+          },
+          /*alsoO0=*/i % 3 == 2);
+    }
+  }
+}
+
+void matmulCases(Cases &cases) {
+  std::vector<Shape> shapes = {
+      {1, 1, 1, 1},
+      {3, 7, 13, 17},
+      {2, 33, 16, 64},
+      {1, 64, 40, 96},
+      {5, 8, 3, 32},
+      {2, 128, 100, 128},
+      {cases.small(), cases.size(), cases.size(), cases.size()}};
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    for (bool transposed : {false, true}) {
+      int64_t n = shapes[i][0], m = shapes[i][1], k = shapes[i][2],
+              p = shapes[i][3];
+      std::string name = std::string("matmul_") + (transposed ? "tb_" : "") +
+                         shapeName({n, m, k, p});
+      cases.add(
+          name,
+          [=](Case &c) {
+            Tensor a = c.input("A", {n, m, k});
+            Tensor b =
+                c.input("B", transposed ? Shape{n, p, k} : Shape{n, k, p});
+            c.let(transposed ? "Y = matmul(A, B, transpose_b=true)"
+                             : "Y = matmul(A, B)");
+            c.output("Y", ref::matmul(a, b, transposed));
+          },
+          /*alsoO0=*/i == 1 || i == 3);
+    }
+  }
+}
+
+void elementwiseCases(Cases &cases) {
+  std::vector<Shape> shapes = {
+      {},          {1},     {7},           {3, 13},
+      {2, 17, 33}, {4, 64}, {2, 3, 5, 48}, {cases.size(), cases.size()}};
+  std::vector<float> factors = {0.125f, -2.5f, 3.0f, 1e-3f,
+                                0.3f,   -1.0f, 7.0f, 0.5f};
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    Shape s = shapes[i];
+    float f = factors[i];
+    bool o0 = i == 3 || i == 6;
+    cases.add(
+        "scale_" + shapeName(s) + "_by" + std::to_string(i),
+        [=](Case &c) {
+          Tensor x = c.input("X", s);
+          c.let("Y = scale(X, " + floatText(f) + ")");
+          c.output("Y", ref::scale(x, f));
+        },
+        o0);
+    cases.add(
+        "add_" + shapeName(s),
+        [=](Case &c) {
+          Tensor a = c.input("A", s);
+          Tensor b = c.input("B", s);
+          c.let("Y = add(A, B)");
+          c.output("Y", ref::add(a, b));
+        },
+        o0);
+    cases.add(
+        "relu_" + shapeName(s),
+        [=](Case &c) {
+          Tensor x = c.input("X", s);
+          c.let("Y = relu(X)");
+          c.output("Y", ref::relu(x));
+        },
+        o0);
+    cases.add(
+        "dropout_" + shapeName(s),
+        [=](Case &c) {
+          Tensor x = c.input("X", s);
+          double p = i % 2 ? 0.0 : 0.5;
+          c.let(std::string("Y = dropout(X, p=") + (i % 2 ? "0" : "0.5") + ")");
+          c.output("Y", ref::dropout(x, p));
+        },
+        i == 3);
+  }
+}
+
+void headCases(Cases &cases) {
+  // {B, T, H, d}
+  std::vector<Shape> shapes = {
+      {1, 1, 1, 1},
+      {2, 3, 5, 7},
+      {3, 17, 2, 16},
+      {2, 33, 4, 32},
+      {1, 7, 13, 3},
+      {cases.small(), cases.size(), cases.small(), cases.size()}};
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    int64_t b = shapes[i][0], t = shapes[i][1], h = shapes[i][2],
+            d = shapes[i][3];
+    std::string suffix = shapeName({b, t, h * d}) + "_h" + std::to_string(h);
+    cases.add(
+        "split_heads_" + suffix,
+        [=](Case &c) {
+          Tensor x = c.input("X", {b, t, h * d});
+          c.let("Y = split_heads(X, heads=" + std::to_string(h) + ")");
+          c.output("Y", ref::splitHeads(x, h));
+        },
+        i == 1);
+    cases.add(
+        "merge_heads_" + suffix,
+        [=](Case &c) {
+          Tensor x = c.input("X", {b * h, t, d});
+          c.let("Y = merge_heads(X, heads=" + std::to_string(h) + ")");
+          c.output("Y", ref::mergeHeads(x, h));
+        },
+        i == 1);
+  }
+}
+
+void softmaxCases(Cases &cases) {
+  struct S {
+    Shape shape;
+    float amplitude;
+  };
+  std::vector<S> shapes = {{{1}, 1},        {{7}, 3},
+                           {{3, 13}, 1},    {{2, 5, 33}, 20},
+                           {{4, 64}, 50},   {{2, 3, 96}, 5},
+                           {{2, 1000}, 10}, {{cases.size(), cases.size()}, 4}};
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    S s = shapes[i];
+    cases.add(
+        "softmax_" + shapeName(s.shape) + "_amp" +
+            std::to_string(int(s.amplitude)),
+        [=](Case &c) {
+          Tensor x = c.input("X", s.shape, -s.amplitude, s.amplitude);
+          c.let("Y = softmax(X)");
+          c.output("Y", ref::softmax(x));
+        },
+        i == 3 || i == 5);
+  }
+}
+
+void maskedSoftmaxCases(Cases &cases) {
+  // {N, Tq, Tk}
+  std::vector<Shape> shapes = {
+      {1, 1, 1},
+      {4, 3, 7},
+      {5, 17, 13},
+      {13, 2, 33},
+      {4, 8, 64},
+      {3, 5, 1},
+      {cases.integer(4, 13), cases.size(), cases.size()}};
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    for (int rank : {1, 2}) {
+      int64_t n = shapes[i][0], tq = shapes[i][1], tk = shapes[i][2];
+      cases.add(
+          "masked_softmax_vl" + std::to_string(rank) + "d_" +
+              shapeName(shapes[i]),
+          [=](Case &c) {
+            Tensor x = c.input("X", {n, tq, tk}, -3.0f, 3.0f);
+            IntTensor vl =
+                c.validLens("vl", rank == 1 ? Shape{n} : Shape{n, tq}, tk);
+            c.let("Y = masked_softmax(X, vl)");
+            c.output("Y", ref::maskedSoftmax(x, &vl));
+          },
+          i == 2 || i == 4);
+    }
+  }
+  // Every length is special: 0 (uniform rows), negative, > Tk, == Tk.
+  cases.add(
+      "masked_softmax_all_special_lengths",
+      [](Case &c) {
+        Tensor x = c.input("X", {4, 3, 5}, -3.0f, 3.0f);
+        IntTensor vl = c.ints("vl", {4}, {0, -7, 6, 5});
+        c.let("Y = masked_softmax(X, vl)");
+        c.output("Y", ref::maskedSoftmax(x, &vl));
+      },
+      true);
+  cases.add(
+      "masked_softmax_2d_all_zero_lengths",
+      [](Case &c) {
+        Tensor x = c.input("X", {2, 3, 33}, -3.0f, 3.0f);
+        IntTensor vl = c.ints("vl", {2, 3}, {0, 0, 0, 0, 0, 0});
+        c.let("Y = masked_softmax(X, vl)");
+        c.output("Y", ref::maskedSoftmax(x, &vl));
+      },
+      true);
+}
+
+void attentionCases(Cases &cases) {
+  // {N, Tq, Tk, d, dv}
+  std::vector<Shape> shapes = {
+      {1, 1, 1, 1, 1},
+      {2, 4, 4, 8, 8},
+      {3, 7, 13, 5, 3},
+      {4, 33, 17, 16, 32},
+      {2, 13, 7, 64, 48},
+      {10, 10, 10, 20, 20},
+      {2, 3, 130, 32, 16},
+      {1, 130, 100, 8, 33},
+      {cases.small(), cases.size(), cases.size(), cases.size(), cases.size()}};
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    int64_t n = shapes[i][0], tq = shapes[i][1], tk = shapes[i][2],
+            d = shapes[i][3], dv = shapes[i][4];
+    // vl: 0 none, 1 [N], 2 [N, Tq].
+    for (int vlRank : {0, 1, 2}) {
+      for (bool causal : {false, true}) {
+        // All six variants for a few shapes; two for the others.
+        if (i % 2 == 0 && !(vlRank == 0 && !causal) && !(vlRank == 2 && causal))
+          continue;
+        std::string name = "attention_" + shapeName(shapes[i]) + "_vl" +
+                           std::to_string(vlRank) + "d" +
+                           (causal ? "_causal" : "");
+        cases.add(
+            name,
+            [=](Case &c) {
+              Tensor q = c.input("Q", {n, tq, d});
+              Tensor k = c.input("K", {n, tk, d});
+              Tensor v = c.input("V", {n, tk, dv});
+              IntTensor vl;
+              std::string call = "Y = attention(Q, K, V";
+              if (vlRank) {
+                vl = c.validLens("vl", vlRank == 1 ? Shape{n} : Shape{n, tq},
+                                 tk);
+                call += ", valid_lens=vl";
+              }
+              if (causal)
+                call += ", causal=true";
+              c.let(call + ")");
+              c.output("Y",
+                       ref::attention(q, k, v, vlRank ? &vl : nullptr, causal));
+            },
+            (i == 2 || i == 3) && vlRank != 1);
+      }
+    }
+  }
+}
+
+void multiheadCases(Cases &cases) {
+  struct S {
+    int64_t b, tq, tk, dq, dk, dv, hd, heads;
+    bool self;
+  };
+  std::vector<S> shapes = {
+      {2, 4, 4, 100, 100, 100, 100, 5, true}, // the D2L book example
+      {1, 1, 1, 1, 1, 1, 1, 1, true},
+      {3, 7, 13, 5, 6, 7, 12, 3, false},
+      {2, 17, 33, 32, 16, 8, 64, 2, false},
+      {2, 33, 33, 48, 48, 48, 48, 4, true},
+      {3, 5, 7, 24, 24, 24, 24, 8, false},
+  };
+  int64_t h = cases.small(), t = cases.size();
+  int64_t hd = h * cases.shapes.pick<int64_t>({1, 3, 8, 16});
+  shapes.push_back({cases.small(), t, t, hd, hd, hd, hd, h, true});
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    S s = shapes[i];
+    for (int vlRank : {0, 1, 2}) {
+      for (bool causal : {false, true}) {
+        if (!(vlRank == 1 && !causal) && !(vlRank == 2 && causal) &&
+            !(i == 2 && vlRank == 0))
+          continue;
+        std::string name =
+            "multihead_attention_b" + std::to_string(s.b) + "_tq" +
+            std::to_string(s.tq) + "_tk" + std::to_string(s.tk) + "_hd" +
+            std::to_string(s.hd) + "_h" + std::to_string(s.heads) +
+            (s.self ? "_self" : "_cross") + "_vl" + std::to_string(vlRank) +
+            "d" + (causal ? "_causal" : "");
+        cases.add(
+            name,
+            [=](Case &c) {
+              Tensor q, k, v;
+              if (s.self) {
+                q = k = v = c.input("X", {s.b, s.tq, s.dq});
+              } else {
+                q = c.input("Qx", {s.b, s.tq, s.dq});
+                k = c.input("Kx", {s.b, s.tk, s.dk});
+                v = c.input("Vx", {s.b, s.tk, s.dv});
+              }
+              IntTensor vl;
+              if (vlRank)
+                vl = c.validLens(
+                    "vl", vlRank == 1 ? Shape{s.b} : Shape{s.b, s.tq}, s.tk);
+              Tensor wq = c.weight("W_q", {s.hd, s.dq}, s.dq);
+              Tensor wk = c.weight("W_k", {s.hd, s.dk}, s.dk);
+              Tensor wv = c.weight("W_v", {s.hd, s.dv}, s.dv);
+              Tensor wo = c.weight("W_o", {s.hd, s.hd}, s.hd);
+              std::string call = std::string("Y = multihead_attention(") +
+                                 (s.self ? "X, X, X" : "Qx, Kx, Vx") +
+                                 ", heads=" + std::to_string(s.heads) +
+                                 ", w_q=W_q, w_k=W_k, w_v=W_v, w_o=W_o";
+              if (vlRank)
+                call += ", valid_lens=vl";
+              if (causal)
+                call += ", causal=true";
+              c.let(call + ")");
+              c.output("Y",
+                       ref::multiheadAttention(q, k, v, s.heads, wq, wk, wv, wo,
+                                               vlRank ? &vl : nullptr, causal));
+            },
+            i == 0 || i == 3);
+      }
+    }
+  }
+}
+
+void positionalEncodingCases(Cases &cases) {
+  // {B, T, D, max_len}
+  std::vector<Shape> shapes = {
+      {1, 1, 2, 1},
+      {2, 4, 100, 1000},
+      {3, 17, 34, 17},
+      {1, 1000, 6, 1000},
+      {2, 33, 64, 50},
+      {1, 200, 512, 10000},
+      {cases.small(), cases.size(), cases.even(), 1000}};
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    int64_t b = shapes[i][0], t = shapes[i][1], d = shapes[i][2],
+            maxLen = shapes[i][3];
+    cases.add(
+        "positional_encoding_" + shapeName({b, t, d}) + "_max" +
+            std::to_string(maxLen),
+        [=](Case &c) {
+          Tensor x = c.input("X", {b, t, d});
+          c.let("Y = positional_encoding(X, max_len=" + std::to_string(maxLen) +
+                ")");
+          c.output("Y", ref::positionalEncoding(x, maxLen));
+        },
+        i == 1 || i == 3);
+  }
+}
+
+void normCases(Cases &cases) {
+  struct S {
+    Shape lead;
+    int64_t d;
+    float eps; // 0: the default
+    float offset;
+  };
+  std::vector<S> shapes = {{{1}, 1, 0, 0},
+                           {{3}, 7, 0, 0},
+                           {{2, 17}, 33, 1e-3f, 3},
+                           {{64}, 64, 0, 0},
+                           {{2, 5}, 100, 1e-6f, -2},
+                           {{4, 3, 2}, 24, 0.5f, 0},
+                           {{cases.size()}, cases.size(), 0, 1}};
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    S s = shapes[i];
+    std::string suffix = shapeName(concat(s.lead, {s.d})) +
+                         (s.eps ? "_eps" + std::to_string(i) : "");
+    std::string epsArg = s.eps ? ", eps=" + floatText(s.eps) : "";
+    double eps = s.eps ? double(s.eps) : 1e-5;
+    cases.add(
+        "layer_norm_" + suffix,
+        [=](Case &c) {
+          Tensor x = c.input("X", concat(s.lead, {s.d}), s.offset - 1.0f,
+                             s.offset + 1.0f);
+          Tensor g = c.param("g", {s.d}, 0.5f, 1.5f);
+          Tensor b = c.param("b", {s.d});
+          c.let("Y = layer_norm(X, g, b" + epsArg + ")");
+          c.output("Y", ref::layerNorm(x, g, b, eps));
+        },
+        i == 2 || i == 4);
+    cases.add(
+        "add_norm_" + suffix,
+        [=](Case &c) {
+          Tensor x = c.input("X", concat(s.lead, {s.d}), s.offset - 1.0f,
+                             s.offset + 1.0f);
+          Tensor y = c.input("Z", concat(s.lead, {s.d}));
+          Tensor g = c.param("g", {s.d}, 0.5f, 1.5f);
+          Tensor b = c.param("b", {s.d});
+          c.let("Y = add_norm(X, Z, g, b" + epsArg + ")");
+          c.output("Y", ref::addNorm(x, y, g, b, eps));
+        },
+        i == 3);
+  }
+}
+
+void ffnCases(Cases &cases) {
+  struct S {
+    Shape lead;
+    int64_t d, f, o;
+  };
+  std::vector<S> shapes = {{{1}, 1, 1, 1},
+                           {{3}, 7, 13, 5},
+                           {{2, 100}, 24, 48, 24},
+                           {{33}, 17, 64, 96},
+                           {{2, 3}, 64, 32, 33},
+                           {{cases.small(), cases.size()},
+                            cases.size(),
+                            cases.size(),
+                            cases.size()}};
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    S s = shapes[i];
+    cases.add(
+        "ffn_" + shapeName(concat(s.lead, {s.d})) + "_f" + std::to_string(s.f) +
+            "_o" + std::to_string(s.o),
+        [=](Case &c) {
+          Tensor x = c.input("X", concat(s.lead, {s.d}));
+          Tensor w1 = c.weight("W1", {s.f, s.d}, s.d);
+          Tensor b1 = c.param("b1", {s.f});
+          Tensor w2 = c.weight("W2", {s.o, s.f}, s.f);
+          Tensor b2 = c.param("b2", {s.o});
+          c.let("Y = ffn(X, W1, b1, W2, b2)");
+          c.output("Y", ref::ffn(x, w1, b1, w2, b2));
+        },
+        i == 1 || i == 3);
+  }
+}
+
+void embeddingCases(Cases &cases) {
+  struct S {
+    Shape ids;
+    int64_t vocab, d;
+  };
+  std::vector<S> shapes = {
+      {{1}, 1, 1},
+      {{7}, 13, 5},
+      {{2, 3}, 100, 33},
+      {{2, 17}, 7, 64},
+      {{3, 2, 4}, 50, 16},
+      {{cases.small(), cases.size()}, cases.size(), cases.size()}};
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    S s = shapes[i];
+    cases.add(
+        "embedding_" + shapeName(s.ids) + "_v" + std::to_string(s.vocab) +
+            "_d" + std::to_string(s.d),
+        [=](Case &c) {
+          IntTensor ids = c.randomInts("ids", s.ids, 0, s.vocab - 1);
+          Tensor table = c.param("E", {s.vocab, s.d});
+          c.let("Y = embedding(ids, E)");
+          auto expected = ref::embedding(ids, table);
+          ASSERT_TRUE(!!expected) << llvm::toString(expected.takeError());
+          c.output("Y", std::move(*expected));
+        },
+        i == 2);
+  }
+}
+
+void compositeCases(Cases &cases) {
+  // Nested calls and two outputs, in `output` order.
+  cases.add(
+      "nested_two_outputs",
+      [](Case &c) {
+        Tensor x = c.input("X", {3, 33});
+        Tensor z = c.input("Z", {3, 33});
+        c.let("Y = relu(add(scale(X, 0.5), Z))");
+        c.let("S = softmax(Y)");
+        c.output("S",
+                 ref::softmax(ref::relu(ref::add(ref::scale(x, 0.5f), z))));
+        c.output("Y", ref::relu(ref::add(ref::scale(x, 0.5f), z)));
+      },
+      true);
+  // D2L DotProductAttention written with primitives.
+  cases.add(
+      "attention_from_primitives",
+      [](Case &c) {
+        Tensor q = c.input("Q", {4, 5, 16});
+        Tensor k = c.input("K", {4, 7, 16});
+        Tensor v = c.input("V", {4, 7, 9});
+        IntTensor vl = c.ints("vl", {4}, {3, 0, 7, 9});
+        c.let("W = masked_softmax(scale(matmul(Q, K, transpose_b=true), 0.25), "
+              "vl)");
+        c.let("Y = matmul(W, V)");
+        Tensor w = ref::maskedSoftmax(
+            ref::scale(ref::matmul(q, k, /*transposeB=*/true), 0.25f), &vl);
+        c.output("Y", ref::matmul(w, v));
+      },
+      true);
+}
+
+} // namespace
+
+namespace {
+
+const std::vector<CaseSpec> &allCases() {
+  static const std::vector<CaseSpec> cases = [] {
+    Cases c;
+    linearCases(c);
+    matmulCases(c);
+    elementwiseCases(c);
+    headCases(c);
+    softmaxCases(c);
+    maskedSoftmaxCases(c);
+    attentionCases(c);
+    multiheadCases(c);
+    positionalEncodingCases(c);
+    normCases(c);
+    ffnCases(c);
+    embeddingCases(c);
+    compositeCases(c);
+    return c.list;
+  }();
+  return cases;
+}
+
+std::vector<Param> params() {
+  std::vector<Param> result;
+  for (const CaseSpec &spec : allCases()) {
+    result.push_back({&spec, 3});
+    if (spec.alsoO0)
+      result.push_back({&spec, 0});
+  }
+  return result;
+}
+
+void PrintTo(const Param &param, std::ostream *os) {
+  *os << param.spec->name << " at -O" << param.optLevel;
+}
+
+struct Primitive : ::testing::TestWithParam<Param> {};
+
+TEST_P(Primitive, MatchesReference) {
+  runCase(*GetParam().spec, GetParam().optLevel);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, Primitive, ::testing::ValuesIn(params()),
+                         [](const ::testing::TestParamInfo<Param> &info) {
+                           return info.param.spec->name + "_O" +
+                                  std::to_string(info.param.optLevel);
+                         });
+
+/// The case names are unique (gtest would reject the suite otherwise, but
+/// say which).
+TEST(PrimitiveCases, NamesAreUnique) {
+  std::set<std::string> names;
+  for (const CaseSpec &spec : allCases())
+    EXPECT_TRUE(names.insert(spec.name).second) << spec.name;
+}
+
+/// SPEC §2: an embedding id outside [0, V) is a run-time error, never an
+/// out-of-bounds read; the output is not touched.
+TEST(PrimitiveErrors, EmbeddingIdOutOfRange) {
+  const char *spec = "block k {\n"
+                     "  input ids: i32[2, 3]\n"
+                     "  param E: f32[5, 4]\n"
+                     "  Y = embedding(ids, E)\n"
+                     "  output Y\n"
+                     "}\n";
+  for (int optLevel : {3, 0}) {
+    CompileOptions options;
+    options.setOptLevel(optLevel);
+    auto kernel =
+        testRuntime().compile(spec, "embedding_error.attn", "", options);
+    ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+    std::vector<float> table(20, 1.0f), out(24, -7.0f);
+    for (std::vector<int32_t> ids : {std::vector<int32_t>{0, 1, 2, 3, 4, 5},
+                                     std::vector<int32_t>{0, -1, 2, 3, 4, 0}}) {
+      llvm::Error error =
+          (*kernel)->run({{"ids", ids.data(), ElementType::I32, {2, 3}},
+                          {"E", table.data(), ElementType::F32, {5, 4}},
+                          {"Y", out.data(), ElementType::F32, {2, 3, 4}}});
+      ASSERT_TRUE(!!error) << "ids out of range ran without an error";
+      std::string message = llvm::toString(std::move(error));
+      EXPECT_NE(message.find("outside the embedding table [0, 5)"),
+                std::string::npos)
+          << message;
+      for (float v : out)
+        EXPECT_EQ(v, -7.0f);
+    }
+  }
+}
+
+} // namespace
