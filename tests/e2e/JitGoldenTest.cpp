@@ -1,7 +1,8 @@
 //===- JitGoldenTest.cpp - JIT kernels against the D2L PyTorch goldens ----===//
 //
-// Every golden case, compiled by the runtime (ORC JIT) at -O3 (register
-// blocks and vectors) and at -O0 (scalar loops), must match what the D2L
+// Every golden case, compiled by the runtime (ORC JIT) along every path --
+// -O3 with attention fused (flash-style), decomposed (scores materialized)
+// and chosen by shape, and -O0 (scalar loops) -- must match what the D2L
 // PyTorch code computed within SPEC's tolerance, with no NaN.
 //
 //===----------------------------------------------------------------------===//
@@ -30,14 +31,28 @@ Runtime &testRuntime() {
   return *runtime;
 }
 
-struct JitGolden : ::testing::TestWithParam<std::tuple<std::string, int>> {};
+/// How a case is compiled: -O level and attention lowering.
+struct Variant {
+  const char *name;
+  int optLevel;
+  const char *attention;
+};
+const Variant kVariants[] = {{"O3_auto", 3, "auto"},
+                             {"O3_fused", 3, "fused"},
+                             {"O3_decomposed", 3, "decomposed"},
+                             {"O0", 0, "decomposed"}};
+
+struct JitGolden
+    : ::testing::TestWithParam<std::tuple<std::string, Variant>> {};
 
 TEST_P(JitGolden, MatchesPyTorch) {
-  auto [name, optLevel] = GetParam();
+  auto [name, variant] = GetParam();
+  int optLevel = variant.optLevel;
   auto golden = loadGoldenCase(name);
   ASSERT_TRUE(!!golden) << llvm::toString(golden.takeError());
   CompileOptions options;
   options.setOptLevel(optLevel);
+  options.pipeline.attention = variant.attention;
   auto kernel =
       testRuntime().compile(golden->specText, golden->specPath, "", options);
   ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
@@ -53,16 +68,15 @@ TEST_P(JitGolden, MatchesPyTorch) {
   ASSERT_FALSE(!!error) << llvm::toString(std::move(error));
   double worst = golden->maxError(outputs);
   EXPECT_FALSE(std::isnan(worst)) << name << ": NaN in the output";
-  EXPECT_LE(worst, golden->tolerance) << name << " at -O" << optLevel;
+  EXPECT_LE(worst, golden->tolerance) << name << " " << variant.name;
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Goldens, JitGolden,
     ::testing::Combine(::testing::ValuesIn(goldenCaseNames()),
-                       ::testing::Values(3, 0)),
+                       ::testing::ValuesIn(kVariants)),
     [](const auto &info) {
-      return std::get<0>(info.param) + "_O" +
-             std::to_string(std::get<1>(info.param));
+      return std::get<0>(info.param) + "_" + std::get<1>(info.param).name;
     });
 
 } // namespace

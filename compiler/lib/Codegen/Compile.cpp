@@ -24,7 +24,8 @@ std::string CompileOptions::fingerprint() const {
          " O=" + std::to_string(target.optLevel) +
          " vectorize=" + std::to_string(pipeline.vectorize) +
          " rows=" + std::to_string(pipeline.rowTile) +
-         " cols=" + std::to_string(pipeline.columnTile);
+         " cols=" + std::to_string(pipeline.columnTile) +
+         " attention=" + pipeline.attention;
 }
 
 llvm::Expected<std::vector<KernelSignature>>

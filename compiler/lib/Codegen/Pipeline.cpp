@@ -21,7 +21,10 @@ using namespace mlir;
 void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
                                      const CpuPipelineOptions &options) {
   // attn -> linalg/tensor/arith/math on tensors.
-  pm.addPass(attn::createAttnDecompose());
+  attn::AttnDecomposeOptions decompose;
+  decompose.attentionLowering =
+      options.vectorize ? options.attention : std::string("decomposed");
+  pm.addPass(attn::createAttnDecompose(decompose));
   pm.addPass(attn::createAttnLowerToLinalg());
   // Elementwise arith on tensors (the causal lengths' minsi) -> linalg.
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
@@ -45,6 +48,7 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
 
   // Register tiles and vectors.
+  pm.addNestedPass<func::FuncOp>(attn::createAttnLowerFusedAttention());
   if (options.vectorize) {
     attn::AttnTileAndVectorizeOptions tiling;
     tiling.rowTile = options.rowTile;
@@ -88,6 +92,10 @@ struct CpuPipelineCLOptions : public PassPipelineOptions<CpuPipelineCLOptions> {
   Option<bool> vectorize{*this, "vectorize",
                          llvm::cl::desc("Tile and vectorize linalg ops"),
                          llvm::cl::init(true)};
+  Option<std::string> attention{
+      *this, "attention",
+      llvm::cl::desc("Attention lowering: decomposed, fused or auto"),
+      llvm::cl::init("auto")};
 };
 } // namespace
 
@@ -100,6 +108,7 @@ void attnc::registerCpuLoweringPipeline() {
         options.rowTile = cl.rowTile;
         options.columnTile = cl.columnTile;
         options.vectorize = cl.vectorize;
+        options.attention = cl.attention;
         buildCpuLoweringPipeline(pm, options);
       });
 }

@@ -108,7 +108,8 @@ std::string preview(const std::vector<float> &values) {
 } // namespace
 
 int attnc::runCommand(const RunOptions &options) {
-  auto kernel = Runtime::global().compileFile(options.specPath, options.block);
+  auto kernel = Runtime::global().compileFile(options.specPath, options.block,
+                                              options.compile);
   if (!kernel) {
     // The front end accepted the spec: a failure here is attnc's own.
     llvm::errs() << "attnc: internal error: "

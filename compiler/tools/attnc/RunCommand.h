@@ -3,6 +3,8 @@
 #ifndef ATTNC_TOOLS_ATTNC_RUNCOMMAND_H
 #define ATTNC_TOOLS_ATTNC_RUNCOMMAND_H
 
+#include "attnc/Codegen/Compile.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,6 +21,7 @@ struct RunOptions {
   uint64_t seed = 0;
   std::string outputDir = ".";
   unsigned repeat = 1;
+  CompileOptions compile;
 };
 
 /// Runs `attnc run` on a spec that the front end already accepted; returns

@@ -94,6 +94,14 @@ cl::opt<char> optLevel("O",
                                 "-O3 (default: -O3)"),
                        cl::Prefix, cl::init('3'), cl::cat(attncCategory));
 
+cl::opt<std::string> attentionLowering(
+    "attention",
+    cl::desc("How attention is lowered: auto (by shape, the default), fused "
+             "(flash-style) or decomposed (scores materialized)"),
+    cl::value_desc("auto|fused|decomposed"), cl::init("auto"),
+    cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runSubcommand),
+    cl::cat(attncCategory));
+
 cl::opt<bool> printIrAfterAll("print-ir-after-all",
                               cl::desc("Print the IR after every pass"),
                               cl::cat(attncCategory));
@@ -167,6 +175,7 @@ CompileOptions compileOptions() {
   if (!mcpu.empty())
     options.target.cpu = mcpu;
   options.printIRAfterAll = printIrAfterAll;
+  options.pipeline.attention = attentionLowering;
   return options;
 }
 
@@ -255,7 +264,19 @@ int emitCode(const LoadedSpec &spec) {
   return writeOutput(*code, object);
 }
 
+/// Reports a bad --attention value; true when it is fine.
+bool checkAttentionFlag() {
+  if (attentionLowering == "auto" || attentionLowering == "fused" ||
+      attentionLowering == "decomposed")
+    return true;
+  error() << "invalid --attention=" << attentionLowering
+          << "; expected auto, fused or decomposed\n";
+  return false;
+}
+
 int compileMain() {
+  if (!checkAttentionFlag())
+    return kUserError;
   if (optLevel < '0' || optLevel > '3') {
     error() << "invalid optimization level -O" << optLevel
             << "; expected -O0, -O1, -O2 or -O3\n";
@@ -280,6 +301,8 @@ int compileMain() {
 }
 
 int runMain() {
+  if (!checkAttentionFlag())
+    return kUserError;
   LoadedSpec spec;
   if (!loadSpec(spec))
     return kUserError;
@@ -308,6 +331,7 @@ int runMain() {
   options.seed = seed;
   options.outputDir = outputDir;
   options.repeat = repeat;
+  options.compile.pipeline.attention = attentionLowering;
   return attnc::runCommand(options);
 }
 

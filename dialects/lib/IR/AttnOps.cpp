@@ -329,6 +329,104 @@ ATTN_VERIFY_AND_INFER_WITH_RULES(DropoutOp)
 #undef ATTN_VERIFY_AND_INFER_WITH_RULES
 
 //===----------------------------------------------------------------------===//
+// FusedAttentionOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult FusedAttentionOp::verify() {
+  bool buffers = hasBufferSemantics();
+  for (Value operand : getOperation()->getOperands())
+    if (isa<MemRefType>(operand.getType()) != buffers)
+      return emitOpError("operands must be all tensors or all memrefs");
+  if (buffers != getResult().empty())
+    return emitOpError(buffers ? "on memrefs has no result"
+                               : "on tensors has one result");
+  if (!buffers && getResult()[0].getType() != getInit().getType())
+    return emitOpError("result type must be the type of 'init'");
+
+  // The shapes follow attn.attention's rules; `init` is its result.
+  bool reported = false;
+  auto shapeOf = [](Value value) {
+    auto type = cast<ShapedType>(value.getType());
+    TensorShape shape;
+    shape.dims.assign(type.getShape().begin(), type.getShape().end());
+    shape.element = type.getElementType().isF32() ? rules::ElementKind::F32
+                                                  : rules::ElementKind::I32;
+    return shape;
+  };
+  std::optional<TensorShape> lens;
+  if (getValidLens())
+    lens = shapeOf(getValidLens());
+  RuleResult result = rules::inferAttention(
+      shapeOf(getQ()), shapeOf(getK()), shapeOf(getV()), ptr(lens),
+      [&](StringRef, const Twine &message) {
+        if (!reported)
+          emitOpError(message);
+        reported = true;
+      });
+  if (!result)
+    return failure();
+  if (result->dims != shapeOf(getInit()).dims)
+    return emitOpError("'init' must have the attention's result shape ")
+           << rules::formatShape(*result);
+  return success();
+}
+
+void FusedAttentionOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  if (!hasBufferSemantics())
+    return;
+  for (OpOperand &operand : getOperation()->getOpOperands()) {
+    if (&operand == &getInitMutable())
+      effects.emplace_back(MemoryEffects::Write::get(), &operand);
+    else
+      effects.emplace_back(MemoryEffects::Read::get(), &operand);
+  }
+}
+
+bool FusedAttentionOp::bufferizesToMemoryRead(
+    OpOperand &operand, const bufferization::AnalysisState &) {
+  // `init` is only written: a tensor.empty destination needs no copy.
+  return &operand != &getInitMutable();
+}
+
+bool FusedAttentionOp::bufferizesToMemoryWrite(
+    OpOperand &operand, const bufferization::AnalysisState &) {
+  return &operand == &getInitMutable();
+}
+
+bufferization::AliasingValueList FusedAttentionOp::getAliasingValues(
+    OpOperand &operand, const bufferization::AnalysisState &) {
+  if (&operand != &getInitMutable() || getResult().empty())
+    return {};
+  return {{getResult()[0], bufferization::BufferRelation::Equivalent}};
+}
+
+LogicalResult
+FusedAttentionOp::bufferize(RewriterBase &rewriter,
+                            const bufferization::BufferizationOptions &options,
+                            bufferization::BufferizationState &state) {
+  if (hasBufferSemantics())
+    return success();
+  SmallVector<Value> buffers;
+  for (Value operand : getOperation()->getOperands()) {
+    FailureOr<Value> buffer =
+        bufferization::getBuffer(rewriter, operand, options, state);
+    if (failed(buffer))
+      return failure();
+    buffers.push_back(*buffer);
+  }
+  rewriter.setInsertionPoint(*this);
+  Value validLens = getValidLens() ? buffers[3] : Value();
+  Value init = buffers.back();
+  FusedAttentionOp::create(rewriter, getLoc(), TypeRange{}, buffers[0],
+                           buffers[1], buffers[2], validLens, init,
+                           getCausalAttr(), getScaleAttr());
+  bufferization::replaceOpWithBufferizedValues(rewriter, *this, init);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Folders
 //===----------------------------------------------------------------------===//
 

@@ -14,6 +14,8 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include "llvm/ADT/StringSwitch.h"
+
 #include <cmath>
 
 namespace mlir::attn {
@@ -103,31 +105,52 @@ struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
   }
 };
 
-/// D2L DotProductAttention.forward.
+/// D2L DotProductAttention.forward, either step by step or as one
+/// attn.fused_attention.
 struct DecomposeAttention : OpRewritePattern<AttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
+  DecomposeAttention(MLIRContext *context, AttentionLowering lowering,
+                     int64_t fuseThreshold)
+      : OpRewritePattern(context), lowering(lowering),
+        fuseThreshold(fuseThreshold) {}
 
   LogicalResult matchAndRewrite(AttentionOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value q = op.getQ();
     int64_t n = dimOf(q, 0), tq = dimOf(q, 1), d = dimOf(q, 2);
+    int64_t tk = dimOf(op.getK(), 1);
+    // Scores are multiplied by 1/sqrt(d) rounded to f32 in both paths.
+    FloatAttr scale = rewriter.getF32FloatAttr(
+        static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))));
+    bool fuse = lowering == AttentionLowering::Fused ||
+                (lowering == AttentionLowering::Auto &&
+                 tq * tk >= fuseThreshold);
+    if (fuse) {
+      RankedTensorType type = op.getType();
+      Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
+                                           type.getElementType());
+      rewriter.replaceOpWithNewOp<FusedAttentionOp>(
+          op, TypeRange{type}, q, op.getK(), op.getV(), op.getValidLens(),
+          init, op.getCausalAttr(), scale);
+      return success();
+    }
     Value scores = MatmulOp::create(rewriter, loc, q, op.getK(),
                                     /*transpose_b=*/true);
-    float factor = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
-    scores = ScaleOp::create(rewriter, loc, scores,
-                             rewriter.getF32FloatAttr(factor));
+    scores = ScaleOp::create(rewriter, loc, scores, scale);
     Value validLens = op.getValidLens();
     if (op.getCausal())
       validLens = causalValidLens(rewriter, loc, validLens, n, tq);
     Value weights =
-        validLens
-            ? Value(MaskedSoftmaxOp::create(rewriter, loc, scores, validLens))
-            : Value(SoftmaxOp::create(rewriter, loc, scores));
+        validLens ? Value(MaskedSoftmaxOp::create(rewriter, loc, scores,
+                                                  validLens))
+                  : Value(SoftmaxOp::create(rewriter, loc, scores));
     rewriter.replaceOpWithNewOp<MatmulOp>(op, weights, op.getV(),
                                           /*transpose_b=*/false);
     return success();
   }
+
+  AttentionLowering lowering;
+  int64_t fuseThreshold;
 };
 
 /// D2L AddNorm.forward: ln(dropout(Y) + X), dropout being the identity.
@@ -160,9 +183,23 @@ struct DecomposeFfn : OpRewritePattern<FfnOp> {
 
 struct AttnDecomposePass
     : mlir::attn::impl::AttnDecomposeBase<AttnDecomposePass> {
+  using AttnDecomposeBase::AttnDecomposeBase;
+
   void runOnOperation() override {
+    std::optional<AttentionLowering> lowering =
+        llvm::StringSwitch<std::optional<AttentionLowering>>(attentionLowering)
+            .Case("decomposed", AttentionLowering::Decomposed)
+            .Case("fused", AttentionLowering::Fused)
+            .Case("auto", AttentionLowering::Auto)
+            .Default(std::nullopt);
+    if (!lowering) {
+      getOperation()->emitError("attn-decompose: attention='")
+          << attentionLowering
+          << "' is not one of decomposed, fused, auto";
+      return signalPassFailure();
+    }
     RewritePatternSet patterns(&getContext());
-    populateDecomposePatterns(patterns);
+    populateDecomposePatterns(patterns, *lowering, fuseThreshold);
     // Only decompose: folding (dropout, scale by 1) is canonicalize's job.
     GreedyRewriteConfig config;
     config.enableFolding(false);
@@ -174,7 +211,11 @@ struct AttnDecomposePass
 
 } // namespace
 
-void mlir::attn::populateDecomposePatterns(RewritePatternSet &patterns) {
-  patterns.add<DecomposeMultiheadAttention, DecomposeAttention,
-               DecomposeAddNorm, DecomposeFfn>(patterns.getContext());
+void mlir::attn::populateDecomposePatterns(RewritePatternSet &patterns,
+                                           AttentionLowering attention,
+                                           int64_t fuseThreshold) {
+  patterns.add<DecomposeMultiheadAttention, DecomposeAddNorm, DecomposeFfn>(
+      patterns.getContext());
+  patterns.add<DecomposeAttention>(patterns.getContext(), attention,
+                                   fuseThreshold);
 }

@@ -580,7 +580,8 @@ struct AttnLowerToLinalgPass
       return signalPassFailure();
 
     WalkResult leftover = module.walk([](Operation *op) {
-      if (isa<AttnDialect>(op->getDialect())) {
+      // fused_attention stays: it bufferizes and has its own lowering.
+      if (isa<AttnDialect>(op->getDialect()) && !isa<FusedAttentionOp>(op)) {
         op->emitOpError("is a composite op; run attn-decompose before "
                         "attn-lower-to-linalg");
         return WalkResult::interrupt();

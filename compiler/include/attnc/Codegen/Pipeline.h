@@ -8,6 +8,7 @@
 //   convert-elementwise-to-linalg
 //   canonicalize, cse, attn-fuse-elementwise
 //   one-shot-bufferize, buffer-results-to-out-params, deallocation
+//   attn-lower-fused-attention                   flash-style attention
 //   attn-tile-and-vectorize, attn-approximate-math  register tiles, vectors
 //   convert-*-to-llvm (bare-pointer calling convention)
 //
@@ -20,6 +21,7 @@
 #define ATTNC_CODEGEN_PIPELINE_H
 
 #include <cstdint>
+#include <string>
 
 namespace mlir {
 class OpPassManager;
@@ -31,8 +33,11 @@ struct CpuPipelineOptions {
   /// Register block of the GEMMs: rows x columns of the output.
   int64_t rowTile = 8;
   int64_t columnTile = 32;
-  /// Off: linalg ops become scalar loops (a reference path, -O0).
+  /// Off: linalg ops become scalar loops (a reference path, -O0), and
+  /// attention is always decomposed.
   bool vectorize = true;
+  /// attn-decompose's `attention` option: decomposed, fused or auto.
+  std::string attention = "auto";
 };
 
 /// Appends the passes from attn ops to the LLVM dialect to `pm` (anchored on

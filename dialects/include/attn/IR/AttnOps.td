@@ -13,6 +13,7 @@
 include "attn/IR/AttnDialect.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.td"
 
 def Attn_F32Tensor : StaticShapeTensorOf<[F32]>;
 def Attn_I32Tensor : StaticShapeTensorOf<[I32]>;
@@ -452,6 +453,60 @@ def Attn_DropoutOp : Attn_Op<"dropout"> {
   let arguments = (ins Attn_F32Tensor:$x, F32Attr:$p);
   let assemblyFormat = "$x `p` `(` $p `)` attr-dict `:` type($x)";
   let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// FusedAttentionOp (internal: produced by attn-decompose, not in the DSL)
+//===----------------------------------------------------------------------===//
+
+def Attn_ShapedF32 : AnyTypeOf<[StaticShapeTensorOf<[F32]>,
+                                 StaticShapeMemRefOf<[F32]>]>;
+def Attn_ShapedI32 : AnyTypeOf<[StaticShapeTensorOf<[I32]>,
+                                 StaticShapeMemRefOf<[I32]>]>;
+
+def Attn_FusedAttentionOp : Op<Attn_Dialect, "fused_attention", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+    DeclareOpInterfaceMethods<BufferizableOpInterface,
+        ["bufferizesToMemoryRead", "bufferizesToMemoryWrite",
+         "getAliasingValues", "bufferize"]>]> {
+  let summary = "attention as one flash-style kernel, in destination style";
+  let description = [{
+    Computes exactly `attn.attention` (D2L DotProductAttention: scores
+    `q kᵀ * scale`, entries `j >= len(n, i)` replaced by -1e6 (with
+    `causal`, `len = min(len, i + 1)`), softmax, `@ v`) into `init`, without
+    materializing the `[N, Tq, Tk]` scores: `attn-lower-fused-attention`
+    emits an online softmax over blocks of keys, with the mask computed from
+    indices and key blocks past every row's length skipped.
+
+    On tensors it returns the result (`init` is only a destination); after
+    bufferization it works on memrefs and writes `init`.
+
+    Example:
+
+    ```mlir
+    %o = attn.fused_attention %q, %k, %v valid_lens(%vl) outs(%init) causal
+        scale(2.500000e-01)
+        : (tensor<10x64x16xf32>, tensor<10x64x16xf32>, tensor<10x64x16xf32>,
+           tensor<10xi32>, tensor<10x64x16xf32>) -> tensor<10x64x16xf32>
+    ```
+  }];
+  let arguments = (ins Attn_ShapedF32:$q, Attn_ShapedF32:$k, Attn_ShapedF32:$v,
+                       Optional<Attn_ShapedI32>:$valid_lens,
+                       Attn_ShapedF32:$init, UnitAttr:$causal,
+                       F32Attr:$scale);
+  let results = (outs Variadic<Attn_F32Tensor>:$result);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v (`valid_lens` `(` $valid_lens^ `)`)? `outs` `(` $init `)`
+    (`causal` $causal^)? `scale` `(` $scale `)` attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// True after bufferization: operands are memrefs, no result.
+    bool hasBufferSemantics() {
+      return ::llvm::isa<::mlir::MemRefType>(getInit().getType());
+    }
+  }];
 }
 
 #endif // ATTN_OPS_TD

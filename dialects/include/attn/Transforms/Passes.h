@@ -6,6 +6,7 @@
 
 #include "mlir/Pass/Pass.h"
 
+#include <cstdint>
 #include <memory>
 
 namespace mlir {
@@ -16,8 +17,14 @@ namespace attn {
 #define GEN_PASS_DECL
 #include "attn/Transforms/Passes.h.inc"
 
+/// How attn-decompose lowers `attention` (see its `attention` option).
+enum class AttentionLowering { Decomposed, Fused, Auto };
+
 /// Adds the patterns of `attn-decompose` (composite ops -> primitives).
-void populateDecomposePatterns(RewritePatternSet &patterns);
+void populateDecomposePatterns(
+    RewritePatternSet &patterns,
+    AttentionLowering attention = AttentionLowering::Decomposed,
+    int64_t fuseThreshold = 4096);
 
 /// Adds the patterns of `attn-lower-to-linalg` (primitives -> linalg).
 void populateLowerToLinalgPatterns(RewritePatternSet &patterns);

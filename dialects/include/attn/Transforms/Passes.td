@@ -43,6 +43,17 @@ def AttnDecompose : Pass<"attn-decompose"> {
         : (tensor<10x4x6xf32>, tensor<10x6x20xf32>) -> tensor<10x4x20xf32>
     ```
   }];
+  let options = [
+    Option<"attentionLowering", "attention", "std::string",
+           /*default=*/"\"decomposed\"",
+           "How `attention` is lowered: `decomposed` (matmul, masked_softmax, "
+           "matmul: the D2L code step by step), `fused` (one "
+           "attn.fused_attention, a flash-style kernel that never "
+           "materializes the scores) or `auto` (fused when the scores of one "
+           "batch entry exceed `fuse-threshold` elements)">,
+    Option<"fuseThreshold", "fuse-threshold", "int64_t", /*default=*/"4096",
+           "With attention=auto: Tq * Tk from which attention is fused">
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::linalg::LinalgDialect",
@@ -206,6 +217,40 @@ def AttnApproximateMath : Pass<"attn-approximate-math"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::math::MathDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
+def AttnLowerFusedAttention
+    : Pass<"attn-lower-fused-attention", "::mlir::func::FuncOp"> {
+  let summary = "Lower attn.fused_attention on buffers to a flash-style loop "
+                "nest";
+  let description = [{
+    For each batch entry, the keys are transposed into a `[d, Tk]` scratch
+    buffer; then for each block of `row-block` query rows, an online softmax
+    runs over blocks of `key-block` keys: scores are computed in vector
+    registers (FMAs against a vector of keys), masked from indices with
+    D2L's `-1e6` replacement (`j >= len`, `len = min(len, i + 1)` when
+    causal), and folded into a running max `m`, sum `l` and output row
+    (`out = out * exp(m - m') + p @ v`). Key blocks past every row's length
+    are skipped; the scores are never stored. A row with `len <= 0` gets the
+    mean of `v` (D2L's uniform row); a row whose visible scores are all below
+    `-1e6 + 104` (where the skipped masked keys would still count) is
+    recomputed exactly.
+
+    Extra memory: `d * Tk + dv` floats, whatever Tq.
+  }];
+  let options = [
+    Option<"rowBlock", "row-block", "int64_t", /*default=*/"8",
+           "Query rows per block (score accumulators in registers)">,
+    Option<"keyBlock", "key-block", "int64_t", /*default=*/"16",
+           "Keys per block (one vector of scores per row)">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect"
   ];
 }

@@ -1,0 +1,474 @@
+//===- LowerFusedAttention.cpp - Flash-style attention on buffers ---------===//
+//
+// Lowers attn.fused_attention (on memrefs, after bufferization) to one loop
+// nest that never materializes the [N, Tq, Tk] scores:
+//
+//   for n:                                   batch x heads
+//     kt = k[n]ᵀ                             [d, Tk] scratch, so that a
+//                                            block of keys is one vector
+//     for each block of R query rows:
+//       len[r] = valid_len (min(., i + 1) when causal), clamped to Tk
+//       for each block of W keys below max(len):      (the rest is skipped)
+//         s[r] = q[r] · kt[:, block] * scale          R vector accumulators
+//         s[r][j >= len[r]] = -1e6                    D2L's replacement
+//         m' = max(m, max s[r]); p = exp(s[r] - m')   online softmax
+//         l = l * exp(m - m') + sum p
+//         out[r] = out[r] * exp(m - m') + p @ v[block]
+//       out[r] /= l          (len <= 0: the mean of v, D2L's uniform row)
+//
+// Skipping masked keys is exact while exp(-1e6 - m) underflows, i.e. unless
+// every visible score of a row is below -1e6 + 104; such a row is recomputed
+// by an exact scalar loop over all keys, so results always equal D2L's.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/IR/AttnOps.h"
+#include "attn/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <limits>
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_ATTNLOWERFUSEDATTENTION
+#include "attn/Transforms/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+/// D2L's masked_softmax replaces masked scores by this value.
+constexpr float kMaskedScore = -1e6f;
+/// exp(x) underflows to 0 in f32 below this: a masked key can only matter
+/// when a row's maximum is below kMaskedScore - kUnderflow.
+constexpr float kUnderflow = -104.0f;
+
+/// Emits the loop nest of one fused_attention op at the builder's point.
+class FlashEmitter {
+public:
+  FlashEmitter(OpBuilder &b, Location loc, FusedAttentionOp op,
+               int64_t rowBlock, int64_t keyBlock)
+      : b(b), loc(loc), q(op.getQ()), k(op.getK()), v(op.getV()),
+        lens(op.getValidLens()), out(op.getInit()), causal(op.getCausal()),
+        scale(op.getScale().convertToFloat()), rowBlock(rowBlock),
+        keyBlock(keyBlock) {
+    auto qs = cast<MemRefType>(q.getType()).getShape();
+    auto ks = cast<MemRefType>(k.getType()).getShape();
+    auto vs = cast<MemRefType>(v.getType()).getShape();
+    batch = qs[0];
+    queries = qs[1];
+    depth = qs[2];
+    keys = ks[1];
+    width = vs[2];
+    lens2d = lens && cast<MemRefType>(lens.getType()).getRank() == 2;
+  }
+
+  void emit() {
+    Type f32 = b.getF32Type();
+    kt = memref::AllocOp::create(b, loc, MemRefType::get({depth, keys}, f32));
+    mean = memref::AllocOp::create(b, loc, MemRefType::get({width}, f32));
+    forRange(0, batch, 1, [&](Value n) {
+      transposeKeys(n);
+      meanOfValues(n);
+      int64_t full = queries / rowBlock, left = queries % rowBlock;
+      forRange(0, full * rowBlock, rowBlock,
+               [&](Value i0) { rowBlockOf(n, i0, rowBlock); });
+      if (left)
+        rowBlockOf(n, index(full * rowBlock), left);
+    });
+    memref::DeallocOp::create(b, loc, kt);
+    memref::DeallocOp::create(b, loc, mean);
+  }
+
+private:
+  Value index(int64_t value) {
+    return arith::ConstantIndexOp::create(b, loc, value);
+  }
+  Value f32(float value) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+  }
+  Value splat(Value scalar, int64_t lanes) {
+    return vector::BroadcastOp::create(
+        b, loc, VectorType::get({lanes}, scalar.getType()), scalar);
+  }
+  Value add(Value a, Value c) { return arith::AddIOp::create(b, loc, a, c); }
+
+  /// for (i = begin; i < end; i += step) body(i), at the builder's point.
+  void forRange(int64_t begin, int64_t end, int64_t step,
+                function_ref<void(Value)> body) {
+    if (end <= begin)
+      return;
+    auto loop = scf::ForOp::create(b, loc, index(begin), index(end),
+                                   index(step));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    body(loop.getInductionVar());
+  }
+
+  /// kt[c, j] = k[n, j, c]
+  void transposeKeys(Value n) {
+    forRange(0, keys, 1, [&](Value j) {
+      forRange(0, depth, 1, [&](Value c) {
+        Value x = memref::LoadOp::create(b, loc, k, ValueRange{n, j, c});
+        memref::StoreOp::create(b, loc, x, kt, ValueRange{c, j});
+      });
+    });
+  }
+
+  /// mean[c] = sum_j v[n, j, c] / Tk: the output row of a fully masked row.
+  void meanOfValues(Value n) {
+    forRange(0, width, 1, [&](Value c) {
+      memref::StoreOp::create(b, loc, f32(0.0f), mean, ValueRange{c});
+    });
+    forRange(0, keys, 1, [&](Value j) {
+      forRange(0, width, 1, [&](Value c) {
+        Value x = memref::LoadOp::create(b, loc, v, ValueRange{n, j, c});
+        Value acc = memref::LoadOp::create(b, loc, mean, ValueRange{c});
+        memref::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, acc, x),
+                                mean, ValueRange{c});
+      });
+    });
+    Value count = f32(static_cast<float>(keys));
+    forRange(0, width, 1, [&](Value c) {
+      Value acc = memref::LoadOp::create(b, loc, mean, ValueRange{c});
+      memref::StoreOp::create(b, loc,
+                              arith::DivFOp::create(b, loc, acc, count), mean,
+                              ValueRange{c});
+    });
+  }
+
+  /// The visible keys of query row `row`: valid_len (1-D or 2-D), then
+  /// min(len, row + 1) when causal, at most Tk. May be <= 0.
+  Value lengthOf(Value n, Value row) {
+    Value len;
+    if (lens) {
+      Value raw = lens2d ? memref::LoadOp::create(b, loc, lens,
+                                                  ValueRange{n, row})
+                         : memref::LoadOp::create(b, loc, lens, ValueRange{n});
+      len = arith::IndexCastOp::create(b, loc, b.getIndexType(), raw);
+      len = arith::MinSIOp::create(b, loc, len, index(keys));
+    } else {
+      len = index(keys);
+    }
+    if (causal)
+      len = arith::MinSIOp::create(b, loc, len, add(row, index(1)));
+    return len;
+  }
+
+  /// Column chunks of an output row: (offset, lanes) with lanes <= 16.
+  SmallVector<std::pair<int64_t, int64_t>> chunks() const {
+    SmallVector<std::pair<int64_t, int64_t>> result;
+    for (int64_t c = 0; c < width; c += 16)
+      result.push_back({c, std::min<int64_t>(16, width - c)});
+    return result;
+  }
+
+  void rowBlockOf(Value n, Value i0, int64_t rows) {
+    SmallVector<Value> row, len;
+    Value maxLen = index(0);
+    for (int64_t r = 0; r < rows; ++r) {
+      row.push_back(add(i0, index(r)));
+      len.push_back(lengthOf(n, row.back()));
+      maxLen = arith::MaxSIOp::create(b, loc, maxLen, len.back());
+    }
+    for (int64_t r = 0; r < rows; ++r)
+      for (auto [c0, lanes] : chunks())
+        vector::StoreOp::create(
+            b, loc,
+            arith::ConstantOp::create(
+                b, loc,
+                DenseElementsAttr::get(
+                    VectorType::get({lanes}, b.getF32Type()), 0.0f)),
+            out, ValueRange{n, row[r], index(c0)});
+
+    // Running max and sum per row, carried through the key blocks.
+    SmallVector<Value> state;
+    for (int64_t r = 0; r < rows; ++r)
+      state.push_back(f32(std::numeric_limits<float>::lowest()));
+    for (int64_t r = 0; r < rows; ++r)
+      state.push_back(f32(0.0f));
+
+    // Full key blocks up to the longest row of the block; past it every key
+    // of every row is masked.
+    int64_t fullBlocks = keys / keyBlock, leftKeys = keys % keyBlock;
+    Value wanted = arith::DivUIOp::create(
+        b, loc, add(maxLen, index(keyBlock - 1)), index(keyBlock));
+    Value blocks = arith::MinUIOp::create(b, loc, wanted, index(fullBlocks));
+    auto loop = scf::ForOp::create(
+        b, loc, index(0), blocks, index(1), state,
+        [&](OpBuilder &nb, Location, Value kb, ValueRange carried) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          Value j0 = arith::MulIOp::create(b, loc, kb, index(keyBlock));
+          SmallVector<Value> next =
+              keyBlockOf(n, row, len, j0, keyBlock, carried);
+          scf::YieldOp::create(b, loc, next);
+        });
+    state.assign(loop.getResults().begin(), loop.getResults().end());
+
+    if (leftKeys) {
+      Value start = index(fullBlocks * keyBlock);
+      Value needed = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
+                                           maxLen, start);
+      auto ifOp = scf::IfOp::create(
+          b, loc, needed,
+          [&](OpBuilder &nb, Location) {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPoint(nb.getInsertionBlock(),
+                                nb.getInsertionPoint());
+            scf::YieldOp::create(
+                b, loc, keyBlockOf(n, row, len, start, leftKeys, state));
+          },
+          [&](OpBuilder &nb, Location) {
+            scf::YieldOp::create(nb, loc, state);
+          });
+      state.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+    }
+
+    for (int64_t r = 0; r < rows; ++r)
+      finishRow(n, row[r], len[r], state[r], state[rows + r]);
+  }
+
+  /// One block of `lanes` keys from j0 for every row of the block; returns
+  /// the updated (max..., sum...).
+  SmallVector<Value> keyBlockOf(Value n, ArrayRef<Value> row,
+                                ArrayRef<Value> len, Value j0, int64_t lanes,
+                                ValueRange state) {
+    int64_t rows = row.size();
+    auto vecType = VectorType::get({lanes}, b.getF32Type());
+    Value zero = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(vecType, 0.0f));
+    // s[r] = sum_c q[n, row r, c] * kt[c, j0 : j0 + lanes]
+    auto dot = scf::ForOp::create(
+        b, loc, index(0), index(depth), index(1),
+        SmallVector<Value>(rows, zero),
+        [&](OpBuilder &nb, Location, Value c, ValueRange acc) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          Value keyColumn =
+              vector::LoadOp::create(b, loc, vecType, kt, ValueRange{c, j0});
+          SmallVector<Value> next;
+          for (int64_t r = 0; r < rows; ++r) {
+            Value x =
+                memref::LoadOp::create(b, loc, q, ValueRange{n, row[r], c});
+            next.push_back(vector::FMAOp::create(b, loc, splat(x, lanes),
+                                                 keyColumn, acc[r]));
+          }
+          scf::YieldOp::create(b, loc, next);
+        });
+
+    // Key indices j0 + [0, lanes) as i32, to compare with the lengths.
+    SmallVector<int32_t> offsets;
+    for (int64_t j = 0; j < lanes; ++j)
+      offsets.push_back(static_cast<int32_t>(j));
+    auto i32Vec = VectorType::get({lanes}, b.getI32Type());
+    Value keyIndex = arith::AddIOp::create(
+        b, loc,
+        arith::ConstantOp::create(b, loc,
+                                  DenseElementsAttr::get(i32Vec,
+                                                         ArrayRef(offsets))),
+        splat(arith::IndexCastOp::create(b, loc, b.getI32Type(), j0), lanes));
+
+    SmallVector<Value> maxes, sums;
+    for (int64_t r = 0; r < rows; ++r) {
+      Value s = arith::MulFOp::create(b, loc, dot.getResult(r),
+                                      splat(f32(scale), lanes));
+      Value lenI32 = arith::IndexCastOp::create(b, loc, b.getI32Type(), len[r]);
+      Value visible = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::slt, keyIndex, splat(lenI32, lanes));
+      s = arith::SelectOp::create(b, loc, visible, s,
+                                  splat(f32(kMaskedScore), lanes));
+      Value blockMax =
+          vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF, s);
+      Value oldMax = state[r];
+      Value newMax = arith::MaximumFOp::create(b, loc, oldMax, blockMax);
+      Value p = math::ExpOp::create(
+          b, loc, arith::SubFOp::create(b, loc, s, splat(newMax, lanes)));
+      Value alpha = math::ExpOp::create(
+          b, loc, arith::SubFOp::create(b, loc, oldMax, newMax));
+      Value blockSum =
+          vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, p);
+      sums.push_back(arith::AddFOp::create(
+          b, loc, arith::MulFOp::create(b, loc, state[rows + r], alpha),
+          blockSum));
+      maxes.push_back(newMax);
+
+      // out[r] = out[r] * alpha + sum_j p[j] * v[n, j0 + j, :]
+      SmallVector<Value> weights;
+      for (int64_t j = 0; j < lanes; ++j)
+        weights.push_back(vector::ExtractOp::create(b, loc, p, j));
+      for (auto [c0, chunk] : chunks()) {
+        auto chunkType = VectorType::get({chunk}, b.getF32Type());
+        Value col = index(c0);
+        Value o = vector::LoadOp::create(b, loc, chunkType, out,
+                                         ValueRange{n, row[r], col});
+        o = arith::MulFOp::create(b, loc, o, splat(alpha, chunk));
+        for (int64_t j = 0; j < lanes; ++j) {
+          Value valueRow = vector::LoadOp::create(
+              b, loc, chunkType, v, ValueRange{n, add(j0, index(j)), col});
+          o = vector::FMAOp::create(b, loc, splat(weights[j], chunk), valueRow,
+                                    o);
+        }
+        vector::StoreOp::create(b, loc, o, out, ValueRange{n, row[r], col});
+      }
+    }
+    SmallVector<Value> next(maxes);
+    next.append(sums);
+    return next;
+  }
+
+  /// out[row] /= sum, or the mean of v for a fully masked row; a row whose
+  /// visible scores all lie where masked keys still count is recomputed
+  /// exactly.
+  void finishRow(Value n, Value row, Value len, Value rowMax, Value rowSum) {
+    Value empty = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, len,
+                                        index(0));
+    Value tiny = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
+                                       rowMax, f32(kMaskedScore - kUnderflow));
+    Value partial = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                          len, index(keys));
+    Value exact = arith::AndIOp::create(b, loc, tiny, partial);
+    scf::IfOp::create(
+        b, loc, empty,
+        [&](OpBuilder &nb, Location) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          forRange(0, width, 1, [&](Value c) {
+            Value x = memref::LoadOp::create(b, loc, mean, ValueRange{c});
+            memref::StoreOp::create(b, loc, x, out, ValueRange{n, row, c});
+          });
+          scf::YieldOp::create(b, loc);
+        },
+        [&](OpBuilder &nb, Location) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          scf::IfOp::create(
+              b, loc, exact,
+              [&](OpBuilder &nb2, Location) {
+                OpBuilder::InsertionGuard guard2(b);
+                b.setInsertionPoint(nb2.getInsertionBlock(),
+                                    nb2.getInsertionPoint());
+                exactRow(n, row, len);
+                scf::YieldOp::create(b, loc);
+              },
+              [&](OpBuilder &nb2, Location) {
+                OpBuilder::InsertionGuard guard2(b);
+                b.setInsertionPoint(nb2.getInsertionBlock(),
+                                    nb2.getInsertionPoint());
+                for (auto [c0, chunk] : chunks()) {
+                  auto chunkType = VectorType::get({chunk}, b.getF32Type());
+                  Value col = index(c0);
+                  Value o = vector::LoadOp::create(b, loc, chunkType, out,
+                                                   ValueRange{n, row, col});
+                  o = arith::DivFOp::create(b, loc, o, splat(rowSum, chunk));
+                  vector::StoreOp::create(b, loc, o, out,
+                                          ValueRange{n, row, col});
+                }
+                scf::YieldOp::create(b, loc);
+              });
+          scf::YieldOp::create(b, loc);
+        });
+  }
+
+  /// score(j) of `row`, with D2L's replacement for j >= len.
+  Value scoreOf(Value n, Value row, Value len, Value j) {
+    auto dot = scf::ForOp::create(
+        b, loc, index(0), index(depth), index(1), ValueRange{f32(0.0f)},
+        [&](OpBuilder &nb, Location, Value c, ValueRange acc) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          Value x = memref::LoadOp::create(b, loc, q, ValueRange{n, row, c});
+          Value y = memref::LoadOp::create(b, loc, kt, ValueRange{c, j});
+          scf::YieldOp::create(b, loc,
+                               ValueRange{math::FmaOp::create(b, loc, x, y,
+                                                              acc[0])});
+        });
+    Value s = arith::MulFOp::create(b, loc, dot.getResult(0), f32(scale));
+    Value visible =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, j, len);
+    return arith::SelectOp::create(b, loc, visible, s, f32(kMaskedScore));
+  }
+
+  /// The exact softmax over all keys of one row (three scalar passes).
+  void exactRow(Value n, Value row, Value len) {
+    auto reduceKeys = [&](Value init,
+                          function_ref<Value(Value j, Value acc)> step) {
+      auto loop = scf::ForOp::create(
+          b, loc, index(0), index(keys), index(1), ValueRange{init},
+          [&](OpBuilder &nb, Location, Value j, ValueRange acc) {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPoint(nb.getInsertionBlock(),
+                                nb.getInsertionPoint());
+            scf::YieldOp::create(b, loc, ValueRange{step(j, acc[0])});
+          });
+      return loop.getResult(0);
+    };
+    Value rowMax = reduceKeys(
+        f32(std::numeric_limits<float>::lowest()), [&](Value j, Value acc) {
+          return arith::MaximumFOp::create(b, loc, acc,
+                                           scoreOf(n, row, len, j));
+        });
+    Value rowSum = reduceKeys(f32(0.0f), [&](Value j, Value acc) {
+      Value e = math::ExpOp::create(
+          b, loc,
+          arith::SubFOp::create(b, loc, scoreOf(n, row, len, j), rowMax));
+      return arith::AddFOp::create(b, loc, acc, e);
+    });
+    forRange(0, width, 1, [&](Value c) {
+      memref::StoreOp::create(b, loc, f32(0.0f), out, ValueRange{n, row, c});
+    });
+    forRange(0, keys, 1, [&](Value j) {
+      Value weight = arith::DivFOp::create(
+          b, loc,
+          math::ExpOp::create(
+              b, loc,
+              arith::SubFOp::create(b, loc, scoreOf(n, row, len, j), rowMax)),
+          rowSum);
+      forRange(0, width, 1, [&](Value c) {
+        Value x = memref::LoadOp::create(b, loc, v, ValueRange{n, j, c});
+        Value acc = memref::LoadOp::create(b, loc, out, ValueRange{n, row, c});
+        memref::StoreOp::create(b, loc,
+                                math::FmaOp::create(b, loc, weight, x, acc),
+                                out, ValueRange{n, row, c});
+      });
+    });
+  }
+
+  OpBuilder &b;
+  Location loc;
+  Value q, k, v, lens, out, kt, mean;
+  bool causal, lens2d = false;
+  float scale;
+  int64_t rowBlock, keyBlock;
+  int64_t batch = 0, queries = 0, depth = 0, keys = 0, width = 0;
+};
+
+struct AttnLowerFusedAttentionPass
+    : mlir::attn::impl::AttnLowerFusedAttentionBase<
+          AttnLowerFusedAttentionPass> {
+  using AttnLowerFusedAttentionBase::AttnLowerFusedAttentionBase;
+
+  void runOnOperation() override {
+    SmallVector<FusedAttentionOp> ops;
+    getOperation().walk([&](FusedAttentionOp op) { ops.push_back(op); });
+    for (FusedAttentionOp op : ops) {
+      if (!op.hasBufferSemantics()) {
+        op.emitOpError("must be bufferized before attn-lower-fused-attention");
+        return signalPassFailure();
+      }
+      OpBuilder builder(op);
+      FlashEmitter(builder, op.getLoc(), op, rowBlock, keyBlock).emit();
+      op.erase();
+    }
+  }
+};
+
+} // namespace
