@@ -184,6 +184,14 @@ public:
     arguments.push_back(std::move(a));
     return t;
   }
+  /// An f32 input with the given values.
+  Tensor given(const std::string &name, Tensor t) {
+    Argument a;
+    a.name = name;
+    a.floats = t;
+    arguments.push_back(std::move(a));
+    return t;
+  }
   /// A param uniform in [-1/sqrt(fanIn), 1/sqrt(fanIn)) (torch's init).
   Tensor weight(const std::string &name, const Shape &shape, int64_t fanIn) {
     float bound = 1.0f / std::sqrt(static_cast<float>(fanIn));
@@ -255,27 +263,35 @@ struct CaseSpec {
   std::function<void(Case &)> build;
   /// Also run at -O0.
   bool alsoO0 = false;
+  /// Holds an attention: also run with attention forced decomposed and
+  /// forced fused (attn-decompose attention=..., default auto).
+  bool hasAttention = false;
 };
 
 struct Param {
   const CaseSpec *spec;
   int optLevel;
+  /// CpuPipelineOptions::attention; empty: the default.
+  std::string attention;
 };
 
 //===----------------------------------------------------------------------===//
 // Compile, run, compare
 //===----------------------------------------------------------------------===//
 
-void runCase(const CaseSpec &spec, int optLevel) {
+void runCase(const CaseSpec &spec, int optLevel, const std::string &attention) {
   Case c(hashName(spec.name));
   spec.build(c);
   ASSERT_FALSE(::testing::Test::HasFatalFailure());
   std::string text = c.specText();
   SCOPED_TRACE("spec (" + spec.name + ", -O" + std::to_string(optLevel) +
-               "):\n" + text);
+               (attention.empty() ? "" : ", attention=" + attention) + "):\n" +
+               text);
 
   CompileOptions options;
   options.setOptLevel(optLevel);
+  if (!attention.empty())
+    options.pipeline.attention = attention;
   auto kernel =
       testRuntime().compile(text, spec.name + ".attn", /*block=*/"", options);
   ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
@@ -647,6 +663,51 @@ void attentionCases(Cases &cases) {
       }
     }
   }
+
+  // Large scores (|q k^T| / sqrt(d) up to ~100): peaky rows, far from the
+  // uniform ones the small inputs above give.
+  for (Shape s : {Shape{2, 20, 70, 16, 8}, Shape{1, 9, 33, 64, 5}}) {
+    for (int vlRank : {1, 2}) {
+      int64_t n = s[0], tq = s[1], tk = s[2], d = s[3], dv = s[4];
+      bool causal = vlRank == 2;
+      cases.add("attention_large_scores_" + shapeName(s) + "_vl" +
+                    std::to_string(vlRank) + "d" + (causal ? "_causal" : ""),
+                [=](Case &c) {
+                  Tensor q = c.input("Q", {n, tq, d}, -10.0f, 10.0f);
+                  Tensor k = c.input("K", {n, tk, d}, -10.0f, 10.0f);
+                  Tensor v = c.input("V", {n, tk, dv});
+                  IntTensor vl = c.validLens(
+                      "vl", vlRank == 1 ? Shape{n} : Shape{n, tq}, tk);
+                  c.let(std::string("Y = attention(Q, K, V, valid_lens=vl") +
+                        (causal ? ", causal=true)" : ")"));
+                  c.output("Y", ref::attention(q, k, v, &vl, causal));
+                });
+    }
+  }
+  // Scores that grow with the key index (0.3 sqrt(d) j, up to ~100): every
+  // block of keys raises the running maximum of an online softmax; and the
+  // same keys reversed, where the first block holds it.
+  for (bool increasing : {true, false}) {
+    cases.add(std::string("attention_") +
+                  (increasing ? "increasing" : "decreasing") + "_scores",
+              [=](Case &c) {
+                int64_t n = 2, tq = 5, tk = 83, d = 16, dv = 7;
+                Tensor q =
+                    c.given("Q", Tensor({n, tq, d},
+                                        std::vector<float>(n * tq * d, 1.0f)));
+                Tensor keys({n, tk, d});
+                for (int64_t b = 0; b < n; ++b)
+                  for (int64_t j = 0; j < tk; ++j)
+                    for (int64_t e = 0; e < d; ++e)
+                      keys.data[(b * tk + j) * d + e] =
+                          0.3f * float(increasing ? j : tk - 1 - j);
+                Tensor k = c.given("K", keys);
+                Tensor v = c.input("V", {n, tk, dv});
+                IntTensor vl = c.ints("vl", {n}, {83, 50});
+                c.let("Y = attention(Q, K, V, valid_lens=vl)");
+                c.output("Y", ref::attention(q, k, v, &vl));
+              });
+  }
 }
 
 void multiheadCases(Cases &cases) {
@@ -895,8 +956,11 @@ const std::vector<CaseSpec> &allCases() {
     headCases(c);
     softmaxCases(c);
     maskedSoftmaxCases(c);
+    size_t first = c.list.size();
     attentionCases(c);
     multiheadCases(c);
+    for (size_t i = first; i < c.list.size(); ++i)
+      c.list[i].hasAttention = true;
     positionalEncodingCases(c);
     normCases(c);
     ffnCases(c);
@@ -910,27 +974,36 @@ const std::vector<CaseSpec> &allCases() {
 std::vector<Param> params() {
   std::vector<Param> result;
   for (const CaseSpec &spec : allCases()) {
-    result.push_back({&spec, 3});
+    result.push_back({&spec, 3, ""});
     if (spec.alsoO0)
-      result.push_back({&spec, 0});
+      result.push_back({&spec, 0, ""});
+    if (spec.hasAttention) {
+      result.push_back({&spec, 3, "decomposed"});
+      result.push_back({&spec, 3, "fused"});
+    }
   }
   return result;
 }
 
 void PrintTo(const Param &param, std::ostream *os) {
   *os << param.spec->name << " at -O" << param.optLevel;
+  if (!param.attention.empty())
+    *os << " with attention=" << param.attention;
 }
 
 struct Primitive : ::testing::TestWithParam<Param> {};
 
 TEST_P(Primitive, MatchesReference) {
-  runCase(*GetParam().spec, GetParam().optLevel);
+  runCase(*GetParam().spec, GetParam().optLevel, GetParam().attention);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, Primitive, ::testing::ValuesIn(params()),
                          [](const ::testing::TestParamInfo<Param> &info) {
                            return info.param.spec->name + "_O" +
-                                  std::to_string(info.param.optLevel);
+                                  std::to_string(info.param.optLevel) +
+                                  (info.param.attention.empty()
+                                       ? ""
+                                       : "_" + info.param.attention);
                          });
 
 /// The case names are unique (gtest would reject the suite otherwise, but
