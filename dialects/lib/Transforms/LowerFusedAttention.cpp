@@ -199,20 +199,23 @@ private:
     // Full key blocks up to the longest row of the block; past it every key
     // of every row is masked.
     int64_t fullBlocks = keys / keyBlock, leftKeys = keys % keyBlock;
-    Value wanted = arith::DivUIOp::create(
-        b, loc, add(maxLen, index(keyBlock - 1)), index(keyBlock));
-    Value blocks = arith::MinUIOp::create(b, loc, wanted, index(fullBlocks));
-    auto loop = scf::ForOp::create(
-        b, loc, index(0), blocks, index(1), state,
-        [&](OpBuilder &nb, Location, Value kb, ValueRange carried) {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-          Value j0 = arith::MulIOp::create(b, loc, kb, index(keyBlock));
-          SmallVector<Value> next =
-              keyBlockOf(n, row, len, j0, keyBlock, carried);
-          scf::YieldOp::create(b, loc, next);
-        });
-    state.assign(loop.getResults().begin(), loop.getResults().end());
+    if (fullBlocks) {
+      Value wanted = arith::DivUIOp::create(
+          b, loc, add(maxLen, index(keyBlock - 1)), index(keyBlock));
+      Value blocks = arith::MinUIOp::create(b, loc, wanted, index(fullBlocks));
+      auto loop = scf::ForOp::create(
+          b, loc, index(0), blocks, index(1), state,
+          [&](OpBuilder &nb, Location, Value kb, ValueRange carried) {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPoint(nb.getInsertionBlock(),
+                                nb.getInsertionPoint());
+            Value j0 = arith::MulIOp::create(b, loc, kb, index(keyBlock));
+            SmallVector<Value> next =
+                keyBlockOf(n, row, len, j0, keyBlock, carried);
+            scf::YieldOp::create(b, loc, next);
+          });
+      state.assign(loop.getResults().begin(), loop.getResults().end());
+    }
 
     if (leftKeys) {
       Value start = index(fullBlocks * keyBlock);

@@ -505,3 +505,39 @@ func.func @scale_inf(%x: tensor<2x3xf32>) {
   %0 = attn.scale %x factor(0x7F800000) : tensor<2x3xf32>
   return
 }
+
+// -----
+
+// fused_attention: tensors and memrefs do not mix
+func.func @fused_mixed(%q: tensor<2x4x8xf32>, %o: memref<2x4x8xf32>) {
+  // expected-error @+1 {{operands must be all tensors or all memrefs}}
+  attn.fused_attention %q, %q, %q outs(%o) scale(1.0) : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, memref<2x4x8xf32>) -> ()
+  return
+}
+
+// -----
+
+// fused_attention: on tensors it has a result
+func.func @fused_no_result(%q: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{on tensors has one result}}
+  attn.fused_attention %q, %q, %q outs(%q) scale(1.0) : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> ()
+  return
+}
+
+// -----
+
+// fused_attention: the shapes of attention
+func.func @fused_shapes(%q: tensor<2x4x8xf32>, %k: tensor<2x5x7xf32>) {
+  // expected-error @+1 {{'k' must have the feature size of 'q' (8), got f32[2, 5, 7]}}
+  %0 = attn.fused_attention %q, %k, %k outs(%q) scale(1.0) : (tensor<2x4x8xf32>, tensor<2x5x7xf32>, tensor<2x5x7xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+// fused_attention: init has the result's shape
+func.func @fused_init(%q: tensor<2x4x8xf32>, %init: tensor<2x4x9xf32>) {
+  // expected-error @+1 {{'init' must have the attention's result shape f32[2, 4, 8]}}
+  %0 = attn.fused_attention %q, %q, %q outs(%init) scale(1.0) : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x9xf32>) -> tensor<2x4x9xf32>
+  return
+}

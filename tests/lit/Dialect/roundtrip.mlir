@@ -117,3 +117,16 @@ func.func @embedding(%ids: tensor<2x4xi32>, %table: tensor<1000x64xf32>) -> tens
   %0 = attn.embedding %ids, %table : (tensor<2x4xi32>, tensor<1000x64xf32>) -> tensor<2x4x64xf32>
   return %0 : tensor<2x4x64xf32>
 }
+
+// The internal destination-style op that attn-decompose{attention=fused}
+// produces, on tensors and on memrefs.
+// CHECK-LABEL: func.func @fused_attention
+func.func @fused_attention(%q: tensor<10x4x20xf32>, %k: tensor<10x6x20xf32>, %v: tensor<10x6x8xf32>, %vl: tensor<10xi32>,
+                           %mq: memref<10x4x20xf32>, %mk: memref<10x6x20xf32>, %mv: memref<10x6x8xf32>, %mo: memref<10x4x8xf32>) -> tensor<10x4x8xf32> {
+  %init = tensor.empty() : tensor<10x4x8xf32>
+  // CHECK: attn.fused_attention %{{.*}}, %{{.*}}, %{{.*}} valid_lens(%{{.*}}) outs(%{{.*}}) causal scale(2.500000e-01) : (tensor<10x4x20xf32>, tensor<10x6x20xf32>, tensor<10x6x8xf32>, tensor<10xi32>, tensor<10x4x8xf32>) -> tensor<10x4x8xf32>
+  %0 = attn.fused_attention %q, %k, %v valid_lens(%vl) outs(%init) causal scale(0.25) : (tensor<10x4x20xf32>, tensor<10x6x20xf32>, tensor<10x6x8xf32>, tensor<10xi32>, tensor<10x4x8xf32>) -> tensor<10x4x8xf32>
+  // CHECK: attn.fused_attention %{{.*}}, %{{.*}}, %{{.*}} outs(%{{.*}}) scale(1.250000e-01) : (memref<10x4x20xf32>, memref<10x6x20xf32>, memref<10x6x8xf32>, memref<10x4x8xf32>) -> ()
+  attn.fused_attention %mq, %mk, %mv outs(%mo) scale(0.125) : (memref<10x4x20xf32>, memref<10x6x20xf32>, memref<10x6x8xf32>, memref<10x4x8xf32>) -> ()
+  return %0 : tensor<10x4x8xf32>
+}

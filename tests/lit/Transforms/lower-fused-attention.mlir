@@ -1,0 +1,58 @@
+// attn-lower-fused-attention: one flash-style loop nest, no [N, Tq, Tk]
+// buffer; only a [d, Tk] transposed copy of the keys and the mean of v.
+// RUN: attn-opt %s --pass-pipeline='builtin.module(func.func(attn-lower-fused-attention{row-block=2 key-block=4}))' | FileCheck %s
+
+// N=2, Tq=3 (a 2-row block and a 1-row block), Tk=6 (a 4-key block and a
+// 2-key leftover), d=4, dv=5.
+// CHECK-LABEL: func.func @flash
+// CHECK-SAME: (%[[Q:.*]]: memref<2x3x4xf32>, %[[K:.*]]: memref<2x6x4xf32>, %[[V:.*]]: memref<2x6x5xf32>, %[[VL:.*]]: memref<2xi32>, %[[O:.*]]: memref<2x3x5xf32>)
+func.func @flash(%q: memref<2x3x4xf32>, %k: memref<2x6x4xf32>, %v: memref<2x6x5xf32>, %vl: memref<2xi32>, %o: memref<2x3x5xf32>) {
+  // scratch: keys transposed, mean of the values; nothing of size Tq x Tk
+  // CHECK: %[[KT:.*]] = memref.alloc() : memref<4x6xf32>
+  // CHECK: %[[MEAN:.*]] = memref.alloc() : memref<5xf32>
+  // CHECK-NOT: memref.alloc
+  // for each batch entry: kt[c, j] = k[n, j, c]
+  // CHECK: scf.for %[[N:.*]] =
+  // CHECK: memref.load %[[K]][%[[N]], %[[J:.*]], %[[C:.*]]]
+  // CHECK: memref.store %{{.*}}, %[[KT]][%[[C]], %[[J]]]
+  // row lengths: valid_lens[n] clamped to Tk
+  // CHECK: memref.load %[[VL]][%[[N]]]
+  // CHECK: arith.minsi
+  // key blocks up to the longest row only: ceil(maxLen / 4), at most 1
+  // CHECK: arith.divui
+  // CHECK: arith.minui
+  // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32)
+  // scores of 2 rows x 4 keys: an FMA per feature against a vector of keys
+  // CHECK: scf.for {{.*}} -> (vector<4xf32>, vector<4xf32>)
+  // CHECK: vector.load %[[KT]]{{.*}} vector<4xf32>
+  // CHECK: vector.fma
+  // mask j >= len with D2L's -1e6
+  // CHECK: %[[MASKED:.*]] = arith.constant -1.000000e+06 : f32
+  // CHECK: %[[MASKEDV:.*]] = vector.broadcast %[[MASKED]] : f32 to vector<4xf32>
+  // CHECK: arith.select %{{.*}}, %{{.*}}, %[[MASKEDV]] : vector<4xi1>, vector<4xf32>
+  // online softmax: m' = max(m, max s), p = exp(s - m'), l = l*exp(m - m') + sum p
+  // CHECK: vector.reduction <maximumf>
+  // CHECK: math.exp {{.*}} : vector<4xf32>
+  // CHECK: math.exp {{.*}} : f32
+  // CHECK: vector.reduction <add>
+  // out = out * exp(m - m') + p @ v[block]
+  // CHECK: vector.load %[[O]]{{.*}} vector<5xf32>
+  // CHECK: vector.load %[[V]]{{.*}} vector<5xf32>
+  // CHECK: vector.fma
+  // CHECK: vector.store {{.*}}, %[[O]]
+  // the 2 leftover keys, only if some row reaches them
+  // CHECK: scf.if {{.*}} -> (f32, f32, f32, f32)
+  // CHECK: vector<2xf32>
+  // finish: a row of length <= 0 is the mean of v; a row below -1e6 + 104 is
+  // recomputed exactly; else divide by the sum
+  // CHECK: arith.cmpi sle
+  // CHECK: arith.cmpf olt, %{{.*}}, %{{.*}} : f32
+  // CHECK: scf.if
+  // CHECK: memref.load %[[MEAN]]
+  // CHECK: arith.divf {{.*}} : vector<5xf32>
+  // CHECK: memref.dealloc %[[KT]]
+  // CHECK: memref.dealloc %[[MEAN]]
+  // CHECK-NOT: attn.fused_attention
+  attn.fused_attention %q, %k, %v valid_lens(%vl) outs(%o) scale(0.5) : (memref<2x3x4xf32>, memref<2x6x4xf32>, memref<2x6x5xf32>, memref<2xi32>, memref<2x3x5xf32>) -> ()
+  return
+}
