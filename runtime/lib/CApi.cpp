@@ -32,7 +32,7 @@ int fail(const std::string &message) {
 }
 
 CompileOptions compileOptions(const char *cpu, int optLevel) {
-  CompileOptions options;
+  CompileOptions options = Runtime::defaultOptions();
   options.target.cpu = cpu ? cpu : "native";
   options.setOptLevel(optLevel < 0 ? 0 : optLevel > 3 ? 3 : optLevel);
   return options;

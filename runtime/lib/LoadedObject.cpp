@@ -4,6 +4,8 @@
 
 #include "attnc/Codegen/Target.h"
 
+#include "attnc_rt.h"
+
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -31,6 +33,16 @@ LoadedObject::load(llvm::StringRef object, llvm::StringRef kernel) {
   if (!process)
     return process.takeError();
   (*jit)->getMainJITDylib().addGenerator(std::move(*process));
+  // Parallel kernels call the OpenMP entry points of attnc_rt, which is
+  // linked into this library, not exported by the process.
+  llvm::orc::SymbolMap threads;
+  for (const attnc_rt_symbol *s = attnc_rt_symbols(); s->name; ++s)
+    threads[(*jit)->mangleAndIntern(s->name)] = {
+        llvm::orc::ExecutorAddr::fromPtr(s->address),
+        llvm::JITSymbolFlags::Exported};
+  if (llvm::Error error = (*jit)->getMainJITDylib().define(
+          llvm::orc::absoluteSymbols(std::move(threads))))
+    return std::move(error);
   if (llvm::Error error = (*jit)->addObjectFile(
           llvm::MemoryBuffer::getMemBufferCopy(object, kernel)))
     return std::move(error);

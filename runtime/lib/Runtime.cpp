@@ -15,6 +15,8 @@
 #include "attnc/InitAttn.h"
 #include "attnc/Runtime/Runtime.h"
 
+#include "attnc_rt.h"
+
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 
@@ -189,23 +191,19 @@ llvm::Expected<DiskEntry> compileSpec(llvm::StringRef text,
   return DiskEntry{std::move(signatures->front()), std::move(*object)};
 }
 
-unsigned threadsFromEnvironment() {
-  if (auto text = llvm::sys::Process::GetEnv("ATTNC_NUM_THREADS")) {
-    unsigned threads = 0;
-    if (!llvm::StringRef(*text).getAsInteger(10, threads) && threads > 0)
-      return threads;
-  }
-  return 1;
-}
-
 } // namespace
 
 struct Runtime::State {
   std::mutex mutex;
   std::map<std::string, std::shared_ptr<Kernel>> kernels;
   RuntimeStatistics statistics;
-  std::atomic<unsigned> threads{threadsFromEnvironment()};
 };
+
+CompileOptions Runtime::defaultOptions() {
+  CompileOptions options;
+  options.pipeline.parallel = true;
+  return options;
+}
 
 Runtime::Runtime(std::string cacheDirectory)
     : cacheDir(std::move(cacheDirectory)), state(std::make_shared<State>()) {}
@@ -215,11 +213,14 @@ Runtime &Runtime::global() {
   return runtime;
 }
 
+// The pool is the process's (attnc_rt): every Runtime shares it.
 void Runtime::setNumThreads(unsigned threads) {
-  state->threads = threads == 0 ? 1 : threads;
+  attnc_rt_set_num_threads(static_cast<int>(threads == 0 ? 1 : threads));
 }
 
-unsigned Runtime::numThreads() const { return state->threads; }
+unsigned Runtime::numThreads() const {
+  return static_cast<unsigned>(attnc_rt_get_num_threads());
+}
 
 RuntimeStatistics Runtime::statistics() const {
   std::lock_guard<std::mutex> lock(state->mutex);

@@ -39,10 +39,26 @@ struct Case {
 
 const Case kCases[] = {
     {"blocks_and_leftovers", 3, 13, 21, 7, 19, 1, false, 1.0f, {0, 5, 40}},
-    {"two_d_lengths", 2, 9, 17, 16, 16, 2, false, 1.0f,
+    {"two_d_lengths",
+     2,
+     9,
+     17,
+     16,
+     16,
+     2,
+     false,
+     1.0f,
      {3, 0, -2, 17, 30, 1, 16, 9, 8, 2, 5, 5, 0, 11, 12, 13, 1, 4}},
     {"causal_more_queries", 2, 19, 11, 8, 12, 1, true, 1.0f, {7, 0}},
-    {"causal_more_keys", 2, 6, 23, 8, 12, 2, true, 1.0f,
+    {"causal_more_keys",
+     2,
+     6,
+     23,
+     8,
+     12,
+     2,
+     true,
+     1.0f,
      {23, 1, 0, 5, 9, 30, 3, 3, 3, 3, 3, 3}},
     {"no_lengths", 2, 33, 40, 16, 20, 0, false, 1.0f, {}},
     {"scores_below_masked_value", 2, 5, 20, 4, 6, 1, false, 2000.0f, {3, 17}},
@@ -66,8 +82,7 @@ std::string specOf(const Case &c) {
   return text;
 }
 
-ref::Tensor random(std::vector<int64_t> shape, std::mt19937 &rng,
-                   float scale) {
+ref::Tensor random(std::vector<int64_t> shape, std::mt19937 &rng, float scale) {
   ref::Tensor t(shape);
   std::uniform_real_distribution<float> uniform(0.5f, 1.0f);
   for (float &x : t.data)
@@ -118,20 +133,20 @@ TEST_P(FusedAttention, MatchesTheReference) {
 
   double worst = 0;
   for (size_t i = 0; i < out.size(); ++i) {
-    ASSERT_FALSE(std::isnan(out[i])) << c.name << " " << lowering << " at "
-                                     << i;
+    ASSERT_FALSE(std::isnan(out[i]))
+        << c.name << " " << lowering << " at " << i;
     worst = std::max(worst, std::fabs(double(out[i]) - expected.data[i]));
   }
   EXPECT_LE(worst, 1e-4) << c.name << " " << lowering;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Corners, FusedAttention,
-    ::testing::Combine(::testing::ValuesIn(kCases),
-                       ::testing::Values("fused", "decomposed")),
-    [](const auto &info) {
-      return std::string(std::get<0>(info.param).name) + "_" +
-             std::get<1>(info.param);
-    });
+INSTANTIATE_TEST_SUITE_P(Corners, FusedAttention,
+                         ::testing::Combine(::testing::ValuesIn(kCases),
+                                            ::testing::Values("fused",
+                                                              "decomposed")),
+                         [](const auto &info) {
+                           return std::string(std::get<0>(info.param).name) +
+                                  "_" + std::get<1>(info.param);
+                         });
 
 } // namespace

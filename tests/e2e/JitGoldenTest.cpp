@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <cstring>
 
 using namespace attnc;
 using namespace attnc::test;
@@ -38,12 +39,13 @@ struct Variant {
   const char *attention;
 };
 const Variant kVariants[] = {{"O3_auto", 3, "auto"},
+                             {"O3_parallel", 3, "auto"},
                              {"O3_fused", 3, "fused"},
                              {"O3_decomposed", 3, "decomposed"},
                              {"O0", 0, "decomposed"}};
 
-struct JitGolden
-    : ::testing::TestWithParam<std::tuple<std::string, Variant>> {};
+struct JitGolden : ::testing::TestWithParam<std::tuple<std::string, Variant>> {
+};
 
 TEST_P(JitGolden, MatchesPyTorch) {
   auto [name, variant] = GetParam();
@@ -53,6 +55,7 @@ TEST_P(JitGolden, MatchesPyTorch) {
   CompileOptions options;
   options.setOptLevel(optLevel);
   options.pipeline.attention = variant.attention;
+  options.pipeline.parallel = std::string(variant.name) == "O3_parallel";
   auto kernel =
       testRuntime().compile(golden->specText, golden->specPath, "", options);
   ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
@@ -70,6 +73,42 @@ TEST_P(JitGolden, MatchesPyTorch) {
   EXPECT_FALSE(std::isnan(worst)) << name << ": NaN in the output";
   EXPECT_LE(worst, golden->tolerance) << name << " " << variant.name;
 }
+
+/// Threads split blocks, never a sum: 1 and 2 threads give the same bits.
+struct JitThreads : ::testing::TestWithParam<std::string> {};
+
+TEST_P(JitThreads, OneAndTwoThreadsAgreeBitwise) {
+  auto golden = loadGoldenCase(GetParam());
+  ASSERT_TRUE(!!golden) << llvm::toString(golden.takeError());
+  auto kernel = testRuntime().compile(golden->specText, golden->specPath, "",
+                                      Runtime::defaultOptions());
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  unsigned saved = testRuntime().numThreads();
+  std::vector<std::vector<float>> results[2];
+  for (unsigned threads : {1u, 2u}) {
+    testRuntime().setNumThreads(threads);
+    std::vector<std::vector<float>> outputs = golden->makeOutputs();
+    std::vector<void *> pointers = golden->pointers(outputs);
+    std::vector<HostBuffer> buffers;
+    for (size_t i = 0; i < pointers.size(); ++i) {
+      const KernelArgument &a = golden->signature.arguments[i];
+      buffers.push_back({a.name, pointers[i], a.type, a.shape});
+    }
+    llvm::Error error = (*kernel)->run(buffers);
+    ASSERT_FALSE(!!error) << llvm::toString(std::move(error));
+    EXPECT_LE(golden->maxError(outputs), golden->tolerance);
+    results[threads - 1] = std::move(outputs);
+  }
+  testRuntime().setNumThreads(saved);
+  for (size_t i = 0; i < results[0].size(); ++i)
+    EXPECT_EQ(0, std::memcmp(results[0][i].data(), results[1][i].data(),
+                             results[0][i].size() * sizeof(float)))
+        << "output " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Goldens, JitThreads,
+                         ::testing::ValuesIn(goldenCaseNames()),
+                         [](const auto &info) { return info.param; });
 
 INSTANTIATE_TEST_SUITE_P(
     Goldens, JitGolden,

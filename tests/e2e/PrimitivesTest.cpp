@@ -263,9 +263,9 @@ struct CaseSpec {
   std::function<void(Case &)> build;
   /// Also run at -O0.
   bool alsoO0 = false;
-  /// Holds an attention: also run with attention forced decomposed and
-  /// forced fused (attn-decompose attention=..., default auto).
-  bool hasAttention = false;
+  /// Attention lowerings (attn-decompose attention=...) to run at -O3 besides
+  /// the default (auto: fused when Tq * Tk is large).
+  std::vector<std::string> attentionLowerings;
 };
 
 struct Param {
@@ -390,7 +390,7 @@ public:
 
   void add(std::string name, std::function<void(Case &)> build,
            bool alsoO0 = false) {
-    list.push_back({std::move(name), std::move(build), alsoO0});
+    list.push_back({std::move(name), std::move(build), alsoO0, {}});
   }
   int64_t size() { return shapes.pick(kSizes); }
   int64_t small() { return shapes.pick(kSmall); }
@@ -958,9 +958,15 @@ const std::vector<CaseSpec> &allCases() {
     maskedSoftmaxCases(c);
     size_t first = c.list.size();
     attentionCases(c);
-    multiheadCases(c);
     for (size_t i = first; i < c.list.size(); ++i)
-      c.list[i].hasAttention = true;
+      c.list[i].attentionLowerings = {"decomposed", "fused"};
+    first = c.list.size();
+    multiheadCases(c);
+    // Their attentions are small (decomposed by default): fused as well, for
+    // the variants with every mask.
+    for (size_t i = first; i < c.list.size(); ++i)
+      if (c.list[i].name.find("_vl2d_causal") != std::string::npos)
+        c.list[i].attentionLowerings = {"fused"};
     positionalEncodingCases(c);
     normCases(c);
     ffnCases(c);
@@ -977,10 +983,8 @@ std::vector<Param> params() {
     result.push_back({&spec, 3, ""});
     if (spec.alsoO0)
       result.push_back({&spec, 0, ""});
-    if (spec.hasAttention) {
-      result.push_back({&spec, 3, "decomposed"});
-      result.push_back({&spec, 3, "fused"});
-    }
+    for (const std::string &lowering : spec.attentionLowerings)
+      result.push_back({&spec, 3, lowering});
   }
   return result;
 }

@@ -25,7 +25,8 @@ std::string CompileOptions::fingerprint() const {
          " vectorize=" + std::to_string(pipeline.vectorize) +
          " rows=" + std::to_string(pipeline.rowTile) +
          " cols=" + std::to_string(pipeline.columnTile) +
-         " attention=" + pipeline.attention;
+         " attention=" + pipeline.attention +
+         " parallel=" + std::to_string(pipeline.parallel);
 }
 
 llvm::Expected<std::vector<KernelSignature>>

@@ -48,11 +48,14 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
 
   // Register tiles and vectors.
-  pm.addNestedPass<func::FuncOp>(attn::createAttnLowerFusedAttention());
+  attn::AttnLowerFusedAttentionOptions flash;
+  flash.parallel = options.parallel;
+  pm.addNestedPass<func::FuncOp>(attn::createAttnLowerFusedAttention(flash));
   if (options.vectorize) {
     attn::AttnTileAndVectorizeOptions tiling;
     tiling.rowTile = options.rowTile;
     tiling.columnTile = options.columnTile;
+    tiling.parallel = options.parallel;
     pm.addNestedPass<func::FuncOp>(attn::createAttnTileAndVectorize(tiling));
   }
   pm.addPass(attn::createAttnApproximateMath());
@@ -65,6 +68,12 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  if (options.parallel) {
+    pm.addPass(createConvertSCFToOpenMPPass());
+    // Inlines the memref.alloca_scope that wraps each parallel body (it
+    // holds no alloca; SCF-to-CF would split it into several blocks).
+    pm.addPass(createCanonicalizerPass());
+  }
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
@@ -76,6 +85,8 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
   pm.addPass(createConvertFuncToLLVMPass(funcToLLVM));
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createUBToLLVMConversionPass());
+  if (options.parallel)
+    pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
 }
@@ -92,6 +103,9 @@ struct CpuPipelineCLOptions : public PassPipelineOptions<CpuPipelineCLOptions> {
   Option<bool> vectorize{*this, "vectorize",
                          llvm::cl::desc("Tile and vectorize linalg ops"),
                          llvm::cl::init(true)};
+  Option<bool> parallel{*this, "parallel",
+                        llvm::cl::desc("OpenMP parallel loops (attnc_rt)"),
+                        llvm::cl::init(false)};
   Option<std::string> attention{
       *this, "attention",
       llvm::cl::desc("Attention lowering: decomposed, fused or auto"),
@@ -109,6 +123,7 @@ void attnc::registerCpuLoweringPipeline() {
         options.columnTile = cl.columnTile;
         options.vectorize = cl.vectorize;
         options.attention = cl.attention;
+        options.parallel = cl.parallel;
         buildCpuLoweringPipeline(pm, options);
       });
 }

@@ -10,6 +10,7 @@
 #include "attnc/Frontend/Frontend.h"
 #include "attnc/Gen/MLIRGen.h"
 #include "attnc/InitAttn.h"
+#include "attnc/Runtime/Runtime.h"
 #include "attnc/Support/Diagnostics.h"
 
 #include "RunCommand.h"
@@ -102,6 +103,12 @@ cl::opt<std::string> attentionLowering(
     cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runSubcommand),
     cl::cat(attncCategory));
 
+cl::opt<bool> parallelLoops(
+    "parallel",
+    cl::desc("Emit parallel loops that run on attnc_rt's thread pool "
+             "(ATTNC_NUM_THREADS); the object then links with libattnc_rt.a"),
+    cl::cat(attncCategory));
+
 cl::opt<bool> printIrAfterAll("print-ir-after-all",
                               cl::desc("Print the IR after every pass"),
                               cl::cat(attncCategory));
@@ -176,6 +183,7 @@ CompileOptions compileOptions() {
     options.target.cpu = mcpu;
   options.printIRAfterAll = printIrAfterAll;
   options.pipeline.attention = attentionLowering;
+  options.pipeline.parallel = parallelLoops;
   return options;
 }
 
@@ -331,6 +339,7 @@ int runMain() {
   options.seed = seed;
   options.outputDir = outputDir;
   options.repeat = repeat;
+  options.compile = Runtime::defaultOptions();
   options.compile.pipeline.attention = attentionLowering;
   return attnc::runCommand(options);
 }

@@ -122,16 +122,16 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
     // Scores are multiplied by 1/sqrt(d) rounded to f32 in both paths.
     FloatAttr scale = rewriter.getF32FloatAttr(
         static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))));
-    bool fuse = lowering == AttentionLowering::Fused ||
-                (lowering == AttentionLowering::Auto &&
-                 tq * tk >= fuseThreshold);
+    bool fuse =
+        lowering == AttentionLowering::Fused ||
+        (lowering == AttentionLowering::Auto && tq * tk >= fuseThreshold);
     if (fuse) {
       RankedTensorType type = op.getType();
       Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
                                            type.getElementType());
       rewriter.replaceOpWithNewOp<FusedAttentionOp>(
-          op, TypeRange{type}, q, op.getK(), op.getV(), op.getValidLens(),
-          init, op.getCausalAttr(), scale);
+          op, TypeRange{type}, q, op.getK(), op.getV(), op.getValidLens(), init,
+          op.getCausalAttr(), scale);
       return success();
     }
     Value scores = MatmulOp::create(rewriter, loc, q, op.getK(),
@@ -141,9 +141,9 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
     if (op.getCausal())
       validLens = causalValidLens(rewriter, loc, validLens, n, tq);
     Value weights =
-        validLens ? Value(MaskedSoftmaxOp::create(rewriter, loc, scores,
-                                                  validLens))
-                  : Value(SoftmaxOp::create(rewriter, loc, scores));
+        validLens
+            ? Value(MaskedSoftmaxOp::create(rewriter, loc, scores, validLens))
+            : Value(SoftmaxOp::create(rewriter, loc, scores));
     rewriter.replaceOpWithNewOp<MatmulOp>(op, weights, op.getV(),
                                           /*transpose_b=*/false);
     return success();
@@ -194,8 +194,7 @@ struct AttnDecomposePass
             .Default(std::nullopt);
     if (!lowering) {
       getOperation()->emitError("attn-decompose: attention='")
-          << attentionLowering
-          << "' is not one of decomposed, fused, auto";
+          << attentionLowering << "' is not one of decomposed, fused, auto";
       return signalPassFailure();
     }
     RewritePatternSet patterns(&getContext());

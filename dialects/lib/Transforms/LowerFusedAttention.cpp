@@ -55,11 +55,11 @@ constexpr float kUnderflow = -104.0f;
 class FlashEmitter {
 public:
   FlashEmitter(OpBuilder &b, Location loc, FusedAttentionOp op,
-               int64_t rowBlock, int64_t keyBlock)
+               int64_t rowBlock, int64_t keyBlock, bool parallel)
       : b(b), loc(loc), q(op.getQ()), k(op.getK()), v(op.getV()),
         lens(op.getValidLens()), out(op.getInit()), causal(op.getCausal()),
         scale(op.getScale().convertToFloat()), rowBlock(rowBlock),
-        keyBlock(keyBlock) {
+        keyBlock(keyBlock), parallel(parallel) {
     auto qs = cast<MemRefType>(q.getType()).getShape();
     auto ks = cast<MemRefType>(k.getType()).getShape();
     auto vs = cast<MemRefType>(v.getType()).getShape();
@@ -72,23 +72,50 @@ public:
   }
 
   void emit() {
+    // Threads only pay off past a few microseconds of work.
+    if (4 * batch * queries * keys * std::max(depth, width) <
+        (int64_t(1) << 20))
+      parallel = false;
+    if (!parallel) {
+      allocateScratch();
+      forRange(0, batch, 1, [&](Value n) { batchEntry(n); });
+      freeScratch();
+      return;
+    }
+    // Threads take whole batch entries, each with its own scratch.
+    scf::ParallelOp::create(
+        b, loc, ValueRange{index(0)}, ValueRange{index(batch)},
+        ValueRange{index(1)}, [&](OpBuilder &nb, Location, ValueRange n) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          allocateScratch();
+          batchEntry(n[0]);
+          freeScratch();
+        });
+  }
+
+private:
+  void allocateScratch() {
     Type f32 = b.getF32Type();
     kt = memref::AllocOp::create(b, loc, MemRefType::get({depth, keys}, f32));
     mean = memref::AllocOp::create(b, loc, MemRefType::get({width}, f32));
-    forRange(0, batch, 1, [&](Value n) {
-      transposeKeys(n);
-      meanOfValues(n);
-      int64_t full = queries / rowBlock, left = queries % rowBlock;
-      forRange(0, full * rowBlock, rowBlock,
-               [&](Value i0) { rowBlockOf(n, i0, rowBlock); });
-      if (left)
-        rowBlockOf(n, index(full * rowBlock), left);
-    });
+  }
+
+  void freeScratch() {
     memref::DeallocOp::create(b, loc, kt);
     memref::DeallocOp::create(b, loc, mean);
   }
 
-private:
+  void batchEntry(Value n) {
+    transposeKeys(n);
+    meanOfValues(n);
+    int64_t full = queries / rowBlock, left = queries % rowBlock;
+    forRange(0, full * rowBlock, rowBlock,
+             [&](Value i0) { rowBlockOf(n, i0, rowBlock); });
+    if (left)
+      rowBlockOf(n, index(full * rowBlock), left);
+  }
+
   Value index(int64_t value) {
     return arith::ConstantIndexOp::create(b, loc, value);
   }
@@ -106,8 +133,8 @@ private:
                 function_ref<void(Value)> body) {
     if (end <= begin)
       return;
-    auto loop = scf::ForOp::create(b, loc, index(begin), index(end),
-                                   index(step));
+    auto loop =
+        scf::ForOp::create(b, loc, index(begin), index(end), index(step));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     body(loop.getInductionVar());
@@ -139,9 +166,8 @@ private:
     Value count = f32(static_cast<float>(keys));
     forRange(0, width, 1, [&](Value c) {
       Value acc = memref::LoadOp::create(b, loc, mean, ValueRange{c});
-      memref::StoreOp::create(b, loc,
-                              arith::DivFOp::create(b, loc, acc, count), mean,
-                              ValueRange{c});
+      memref::StoreOp::create(b, loc, arith::DivFOp::create(b, loc, acc, count),
+                              mean, ValueRange{c});
     });
   }
 
@@ -150,9 +176,9 @@ private:
   Value lengthOf(Value n, Value row) {
     Value len;
     if (lens) {
-      Value raw = lens2d ? memref::LoadOp::create(b, loc, lens,
-                                                  ValueRange{n, row})
-                         : memref::LoadOp::create(b, loc, lens, ValueRange{n});
+      Value raw = lens2d
+                      ? memref::LoadOp::create(b, loc, lens, ValueRange{n, row})
+                      : memref::LoadOp::create(b, loc, lens, ValueRange{n});
       len = arith::IndexCastOp::create(b, loc, b.getIndexType(), raw);
       len = arith::MinSIOp::create(b, loc, len, index(keys));
     } else {
@@ -185,8 +211,8 @@ private:
             b, loc,
             arith::ConstantOp::create(
                 b, loc,
-                DenseElementsAttr::get(
-                    VectorType::get({lanes}, b.getF32Type()), 0.0f)),
+                DenseElementsAttr::get(VectorType::get({lanes}, b.getF32Type()),
+                                       0.0f)),
             out, ValueRange{n, row[r], index(c0)});
 
     // Running max and sum per row, carried through the key blocks.
@@ -207,8 +233,7 @@ private:
           b, loc, index(0), blocks, index(1), state,
           [&](OpBuilder &nb, Location, Value kb, ValueRange carried) {
             OpBuilder::InsertionGuard guard(b);
-            b.setInsertionPoint(nb.getInsertionBlock(),
-                                nb.getInsertionPoint());
+            b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
             Value j0 = arith::MulIOp::create(b, loc, kb, index(keyBlock));
             SmallVector<Value> next =
                 keyBlockOf(n, row, len, j0, keyBlock, carried);
@@ -225,8 +250,7 @@ private:
           b, loc, needed,
           [&](OpBuilder &nb, Location) {
             OpBuilder::InsertionGuard guard(b);
-            b.setInsertionPoint(nb.getInsertionBlock(),
-                                nb.getInsertionPoint());
+            b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
             scf::YieldOp::create(
                 b, loc, keyBlockOf(n, row, len, start, leftKeys, state));
           },
@@ -275,9 +299,8 @@ private:
     auto i32Vec = VectorType::get({lanes}, b.getI32Type());
     Value keyIndex = arith::AddIOp::create(
         b, loc,
-        arith::ConstantOp::create(b, loc,
-                                  DenseElementsAttr::get(i32Vec,
-                                                         ArrayRef(offsets))),
+        arith::ConstantOp::create(
+            b, loc, DenseElementsAttr::get(i32Vec, ArrayRef(offsets))),
         splat(arith::IndexCastOp::create(b, loc, b.getI32Type(), j0), lanes));
 
     SmallVector<Value> maxes, sums;
@@ -285,12 +308,12 @@ private:
       Value s = arith::MulFOp::create(b, loc, dot.getResult(r),
                                       splat(f32(scale), lanes));
       Value lenI32 = arith::IndexCastOp::create(b, loc, b.getI32Type(), len[r]);
-      Value visible = arith::CmpIOp::create(
-          b, loc, arith::CmpIPredicate::slt, keyIndex, splat(lenI32, lanes));
+      Value visible = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                            keyIndex, splat(lenI32, lanes));
       s = arith::SelectOp::create(b, loc, visible, s,
                                   splat(f32(kMaskedScore), lanes));
-      Value blockMax =
-          vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF, s);
+      Value blockMax = vector::ReductionOp::create(
+          b, loc, vector::CombiningKind::MAXIMUMF, s);
       Value oldMax = state[r];
       Value newMax = arith::MaximumFOp::create(b, loc, oldMax, blockMax);
       Value p = math::ExpOp::create(
@@ -332,8 +355,8 @@ private:
   /// visible scores all lie where masked keys still count is recomputed
   /// exactly.
   void finishRow(Value n, Value row, Value len, Value rowMax, Value rowSum) {
-    Value empty = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, len,
-                                        index(0));
+    Value empty =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, len, index(0));
     Value tiny = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
                                        rowMax, f32(kMaskedScore - kUnderflow));
     Value partial = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
@@ -390,9 +413,8 @@ private:
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
           Value x = memref::LoadOp::create(b, loc, q, ValueRange{n, row, c});
           Value y = memref::LoadOp::create(b, loc, kt, ValueRange{c, j});
-          scf::YieldOp::create(b, loc,
-                               ValueRange{math::FmaOp::create(b, loc, x, y,
-                                                              acc[0])});
+          scf::YieldOp::create(
+              b, loc, ValueRange{math::FmaOp::create(b, loc, x, y, acc[0])});
         });
     Value s = arith::MulFOp::create(b, loc, dot.getResult(0), f32(scale));
     Value visible =
@@ -408,17 +430,16 @@ private:
           b, loc, index(0), index(keys), index(1), ValueRange{init},
           [&](OpBuilder &nb, Location, Value j, ValueRange acc) {
             OpBuilder::InsertionGuard guard(b);
-            b.setInsertionPoint(nb.getInsertionBlock(),
-                                nb.getInsertionPoint());
+            b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
             scf::YieldOp::create(b, loc, ValueRange{step(j, acc[0])});
           });
       return loop.getResult(0);
     };
-    Value rowMax = reduceKeys(
-        f32(std::numeric_limits<float>::lowest()), [&](Value j, Value acc) {
-          return arith::MaximumFOp::create(b, loc, acc,
-                                           scoreOf(n, row, len, j));
-        });
+    Value rowMax = reduceKeys(f32(std::numeric_limits<float>::lowest()),
+                              [&](Value j, Value acc) {
+                                return arith::MaximumFOp::create(
+                                    b, loc, acc, scoreOf(n, row, len, j));
+                              });
     Value rowSum = reduceKeys(f32(0.0f), [&](Value j, Value acc) {
       Value e = math::ExpOp::create(
           b, loc,
@@ -451,6 +472,7 @@ private:
   bool causal, lens2d = false;
   float scale;
   int64_t rowBlock, keyBlock;
+  bool parallel;
   int64_t batch = 0, queries = 0, depth = 0, keys = 0, width = 0;
 };
 
@@ -468,7 +490,8 @@ struct AttnLowerFusedAttentionPass
         return signalPassFailure();
       }
       OpBuilder builder(op);
-      FlashEmitter(builder, op.getLoc(), op, rowBlock, keyBlock).emit();
+      FlashEmitter(builder, op.getLoc(), op, rowBlock, keyBlock, parallel)
+          .emit();
       op.erase();
     }
   }

@@ -34,6 +34,9 @@ using namespace mlir;
 
 namespace {
 
+/// Loops of less work than this stay on one thread.
+constexpr int64_t kParallelFlops = int64_t(1) << 20;
+
 /// The largest candidate that divides `size` (candidates in descending
 /// order, the last one 1).
 int64_t largestDivisor(int64_t size, ArrayRef<int64_t> candidates) {
@@ -111,13 +114,24 @@ void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
 }
 
 /// Covers [begin, begin + count * step) of one dimension with a loop of
-/// `count` iterations (or a single index when count is 1).
+/// `count` iterations (or a single index when count is 1); an scf.parallel
+/// when `parallel`.
 void forEachBlock(OpBuilder &b, Location loc, int64_t begin, int64_t count,
-                  int64_t step, function_ref<void(OpBuilder &, Value)> body) {
+                  int64_t step, bool parallel,
+                  function_ref<void(OpBuilder &, Value)> body) {
   if (count <= 0)
     return;
   if (count == 1) {
     body(b, arith::ConstantIndexOp::create(b, loc, begin));
+    return;
+  }
+  if (parallel) {
+    scf::ParallelOp::create(
+        b, loc, ValueRange{arith::ConstantIndexOp::create(b, loc, begin)},
+        ValueRange{
+            arith::ConstantIndexOp::create(b, loc, begin + count * step)},
+        ValueRange{arith::ConstantIndexOp::create(b, loc, step)},
+        [&](OpBuilder &nb, Location, ValueRange index) { body(nb, index[0]); });
     return;
   }
   scf::ForOp::create(
@@ -135,7 +149,8 @@ void forEachBlock(OpBuilder &b, Location loc, int64_t begin, int64_t count,
 /// static, so the leftover rows and columns are blocks of static, smaller
 /// sizes: no masks, no partial vectors.
 LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
-                                    int64_t rowTile, int64_t columnTile) {
+                                    int64_t rowTile, int64_t columnTile,
+                                    bool parallel) {
   bool batched = isa<linalg::BatchMatmulOp>(op);
   if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) ||
       !op.hasPureBufferSemantics())
@@ -151,6 +166,9 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
   unsigned first = batched ? 1 : 0;
   int64_t rows = ranges[first], columns = ranges[first + 1],
           depth = ranges[first + 2];
+  // Threads only pay off past a few microseconds of work.
+  int64_t flops = 2 * rows * columns * depth * (batched ? ranges[0] : 1);
+  parallel = parallel && flops >= kParallelFlops;
   Value lhs = op.getDpsInputs()[0], rhs = op.getDpsInputs()[1],
         out = op.getDpsInits()[0];
   Location loc = op.getLoc();
@@ -167,19 +185,26 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
                        {fullRows * rowTile, leftRows ? 1 : 0, leftRows}};
     Span colSpans[] = {{0, fullCols, columnTile},
                        {fullCols * columnTile, leftCols ? 1 : 0, leftCols}};
-    for (const Span &cs : colSpans)
-      forEachBlock(
-          b, loc, cs.begin, cs.count, cs.size, [&](OpBuilder &b, Value n) {
-            for (const Span &rs : rowSpans)
-              forEachBlock(b, loc, rs.begin, rs.count, rs.size,
-                           [&](OpBuilder &b, Value m) {
-                             emitRegisterBlock(b, loc, lhs, rhs, out, batch, m,
-                                               n, rs.size, cs.size, depth);
-                           });
-          });
+    // Threads split the outermost loop that has several blocks (never two
+    // nested loops): the column blocks, else the row blocks.
+    bool innerParallel = parallel && batch.empty();
+    for (const Span &cs : colSpans) {
+      bool splitColumns = innerParallel && cs.count > 1;
+      forEachBlock(b, loc, cs.begin, cs.count, cs.size, splitColumns,
+                   [&](OpBuilder &b, Value n) {
+                     for (const Span &rs : rowSpans)
+                       forEachBlock(b, loc, rs.begin, rs.count, rs.size,
+                                    innerParallel && !splitColumns,
+                                    [&](OpBuilder &b, Value m) {
+                                      emitRegisterBlock(b, loc, lhs, rhs, out,
+                                                        batch, m, n, rs.size,
+                                                        cs.size, depth);
+                                    });
+                   });
+    }
   };
   if (batched)
-    forEachBlock(rewriter, loc, 0, ranges[0], 1,
+    forEachBlock(rewriter, loc, 0, ranges[0], 1, parallel,
                  [&](OpBuilder &b, Value batch) { emitAll(b, batch); });
   else
     emitAll(rewriter, {});
@@ -199,7 +224,8 @@ struct AttnTileAndVectorizePass
     SmallVector<linalg::LinalgOp> candidates;
     func.walk([&](linalg::LinalgOp op) { candidates.push_back(op); });
     for (linalg::LinalgOp op : candidates) {
-      if (succeeded(lowerToRegisterBlocks(rewriter, op, rowTile, columnTile)))
+      if (succeeded(lowerToRegisterBlocks(rewriter, op, rowTile, columnTile,
+                                          parallel)))
         continue;
       SmallVector<int64_t> tiles = chooseStripSizes(op, columnTile);
       if (tiles.empty())

@@ -38,6 +38,9 @@ struct CpuPipelineOptions {
   bool vectorize = true;
   /// attn-decompose's `attention` option: decomposed, fused or auto.
   std::string attention = "auto";
+  /// Emit OpenMP parallel loops (GEMM blocks, attention batch entries) that
+  /// run on attnc_rt's thread pool; the object then needs libattnc_rt.
+  bool parallel = false;
 };
 
 /// Appends the passes from attn ops to the LLVM dialect to `pm` (anchored on

@@ -190,7 +190,10 @@ def AttnTileAndVectorize
            "Most rows of C per register block (a power of two)">,
     Option<"columnTile", "column-tile", "int64_t", /*default=*/"32",
            "Most columns of C per register block and elements per vector "
-           "strip (a power of two)">
+           "strip (a power of two)">,
+    Option<"parallel", "parallel", "bool", /*default=*/"false",
+           "Make the outermost GEMM block loop (batch, else columns, else "
+           "rows) an scf.parallel, for threads">
   ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect",
@@ -244,7 +247,10 @@ def AttnLowerFusedAttention
     Option<"rowBlock", "row-block", "int64_t", /*default=*/"8",
            "Query rows per block (score accumulators in registers)">,
     Option<"keyBlock", "key-block", "int64_t", /*default=*/"16",
-           "Keys per block (one vector of scores per row)">
+           "Keys per block (one vector of scores per row)">,
+    Option<"parallel", "parallel", "bool", /*default=*/"false",
+           "Make the loop over batch entries an scf.parallel (each iteration "
+           "with its own scratch), for threads">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

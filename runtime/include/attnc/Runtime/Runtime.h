@@ -92,12 +92,20 @@ public:
   /// An empty `block` selects the spec's only block.
   llvm::Expected<std::shared_ptr<Kernel>>
   compile(llvm::StringRef text, llvm::StringRef sourceName,
-          llvm::StringRef block, const CompileOptions &options = {});
+          llvm::StringRef block,
+          const CompileOptions &options = defaultOptions());
   llvm::Expected<std::shared_ptr<Kernel>>
   compileFile(llvm::StringRef path, llvm::StringRef block,
-              const CompileOptions &options = {});
+              const CompileOptions &options = defaultOptions());
 
-  /// Threads a kernel may use (ATTNC_NUM_THREADS at start, else 1).
+  /// -O3 for this CPU, attention chosen by shape, parallel loops on.
+  static CompileOptions defaultOptions();
+
+  /// Threads a kernel may use: the process-wide pool of attnc_rt
+  /// (ATTNC_NUM_THREADS at start, else 1). Kernels compiled with
+  /// `pipeline.parallel` (the default of compile()) split their GEMM blocks
+  /// and attention batch entries over it; with 1 thread they run entirely on
+  /// the calling thread.
   void setNumThreads(unsigned threads);
   unsigned numThreads() const;
 

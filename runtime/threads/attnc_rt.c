@@ -1,0 +1,266 @@
+/*===- attnc_rt.c - The thread pool behind attnc's parallel kernels -------===*
+ *
+ * See attnc_rt.h. The subset of the LLVM OpenMP runtime interface that
+ * MLIR's lowering of omp.parallel + omp.wsloop (static schedule) emits:
+ *
+ *   __kmpc_fork_call(loc, 1, microtask, captured)  run microtask on a team
+ *   __kmpc_global_thread_num(loc)                  this thread's team index
+ *   __kmpc_for_static_init_{4,4u,8,8u}             this thread's iterations
+ *   __kmpc_for_static_fini, __kmpc_barrier
+ *
+ * Workers sleep on a condition variable between regions; a region is
+ * published by bumping a generation counter.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "attnc_rt.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+typedef void (*attnc_microtask)(int32_t *gtid, int32_t *btid, ...);
+
+enum { kMaxThreads = 256 };
+
+static pthread_mutex_t pool_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pool_wake = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t pool_done = PTHREAD_COND_INITIALIZER;
+static pthread_mutex_t region_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+static int requested_threads = 0; /* 0: not read from the environment yet */
+static int started_workers = 0;
+static unsigned long generation = 0;
+static int team_size = 1;
+static int pending = 0;
+static attnc_microtask task;
+static int task_argc;
+static void *task_args[4];
+
+/* Barrier of the current team. */
+static int barrier_count = 0;
+static unsigned long barrier_phase = 0;
+
+static _Thread_local int my_index = 0;
+static _Thread_local int my_team = 1;
+
+static int threads_from_environment(void) {
+  const char *text = getenv("ATTNC_NUM_THREADS");
+  if (!text)
+    return 1;
+  char *end = 0;
+  long value = strtol(text, &end, 10);
+  if (end == text || *end || value < 1)
+    return 1;
+  return value > kMaxThreads ? kMaxThreads : (int)value;
+}
+
+void attnc_rt_set_num_threads(int threads) {
+  pthread_mutex_lock(&pool_mutex);
+  requested_threads =
+      threads < 1 ? 1 : (threads > kMaxThreads ? kMaxThreads : threads);
+  pthread_mutex_unlock(&pool_mutex);
+}
+
+int attnc_rt_get_num_threads(void) {
+  pthread_mutex_lock(&pool_mutex);
+  if (!requested_threads)
+    requested_threads = threads_from_environment();
+  int threads = requested_threads;
+  pthread_mutex_unlock(&pool_mutex);
+  return threads;
+}
+
+static void run_task(int index, int size) {
+  int32_t gtid = index, btid = index;
+  my_index = index;
+  my_team = size;
+  switch (task_argc) {
+  case 0:
+    task(&gtid, &btid);
+    break;
+  case 1:
+    task(&gtid, &btid, task_args[0]);
+    break;
+  case 2:
+    task(&gtid, &btid, task_args[0], task_args[1]);
+    break;
+  case 3:
+    task(&gtid, &btid, task_args[0], task_args[1], task_args[2]);
+    break;
+  default:
+    task(&gtid, &btid, task_args[0], task_args[1], task_args[2], task_args[3]);
+    break;
+  }
+  my_index = 0;
+  my_team = 1;
+}
+
+static void *worker_main(void *arg) {
+  int index = (int)(intptr_t)arg;
+  unsigned long seen = 0;
+  pthread_mutex_lock(&pool_mutex);
+  for (;;) {
+    while (generation == seen)
+      pthread_cond_wait(&pool_wake, &pool_mutex);
+    seen = generation;
+    if (index >= team_size)
+      continue;
+    int size = team_size;
+    pthread_mutex_unlock(&pool_mutex);
+    run_task(index, size);
+    pthread_mutex_lock(&pool_mutex);
+    if (--pending == 0)
+      pthread_cond_broadcast(&pool_done);
+  }
+  return 0;
+}
+
+void __kmpc_fork_call(void *loc, int32_t argc, attnc_microtask microtask, ...) {
+  (void)loc;
+  void *args[4] = {0, 0, 0, 0};
+  va_list list;
+  va_start(list, microtask);
+  for (int i = 0; i < argc && i < 4; ++i)
+    args[i] = va_arg(list, void *);
+  va_end(list);
+
+  int threads = attnc_rt_get_num_threads();
+  /* One team at a time; a nested or concurrent region runs serially. */
+  if (threads == 1 || my_team > 1 || pthread_mutex_trylock(&region_mutex)) {
+    int32_t gtid = 0, btid = 0;
+    int saved_index = my_index, saved_team = my_team;
+    my_index = 0;
+    my_team = 1;
+    switch (argc) {
+    case 0:
+      microtask(&gtid, &btid);
+      break;
+    case 1:
+      microtask(&gtid, &btid, args[0]);
+      break;
+    case 2:
+      microtask(&gtid, &btid, args[0], args[1]);
+      break;
+    case 3:
+      microtask(&gtid, &btid, args[0], args[1], args[2]);
+      break;
+    default:
+      microtask(&gtid, &btid, args[0], args[1], args[2], args[3]);
+      break;
+    }
+    my_index = saved_index;
+    my_team = saved_team;
+    return;
+  }
+
+  pthread_mutex_lock(&pool_mutex);
+  while (started_workers < threads - 1) {
+    pthread_t thread;
+    if (pthread_create(&thread, 0, worker_main,
+                       (void *)(intptr_t)(started_workers + 1)))
+      break;
+    pthread_detach(thread);
+    ++started_workers;
+  }
+  int size = started_workers + 1 < threads ? started_workers + 1 : threads;
+  task = microtask;
+  task_argc = argc;
+  for (int i = 0; i < 4; ++i)
+    task_args[i] = args[i];
+  team_size = size;
+  pending = size - 1;
+  barrier_count = 0;
+  ++generation;
+  pthread_cond_broadcast(&pool_wake);
+  pthread_mutex_unlock(&pool_mutex);
+
+  run_task(0, size);
+
+  pthread_mutex_lock(&pool_mutex);
+  while (pending > 0)
+    pthread_cond_wait(&pool_done, &pool_mutex);
+  pthread_mutex_unlock(&pool_mutex);
+  pthread_mutex_unlock(&region_mutex);
+}
+
+int32_t __kmpc_global_thread_num(void *loc) {
+  (void)loc;
+  return my_index;
+}
+
+void __kmpc_barrier(void *loc, int32_t gtid) {
+  (void)loc;
+  (void)gtid;
+  if (my_team == 1)
+    return;
+  pthread_mutex_lock(&pool_mutex);
+  unsigned long phase = barrier_phase;
+  if (++barrier_count == my_team) {
+    barrier_count = 0;
+    ++barrier_phase;
+    pthread_cond_broadcast(&pool_done);
+  } else {
+    while (barrier_phase == phase)
+      pthread_cond_wait(&pool_done, &pool_mutex);
+  }
+  pthread_mutex_unlock(&pool_mutex);
+}
+
+/* Static schedule without chunks: iterations [lower, upper] (inclusive,
+ * step incr) are split into my_team contiguous parts. */
+#define ATTNC_STATIC_INIT(NAME, T, UT)                                         \
+  void NAME(void *loc, int32_t gtid, int32_t schedule, int32_t *last,          \
+            T *lower, T *upper, T *stride, T incr, T chunk) {                  \
+    (void)loc;                                                                 \
+    (void)gtid;                                                                \
+    (void)schedule;                                                            \
+    (void)chunk;                                                               \
+    UT trips = incr > 0 ? (UT)(*upper - *lower) / (UT)incr + 1                 \
+                        : (UT)(*lower - *upper) / (UT)(-incr) + 1;             \
+    if ((incr > 0 && *upper < *lower) || (incr < 0 && *upper > *lower))        \
+      trips = 0;                                                               \
+    UT team = (UT)my_team, index = (UT)my_index;                               \
+    UT base = trips / team, extra = trips % team;                              \
+    UT first = index * base + (index < extra ? index : extra);                 \
+    UT count = base + (index < extra ? 1 : 0);                                 \
+    T begin = *lower + (T)first * incr;                                        \
+    *stride = (T)trips * incr;                                                 \
+    if (count == 0) {                                                          \
+      /* An empty range: upper before lower. */                                \
+      *lower = begin;                                                          \
+      *upper = begin - incr;                                                   \
+      if (last)                                                                \
+        *last = 0;                                                             \
+      return;                                                                  \
+    }                                                                          \
+    *lower = begin;                                                            \
+    *upper = begin + (T)(count - 1) * incr;                                    \
+    if (last)                                                                  \
+      *last = first + count == trips;                                          \
+  }
+
+ATTNC_STATIC_INIT(__kmpc_for_static_init_4, int32_t, uint32_t)
+ATTNC_STATIC_INIT(__kmpc_for_static_init_4u, uint32_t, uint32_t)
+ATTNC_STATIC_INIT(__kmpc_for_static_init_8, int64_t, uint64_t)
+ATTNC_STATIC_INIT(__kmpc_for_static_init_8u, uint64_t, uint64_t)
+
+void __kmpc_for_static_fini(void *loc, int32_t gtid) {
+  (void)loc;
+  (void)gtid;
+}
+
+const attnc_rt_symbol *attnc_rt_symbols(void) {
+  static const attnc_rt_symbol symbols[] = {
+      {"__kmpc_fork_call", (void *)&__kmpc_fork_call},
+      {"__kmpc_global_thread_num", (void *)&__kmpc_global_thread_num},
+      {"__kmpc_barrier", (void *)&__kmpc_barrier},
+      {"__kmpc_for_static_init_4", (void *)&__kmpc_for_static_init_4},
+      {"__kmpc_for_static_init_4u", (void *)&__kmpc_for_static_init_4u},
+      {"__kmpc_for_static_init_8", (void *)&__kmpc_for_static_init_8},
+      {"__kmpc_for_static_init_8u", (void *)&__kmpc_for_static_init_8u},
+      {"__kmpc_for_static_fini", (void *)&__kmpc_for_static_fini},
+      {0, 0}};
+  return symbols;
+}

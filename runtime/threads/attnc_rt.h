@@ -1,0 +1,40 @@
+/*===- attnc_rt.h - The thread pool behind attnc's parallel kernels -------===*
+ *
+ * Kernels compiled with parallel loops (the JIT by default, `attnc
+ * --parallel` ahead of time) run their loops through the OpenMP entry points
+ * that MLIR's OpenMP lowering calls (__kmpc_fork_call, static loop
+ * scheduling, barriers). This small C library implements exactly those on
+ * its own pthread pool, so a parallel object links against it alone.
+ *
+ * The pool size is ATTNC_NUM_THREADS (read once), else 1, until
+ * attnc_rt_set_num_threads() changes it. With 1 thread, a parallel loop runs
+ * entirely on the calling thread: the single-threaded code path. A parallel
+ * region entered while another one runs (a kernel called from several host
+ * threads at once, or a nested loop) runs on its calling thread alone.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef ATTNC_RT_H
+#define ATTNC_RT_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Threads used by the next parallel regions (>= 1). */
+void attnc_rt_set_num_threads(int threads);
+int attnc_rt_get_num_threads(void);
+
+/* The OpenMP entry points, for a JIT that resolves symbols explicitly. */
+typedef struct {
+  const char *name;
+  void *address;
+} attnc_rt_symbol;
+/* A null-terminated table of every entry point the kernels may call. */
+const attnc_rt_symbol *attnc_rt_symbols(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* ATTNC_RT_H */

@@ -1,0 +1,117 @@
+//===- ThreadPoolTest.cpp - attnc_rt: the OpenMP entry points -------------===//
+
+#include "attnc_rt.h"
+
+#include "gtest/gtest.h"
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+extern "C" {
+typedef void (*Microtask)(int32_t *, int32_t *, ...);
+void __kmpc_fork_call(void *, int32_t, Microtask, ...);
+int32_t __kmpc_global_thread_num(void *);
+void __kmpc_barrier(void *, int32_t);
+void __kmpc_for_static_init_8u(void *, int32_t, int32_t, int32_t *, uint64_t *,
+                               uint64_t *, int64_t *, int64_t, int64_t);
+void __kmpc_for_static_fini(void *, int32_t);
+}
+
+namespace {
+
+struct Region {
+  std::mutex mutex;
+  std::set<std::thread::id> threads;
+  std::vector<int> hits = std::vector<int>(1000, 0);
+  std::atomic<int> beforeBarrier{0};
+  std::atomic<bool> barrierHeld{true};
+};
+
+/// What MLIR's omp.wsloop lowering does in an outlined body: ask for this
+/// thread's iterations of [0, 999] and run them.
+void loopBody(int32_t *gtid, int32_t *, Region *region) {
+  {
+    std::lock_guard<std::mutex> lock(region->mutex);
+    region->threads.insert(std::this_thread::get_id());
+  }
+  int32_t id = __kmpc_global_thread_num(nullptr);
+  EXPECT_EQ(id, *gtid);
+  int32_t last = 0;
+  uint64_t lower = 0, upper = 999;
+  int64_t stride = 1;
+  __kmpc_for_static_init_8u(nullptr, id, 34, &last, &lower, &upper, &stride, 1,
+                            0);
+  for (uint64_t i = lower; i <= upper && i < 1000; ++i)
+    region->hits[i] += 1;
+  __kmpc_for_static_fini(nullptr, id);
+  // Everyone reaches the barrier before anyone leaves it.
+  region->beforeBarrier.fetch_add(1);
+  __kmpc_barrier(nullptr, id);
+  if (region->beforeBarrier.load() != static_cast<int>(region->threads.size()))
+    region->barrierHeld = false;
+}
+
+void runRegion(Region &region) {
+  __kmpc_fork_call(nullptr, 1, reinterpret_cast<Microtask>(&loopBody), &region);
+}
+
+class ThreadPoolTest : public ::testing::Test {
+protected:
+  void TearDown() override { attnc_rt_set_num_threads(saved); }
+  int saved = attnc_rt_get_num_threads();
+};
+
+TEST_F(ThreadPoolTest, TwoThreadsShareTheIterationsExactlyOnce) {
+  attnc_rt_set_num_threads(2);
+  for (int repeat = 0; repeat < 20; ++repeat) {
+    Region region;
+    runRegion(region);
+    EXPECT_EQ(region.threads.size(), 2u);
+    for (int i = 0; i < 1000; ++i)
+      ASSERT_EQ(region.hits[i], 1) << "iteration " << i;
+    EXPECT_TRUE(region.barrierHeld.load());
+  }
+}
+
+TEST_F(ThreadPoolTest, OneThreadRunsOnTheCaller) {
+  attnc_rt_set_num_threads(1);
+  Region region;
+  runRegion(region);
+  ASSERT_EQ(region.threads.size(), 1u);
+  EXPECT_EQ(*region.threads.begin(), std::this_thread::get_id());
+  for (int i = 0; i < 1000; ++i)
+    ASSERT_EQ(region.hits[i], 1);
+}
+
+TEST_F(ThreadPoolTest, ConcurrentRegionsFromHostThreadsAllComplete) {
+  attnc_rt_set_num_threads(2);
+  std::vector<Region> regions(6);
+  std::vector<std::thread> hosts;
+  for (Region &region : regions)
+    hosts.emplace_back([&region] { runRegion(region); });
+  for (std::thread &host : hosts)
+    host.join();
+  for (Region &region : regions)
+    for (int i = 0; i < 1000; ++i)
+      ASSERT_EQ(region.hits[i], 1);
+}
+
+TEST_F(ThreadPoolTest, EveryEntryPointIsInTheSymbolTable) {
+  std::set<std::string> names;
+  for (const attnc_rt_symbol *s = attnc_rt_symbols(); s->name; ++s) {
+    EXPECT_NE(s->address, nullptr) << s->name;
+    names.insert(s->name);
+  }
+  for (const char *name :
+       {"__kmpc_fork_call", "__kmpc_global_thread_num", "__kmpc_barrier",
+        "__kmpc_for_static_init_4", "__kmpc_for_static_init_4u",
+        "__kmpc_for_static_init_8", "__kmpc_for_static_init_8u",
+        "__kmpc_for_static_fini"})
+    EXPECT_TRUE(names.count(name)) << name;
+}
+
+} // namespace
