@@ -616,6 +616,13 @@ void maskedSoftmaxCases(Cases &cases) {
       true);
 }
 
+/// The attention lowering the default (auto) does not pick for Tq x Tk:
+/// attn-decompose fuses when Tq * Tk >= its fuse-threshold, 4096. (Should
+/// the threshold change, a case merely runs one lowering twice.)
+std::string otherLowering(int64_t tq, int64_t tk) {
+  return tq * tk >= 4096 ? "decomposed" : "fused";
+}
+
 void attentionCases(Cases &cases) {
   // {N, Tq, Tk, d, dv}
   std::vector<Shape> shapes = {
@@ -660,6 +667,7 @@ void attentionCases(Cases &cases) {
                        ref::attention(q, k, v, vlRank ? &vl : nullptr, causal));
             },
             (i == 2 || i == 3) && vlRank != 1);
+        cases.list.back().attentionLowerings = {otherLowering(tq, tk)};
       }
     }
   }
@@ -682,6 +690,7 @@ void attentionCases(Cases &cases) {
                         (causal ? ", causal=true)" : ")"));
                   c.output("Y", ref::attention(q, k, v, &vl, causal));
                 });
+      cases.list.back().attentionLowerings = {"decomposed", "fused"};
     }
   }
   // Scores that grow with the key index (0.3 sqrt(d) j, up to ~100): every
@@ -707,6 +716,7 @@ void attentionCases(Cases &cases) {
                 c.let("Y = attention(Q, K, V, valid_lens=vl)");
                 c.output("Y", ref::attention(q, k, v, &vl));
               });
+    cases.list.back().attentionLowerings = {"decomposed", "fused"};
   }
 }
 
@@ -956,11 +966,8 @@ const std::vector<CaseSpec> &allCases() {
     headCases(c);
     softmaxCases(c);
     maskedSoftmaxCases(c);
-    size_t first = c.list.size();
     attentionCases(c);
-    for (size_t i = first; i < c.list.size(); ++i)
-      c.list[i].attentionLowerings = {"decomposed", "fused"};
-    first = c.list.size();
+    size_t first = c.list.size();
     multiheadCases(c);
     // Their attentions are small (decomposed by default): fused as well, for
     // the variants with every mask.
