@@ -67,14 +67,16 @@ SmallVector<int64_t> chooseStripSizes(linalg::LinalgOp op, int64_t width) {
   return tiles;
 }
 
-/// Emits C[batch, m, n] += sum_k A[batch, m, k] * B[batch, k, n] for a block
-/// of `rows` x `width` elements of C at (m, n): the C block is loaded into
-/// `rows` vector accumulators, each k step loads one vector of B, broadcasts
-/// `rows` scalars of A and issues `rows` FMAs, and the block is stored back.
-/// `batch` is empty for a plain matmul.
+/// Emits C[batch, m, n] += sum_k A[batch, m, k] * B[batch, k, n] over
+/// k in [kBegin, kBegin + depth) for a block of `rows` x `width` elements of
+/// C at (m, n): the C block is loaded into `rows` vector accumulators, each k
+/// step loads one vector of B, broadcasts `rows` scalars of A and issues
+/// `rows` FMAs, and the block is stored back. `batch` is empty for a plain
+/// matmul.
 void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
                        Value out, ValueRange batch, Value m, Value n,
-                       int64_t rows, int64_t width, int64_t depth) {
+                       int64_t rows, int64_t width, Value kBegin,
+                       int64_t depth) {
   auto vectorType = VectorType::get({width}, b.getF32Type());
   auto at = [&](ValueRange tail) {
     SmallVector<Value> indices(batch);
@@ -92,11 +94,11 @@ void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
     accumulators.push_back(
         vector::LoadOp::create(b, loc, vectorType, out, at({row, n})));
   }
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  Value steps = arith::ConstantIndexOp::create(b, loc, depth);
+  Value kEnd = arith::AddIOp::create(
+      b, loc, kBegin, arith::ConstantIndexOp::create(b, loc, depth));
   auto loop = scf::ForOp::create(
-      b, loc, zero, steps, one, accumulators,
+      b, loc, kBegin, kEnd, one, accumulators,
       [&](OpBuilder &nb, Location nl, Value k, ValueRange acc) {
         Value bRow =
             vector::LoadOp::create(nb, nl, vectorType, rhs, at({k, n}));
@@ -150,7 +152,7 @@ void forEachBlock(OpBuilder &b, Location loc, int64_t begin, int64_t count,
 /// sizes: no masks, no partial vectors.
 LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
                                     int64_t rowTile, int64_t columnTile,
-                                    bool parallel) {
+                                    int64_t depthTile, bool parallel) {
   bool batched = isa<linalg::BatchMatmulOp>(op);
   if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) ||
       !op.hasPureBufferSemantics())
@@ -188,19 +190,31 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
     // Threads split the outermost loop that has several blocks (never two
     // nested loops): the column blocks, else the row blocks.
     bool innerParallel = parallel && batch.empty();
+    // k in slices of depthTile: the slice of B under a column block (at
+    // most depthTile x columnTile floats) stays in L1 while every row block
+    // runs over it. Each C element still sums k in order: same bits.
+    int64_t fullDepth = depth / depthTile, leftDepth = depth % depthTile;
+    Span depthSpans[] = {{0, fullDepth, depthTile},
+                         {fullDepth * depthTile, leftDepth ? 1 : 0, leftDepth}};
     for (const Span &cs : colSpans) {
       bool splitColumns = innerParallel && cs.count > 1;
-      forEachBlock(b, loc, cs.begin, cs.count, cs.size, splitColumns,
-                   [&](OpBuilder &b, Value n) {
-                     for (const Span &rs : rowSpans)
-                       forEachBlock(b, loc, rs.begin, rs.count, rs.size,
-                                    innerParallel && !splitColumns,
-                                    [&](OpBuilder &b, Value m) {
-                                      emitRegisterBlock(b, loc, lhs, rhs, out,
-                                                        batch, m, n, rs.size,
-                                                        cs.size, depth);
-                                    });
-                   });
+      forEachBlock(
+          b, loc, cs.begin, cs.count, cs.size, splitColumns,
+          [&](OpBuilder &b, Value n) {
+            for (const Span &ks : depthSpans)
+              forEachBlock(
+                  b, loc, ks.begin, ks.count, ks.size, /*parallel=*/false,
+                  [&](OpBuilder &b, Value k0) {
+                    for (const Span &rs : rowSpans)
+                      forEachBlock(b, loc, rs.begin, rs.count, rs.size,
+                                   innerParallel && !splitColumns,
+                                   [&](OpBuilder &b, Value m) {
+                                     emitRegisterBlock(b, loc, lhs, rhs, out,
+                                                       batch, m, n, rs.size,
+                                                       cs.size, k0, ks.size);
+                                   });
+                  });
+          });
     }
   };
   if (batched)
@@ -225,7 +239,7 @@ struct AttnTileAndVectorizePass
     func.walk([&](linalg::LinalgOp op) { candidates.push_back(op); });
     for (linalg::LinalgOp op : candidates) {
       if (succeeded(lowerToRegisterBlocks(rewriter, op, rowTile, columnTile,
-                                          parallel)))
+                                          depthTile, parallel)))
         continue;
       SmallVector<int64_t> tiles = chooseStripSizes(op, columnTile);
       if (tiles.empty())

@@ -191,6 +191,9 @@ def AttnTileAndVectorize
     Option<"columnTile", "column-tile", "int64_t", /*default=*/"32",
            "Most columns of C per register block and elements per vector "
            "strip (a power of two)">,
+    Option<"depthTile", "depth-tile", "int64_t", /*default=*/"256",
+           "k per slice: a column block's slice of B (depth-tile x "
+           "column-tile floats) is reused from L1 by every row block">,
     Option<"parallel", "parallel", "bool", /*default=*/"false",
            "Make the outermost GEMM block loop (batch, else columns, else "
            "rows) an scf.parallel, for threads">
