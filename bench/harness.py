@@ -242,13 +242,14 @@ int main(void) {
 """
 
 
-def build_aot(attnc, case, spec, workdir):
-    """Returns the path of the timing driver executable, or raises."""
+def build_aot(attnc, case, spec, workdir, parallel):
+    """Compiles the object and header; returns what the driver needs."""
     name = "bench_" + case["id"]
     obj = os.path.join(workdir, name + ".o")
     header = os.path.join(workdir, name + ".h")
     for emit, out in (("obj", obj), ("header", header)):
-        proc = run([attnc, spec, "--emit=" + emit, "-o", out])
+        flags = ["--parallel"] if parallel and emit == "obj" else []
+        proc = run([attnc, spec, "--emit=" + emit, "-o", out] + flags)
         if proc.returncode != 0:
             raise RuntimeError("attnc --emit=%s: %s" % (emit, failure(proc)))
     upper = name.upper()
@@ -260,9 +261,10 @@ def build_aot(attnc, case, spec, workdir):
     return alloc, names, obj, header
 
 
-def attnc_aot(attnc, case, spec, protocol, workdir, threads):
+def attnc_aot(attnc, case, spec, protocol, workdir, threads, rt_lib=None):
     try:
-        alloc, names, obj, header = build_aot(attnc, case, spec, workdir)
+        alloc, names, obj, header = build_aot(attnc, case, spec, workdir,
+                                              rt_lib is not None)
         source = os.path.join(workdir, "bench_%s_driver.c" % case["id"])
         with open(source, "w") as f:
             f.write(DRIVER % {
@@ -274,7 +276,8 @@ def attnc_aot(attnc, case, spec, protocol, workdir, threads):
                 "min_ms": protocol["min_time_s"] * 1e3})
         exe = os.path.join(workdir, "bench_%s_driver" % case["id"])
         cc = os.environ.get("CC") or shutil.which("cc") or "clang-22"
-        proc = run([cc, "-O2", source, obj, "-o", exe, "-lm"])
+        libs = [rt_lib, "-lpthread"] if rt_lib else []
+        proc = run([cc, "-O2", source, obj, "-o", exe] + libs + ["-lm"])
         if proc.returncode != 0:
             raise RuntimeError("%s: %s" % (cc, failure(proc)))
         proc = run([exe], env=thread_env(threads))
@@ -509,7 +512,7 @@ def main():
     if not args.no_build:
         jobs = ["-j" + args.jobs] if args.jobs else []
         cmd = ["ninja", "-C", args.build_dir] + jobs + [
-            "attnc", "attnc-compile-time"]
+            "attnc", "attnc-compile-time", "attnc_rt"]
         log("== " + " ".join(cmd))
         proc = run(cmd, timeout=3600)
         if proc.returncode != 0:
@@ -529,6 +532,14 @@ def main():
         elif os.path.exists(os.path.join(snapshot, tool)):
             os.remove(os.path.join(snapshot, tool))
     attnc = os.path.join(snapshot, "attnc")
+    rt_lib = os.path.join(args.build_dir, "lib", "libattnc_rt.a")
+    aot_rt = None  # the thread pool that `attnc --parallel` objects need
+    if os.path.exists(rt_lib) and os.path.exists(attnc) and "--parallel" in \
+            run([attnc, "--help"]).stdout:
+        aot_rt = os.path.join(snapshot, "libattnc_rt.a")
+        shutil.copy2(rt_lib, aot_rt)
+    report_aot = ("attnc --parallel, linked with libattnc_rt.a" if aot_rt
+                  else "serial object (no --parallel / libattnc_rt.a)")
     tmp = tempfile.mkdtemp(prefix="attnc-bench-")
     started = datetime.datetime.now()
     load_start = os.getloadavg()
@@ -537,7 +548,8 @@ def main():
     report = {"started": started.isoformat(timespec="seconds"),
               "machine": machine(), "protocol": protocol,
               "quick": args.quick, "blas_link": blas_link(),
-              "attnc_tree": git_state(), "rows": [],
+              "attnc_tree": git_state(), "aot_mode": report_aot,
+              "rows": [],
               "peers": {}}
 
     log("== compile time: attnc-compile-time samples/bert_base_layer.attn")
@@ -555,7 +567,7 @@ def main():
                 row["jit"] = attnc_jit(attnc, specs[case["id"]], t, protocol,
                                        os.path.join(tmp, "out"))
                 row["aot"] = attnc_aot(attnc, case, specs[case["id"]],
-                                       protocol, workdir, t)
+                                       protocol, workdir, t, aot_rt)
             log("   jit %s | aot %s" % (row["jit"], row["aot"]))
             report["rows"].append(row)
 
@@ -607,7 +619,8 @@ def format_report(report):
             report["load"]["start"][0], report["load"]["end"][0],
             report["elapsed_s"]),
         "",
-        "attnc: built from %s." % report["attnc_tree"],
+        "attnc: built from %s; AOT: %s." % (
+            report["attnc_tree"], report.get("aot_mode", "?")),
     ]
     cpus = int(m.get("CPU(s)", "1") or 1)
     peak = max(report["load"]["start"][0], report["load"]["end"][0])
