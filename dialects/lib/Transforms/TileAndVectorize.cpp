@@ -3,10 +3,10 @@
 // After bufferization: GEMMs (linalg.matmul / batch_matmul) become
 // register blocks -- rows x vector columns of C held in registers across the
 // k loop, one vector load of B and one broadcast + FMA per row per k step --
-// and all-parallel linalg ops become vector strips of their innermost
-// dimension. Shapes are static, so leftover rows/columns are smaller static
-// blocks: no masks. Reductions, transposes and gathers are left for
-// convert-linalg-to-loops.
+// all-parallel linalg ops become vector strips of their innermost dimension,
+// row reductions one vector per row. Shapes are static, so leftover
+// rows/columns are smaller static blocks: no masks. Other reductions and
+// transposes, and gathers, are left for convert-linalg-to-loops.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,23 +46,45 @@ int64_t largestDivisor(int64_t size, ArrayRef<int64_t> candidates) {
   return 1;
 }
 
-/// Tile sizes per loop of an all-parallel op (elementwise linalg.generic,
-/// linalg.fill): strips of the innermost dimension. Empty when the op is
-/// left for scalar loops (reductions, transposes, gathers).
+/// Rows reduced in one vector at most (longer ones stay scalar loops).
+constexpr int64_t kMaxVectorRow = 1024;
+
+/// Tile sizes per loop (0: not tiled) of the ops vectorized as strips, or
+/// empty when the op is left for scalar loops:
+/// - all-parallel ops (elementwise linalg.generic, fill, broadcast, and
+///   transposes that keep the innermost dimension): strips of the innermost
+///   dimension;
+/// - reductions over the innermost dimension only (softmax's max and sum,
+///   layer norm's sums) of rows up to kMaxVectorRow: one row per vector.
 SmallVector<int64_t> chooseStripSizes(linalg::LinalgOp op, int64_t width) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  if (!isa<linalg::GenericOp, linalg::FillOp>(op) || ranges.empty() ||
-      op.getNumReductionLoops() != 0 ||
-      llvm::any_of(ranges, ShapedType::isDynamic))
+  if (ranges.empty() || llvm::any_of(ranges, ShapedType::isDynamic))
     return {};
+  if (auto transpose = dyn_cast<linalg::TransposeOp>(op.getOperation())) {
+    ArrayRef<int64_t> perm = transpose.getPermutation();
+    if (perm.back() != static_cast<int64_t>(perm.size()) - 1)
+      return {};
+  } else if (!isa<linalg::GenericOp, linalg::FillOp, linalg::BroadcastOp>(
+                 op)) {
+    return {};
+  }
   // Gathers (tensor.extract became memref.load) stay scalar.
   if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()))
     if (!generic.getBody()->getOps<memref::LoadOp>().empty())
       return {};
+  SmallVector<int64_t> tiles(op.getNumLoops(), 1);
+  if (op.getNumReductionLoops() != 0) {
+    SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+    if (op.getNumReductionLoops() != 1 ||
+        iterators.back() != utils::IteratorType::reduction ||
+        ranges.back() > kMaxVectorRow)
+      return {};
+    tiles.back() = 0;
+    return tiles;
+  }
   SmallVector<int64_t> candidates;
   for (int64_t c = width; c >= 1; c /= 2)
     candidates.push_back(c);
-  SmallVector<int64_t> tiles(op.getNumLoops(), 1);
   tiles.back() = largestDivisor(ranges.back(), candidates);
   return tiles;
 }
@@ -275,7 +297,7 @@ struct AttnTileAndVectorizePass
     // Down to 1-D vectors.
     RewritePatternSet patterns(context);
     vector::populateVectorMultiReductionLoweringPatterns(
-        patterns, vector::VectorMultiReductionLowering::InnerParallel);
+        patterns, vector::VectorMultiReductionLowering::InnerReduction);
     vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
     vector::populateVectorTransferLoweringPatterns(patterns,
                                                    /*maxTransferRank=*/1);

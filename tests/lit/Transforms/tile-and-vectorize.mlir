@@ -1,7 +1,8 @@
 // attn-tile-and-vectorize: GEMMs become register blocks (rows x vector
 // columns of C kept in registers across k), leftover rows and columns are
-// smaller static blocks; elementwise ops become vector strips; reductions
-// and transposes are left for scalar loops.
+// smaller static blocks; elementwise ops and transposes that keep the
+// innermost dimension become vector strips; row reductions one vector per
+// row; the rest is left for scalar loops.
 // RUN: attn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(attn-tile-and-vectorize{row-tile=8 column-tile=32}))' | FileCheck %s
 
 // C[12, 40] += A[12, 5] B[5, 40]: blocks 8x32, 4x32 (leftover rows),
@@ -68,12 +69,51 @@ func.func @elementwise_strips(%x: memref<4x64xf32>, %y: memref<4x64xf32>) {
 
 // -----
 
-// Reductions and transposes are left alone.
+// A reduction over the innermost dimension: one row per vector, reduced by
+// vector.reduction.
+// CHECK-LABEL: func.func @row_reduction
+func.func @row_reduction(%x: memref<4x768xf32>, %s: memref<4xf32>) {
+  // CHECK: scf.for
+  // CHECK: %[[ROW:.*]] = vector.load {{.*}} vector<768xf32>
+  // CHECK: vector.reduction <add>, %[[ROW]], %{{.*}} : vector<768xf32> into f32
+  // CHECK-NOT: linalg.generic
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<4x768xf32>) outs(%s : memref<4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %in, %out : f32
+    linalg.yield %0 : f32
+  }
+  return
+}
+
+// -----
+
+// split_heads' transpose keeps the innermost dimension: contiguous strips.
+// CHECK-LABEL: func.func @heads_transpose
+func.func @heads_transpose(%x: memref<2x4x3x8xf32>, %y: memref<2x3x4x8xf32>) {
+  // CHECK: %[[V:.*]] = vector.load {{.*}} vector<8xf32>
+  // CHECK: vector.store %[[V]]
+  // CHECK-NOT: linalg.transpose
+  linalg.transpose ins(%x : memref<2x4x3x8xf32>) outs(%y : memref<2x3x4x8xf32>) permutation = [0, 2, 1, 3]
+  return
+}
+
+// -----
+
+// Left alone: reductions over an outer dimension, rows longer than 1024,
+// transposes of the innermost dimension.
 // CHECK-LABEL: func.func @left_alone
-func.func @left_alone(%x: memref<4x64xf32>, %s: memref<4xf32>, %t: memref<64x4xf32>) {
+func.func @left_alone(%x: memref<4x64xf32>, %c: memref<64xf32>, %long: memref<2x2048xf32>, %s: memref<2xf32>, %t: memref<64x4xf32>) {
+  // CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>], iterator_types = ["reduction", "parallel"]}
+      ins(%x : memref<4x64xf32>) outs(%c : memref<64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %in, %out : f32
+    linalg.yield %0 : f32
+  }
   // CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
   linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
-      ins(%x : memref<4x64xf32>) outs(%s : memref<4xf32>) {
+      ins(%long : memref<2x2048xf32>) outs(%s : memref<2xf32>) {
   ^bb0(%in: f32, %out: f32):
     %0 = arith.addf %in, %out : f32
     linalg.yield %0 : f32

@@ -156,11 +156,15 @@ def AttnTileAndVectorize
     rows and columns are blocks of smaller static sizes: no masks, no
     partial vectors.
 
-    All-parallel ops (elementwise `linalg.generic`, `linalg.fill`) are tiled
-    into strips of their innermost dimension (the largest power of two up to
-    `column-tile` that divides it) and vectorized.
+    All-parallel ops (elementwise `linalg.generic`, `linalg.fill`,
+    `linalg.broadcast`, and `linalg.transpose` when it keeps the innermost
+    dimension, as split_heads/merge_heads do) are tiled into strips of their
+    innermost dimension (the largest power of two up to `column-tile` that
+    divides it) and vectorized. Reductions over the innermost dimension only
+    (softmax's max and sum, layer norm's sums) of rows up to 1024 elements
+    are vectorized one row per vector (`vector.reduction`).
 
-    Reductions, transposes and gathers are left for
+    Other reductions, other transposes and gathers are left for
     `convert-linalg-to-loops`. The vector ops are lowered to 1-D form.
 
     Before:
