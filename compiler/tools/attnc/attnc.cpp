@@ -91,9 +91,11 @@ cl::opt<std::string> mcpu("mcpu",
                           cl::value_desc("CPU"), cl::cat(attncCategory));
 
 cl::opt<char> optLevel("O",
-                       cl::desc("Optimization level: -O0, -O1, -O2 or "
-                                "-O3 (default: -O3)"),
-                       cl::Prefix, cl::init('3'), cl::cat(attncCategory));
+                       cl::desc("Optimization level: -O0 (scalar loops), "
+                                "-O1, -O2 or -O3 (default: -O2)"),
+                       cl::Prefix, cl::init('2'),
+                       cl::sub(cl::SubCommand::getTopLevel()),
+                       cl::sub(runSubcommand), cl::cat(attncCategory));
 
 cl::opt<std::string> attentionLowering(
     "attention",
@@ -339,7 +341,13 @@ int runMain() {
   options.seed = seed;
   options.outputDir = outputDir;
   options.repeat = repeat;
+  if (optLevel < '0' || optLevel > '3') {
+    error() << "invalid optimization level -O" << optLevel
+            << "; expected -O0, -O1, -O2 or -O3\n";
+    return kUserError;
+  }
   options.compile = Runtime::defaultOptions();
+  options.compile.setOptLevel(static_cast<unsigned>(optLevel - '0'));
   options.compile.pipeline.attention = attentionLowering;
   return attnc::runCommand(options);
 }

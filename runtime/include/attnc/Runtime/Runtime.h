@@ -98,7 +98,7 @@ public:
   compileFile(llvm::StringRef path, llvm::StringRef block,
               const CompileOptions &options = defaultOptions());
 
-  /// -O3 for this CPU, attention chosen by shape, parallel loops on.
+  /// -O2 for this CPU, attention chosen by shape, parallel loops on.
   static CompileOptions defaultOptions();
 
   /// Threads a kernel may use: the process-wide pool of attnc_rt
