@@ -99,11 +99,11 @@ namespace {
 struct CpuPipelineCLOptions : public PassPipelineOptions<CpuPipelineCLOptions> {
   Option<int64_t> rowTile{*this, "row-tile",
                           llvm::cl::desc("Rows of a GEMM register block"),
-                          llvm::cl::init(8)};
+                          llvm::cl::init(6)};
   Option<int64_t> columnTile{
       *this, "column-tile",
       llvm::cl::desc("Columns of a GEMM register block / vector strip"),
-      llvm::cl::init(32)};
+      llvm::cl::init(64)};
   Option<bool> vectorize{*this, "vectorize",
                          llvm::cl::desc("Tile and vectorize linalg ops"),
                          llvm::cl::init(true)};

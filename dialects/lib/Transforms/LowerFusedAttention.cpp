@@ -6,9 +6,10 @@
 //   for n:                                   batch x heads
 //     kt = k[n]ᵀ                             [d, Tk] scratch, so that a
 //                                            block of keys is one vector
-//     for each block of R query rows:
+//     for each super-block of 8 x R query rows:
 //       len[r] = valid_len (min(., i + 1) when causal), clamped to Tk
 //       for each block of W keys below max(len):      (the rest is skipped)
+//        for each block of R rows:                    (k, v blocks in L1)
 //         s[r] = q[r] · kt[:, block] * scale          R vector accumulators
 //         s[r][j >= len[r]] = -1e6                    D2L's replacement
 //         m' = max(m, max s[r]); p = exp(s[r] - m')   online softmax
@@ -50,6 +51,9 @@ constexpr float kMaskedScore = -1e6f;
 /// exp(x) underflows to 0 in f32 below this: a masked key can only matter
 /// when a row's maximum is below kMaskedScore - kUnderflow.
 constexpr float kUnderflow = -104.0f;
+/// Register blocks of rows that share one pass over the keys (their blocks
+/// of k and v then come from L1).
+constexpr int64_t kRowBlocksPerSweep = 8;
 
 /// Emits the loop nest of one fused_attention op at the builder's point.
 class FlashEmitter {
@@ -99,21 +103,25 @@ private:
     Type f32 = b.getF32Type();
     kt = memref::AllocOp::create(b, loc, MemRefType::get({depth, keys}, f32));
     mean = memref::AllocOp::create(b, loc, MemRefType::get({width}, f32));
+    stats = memref::AllocOp::create(
+        b, loc, MemRefType::get({2, rowBlock * kRowBlocksPerSweep}, f32));
   }
 
   void freeScratch() {
     memref::DeallocOp::create(b, loc, kt);
     memref::DeallocOp::create(b, loc, mean);
+    memref::DeallocOp::create(b, loc, stats);
   }
 
   void batchEntry(Value n) {
     transposeKeys(n);
     meanOfValues(n);
-    int64_t full = queries / rowBlock, left = queries % rowBlock;
-    forRange(0, full * rowBlock, rowBlock,
-             [&](Value i0) { rowBlockOf(n, i0, rowBlock); });
+    int64_t super = rowBlock * kRowBlocksPerSweep;
+    int64_t full = queries / super, left = queries % super;
+    forRange(0, full * super, super,
+             [&](Value s0) { superBlockOf(n, s0, super); });
     if (left)
-      rowBlockOf(n, index(full * rowBlock), left);
+      superBlockOf(n, index(full * super), left);
   }
 
   Value index(int64_t value) {
@@ -197,71 +205,113 @@ private:
     return result;
   }
 
-  void rowBlockOf(Value n, Value i0, int64_t rows) {
-    SmallVector<Value> row, len;
-    Value maxLen = index(0);
+  /// The rows of a register block [i0, i0 + rows) and their lengths.
+  void rowsOf(Value n, Value i0, int64_t rows, SmallVectorImpl<Value> &row,
+              SmallVectorImpl<Value> &len) {
     for (int64_t r = 0; r < rows; ++r) {
       row.push_back(add(i0, index(r)));
       len.push_back(lengthOf(n, row.back()));
-      maxLen = arith::MaxSIOp::create(b, loc, maxLen, len.back());
     }
-    for (int64_t r = 0; r < rows; ++r)
-      for (auto [c0, lanes] : chunks())
-        vector::StoreOp::create(
-            b, loc,
-            arith::ConstantOp::create(
+  }
+
+  /// Register blocks of rowBlock rows covering [s0, s0 + count), the last
+  /// one possibly shorter: body(first row, rows).
+  void forRowBlocks(Value s0, int64_t count,
+                    function_ref<void(Value, int64_t)> body) {
+    int64_t full = count / rowBlock, left = count % rowBlock;
+    if (full) {
+      auto loop = scf::ForOp::create(b, loc, index(0), index(full * rowBlock),
+                                     index(rowBlock));
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      body(add(s0, loop.getInductionVar()), rowBlock);
+    }
+    if (left)
+      body(add(s0, index(full * rowBlock)), left);
+  }
+
+  /// `rows` query rows from s0 that share each block of keys: the block of
+  /// k and v is read from L1 by every register block of rows, instead of
+  /// streaming all of k and v once per register block. The running max
+  /// and sum of each row live in `stats` between key blocks.
+  void superBlockOf(Value n, Value s0, int64_t rows) {
+    auto init = scf::ForOp::create(
+        b, loc, index(0), index(rows), index(1), ValueRange{index(0)},
+        [&](OpBuilder &nb, Location, Value r, ValueRange acc) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          Value row = add(s0, r);
+          memref::StoreOp::create(b, loc,
+                                  f32(std::numeric_limits<float>::lowest()),
+                                  stats, ValueRange{index(0), r});
+          memref::StoreOp::create(b, loc, f32(0.0f), stats,
+                                  ValueRange{index(1), r});
+          for (auto [c0, lanes] : chunks())
+            vector::StoreOp::create(
                 b, loc,
-                DenseElementsAttr::get(VectorType::get({lanes}, b.getF32Type()),
-                                       0.0f)),
-            out, ValueRange{n, row[r], index(c0)});
+                arith::ConstantOp::create(
+                    b, loc,
+                    DenseElementsAttr::get(
+                        VectorType::get({lanes}, b.getF32Type()), 0.0f)),
+                out, ValueRange{n, row, index(c0)});
+          scf::YieldOp::create(
+              b, loc,
+              ValueRange{arith::MaxSIOp::create(b, loc, acc[0],
+                                                lengthOf(n, row))});
+        });
+    Value maxLen = init.getResult(0);
 
-    // Running max and sum per row, carried through the key blocks.
-    SmallVector<Value> state;
-    for (int64_t r = 0; r < rows; ++r)
-      state.push_back(f32(std::numeric_limits<float>::lowest()));
-    for (int64_t r = 0; r < rows; ++r)
-      state.push_back(f32(0.0f));
+    // One block of keys for every register block of the super-block.
+    auto sweep = [&](Value j0, int64_t lanes) {
+      forRowBlocks(s0, rows, [&](Value i0, int64_t count) {
+        SmallVector<Value> row, len, state;
+        rowsOf(n, i0, count, row, len);
+        Value first = arith::SubIOp::create(b, loc, i0, s0);
+        for (int64_t which = 0; which < 2; ++which)
+          for (int64_t r = 0; r < count; ++r)
+            state.push_back(memref::LoadOp::create(
+                b, loc, stats, ValueRange{index(which), add(first, index(r))}));
+        SmallVector<Value> next = keyBlockOf(n, row, len, j0, lanes, state);
+        for (int64_t which = 0; which < 2; ++which)
+          for (int64_t r = 0; r < count; ++r)
+            memref::StoreOp::create(
+                b, loc, next[which * count + r], stats,
+                ValueRange{index(which), add(first, index(r))});
+      });
+    };
 
-    // Full key blocks up to the longest row of the block; past it every key
-    // of every row is masked.
+    // Full key blocks up to the longest row; past it every key of every row
+    // is masked.
     int64_t fullBlocks = keys / keyBlock, leftKeys = keys % keyBlock;
     if (fullBlocks) {
       Value wanted = arith::DivUIOp::create(
           b, loc, add(maxLen, index(keyBlock - 1)), index(keyBlock));
       Value blocks = arith::MinUIOp::create(b, loc, wanted, index(fullBlocks));
-      auto loop = scf::ForOp::create(
-          b, loc, index(0), blocks, index(1), state,
-          [&](OpBuilder &nb, Location, Value kb, ValueRange carried) {
-            OpBuilder::InsertionGuard guard(b);
-            b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-            Value j0 = arith::MulIOp::create(b, loc, kb, index(keyBlock));
-            SmallVector<Value> next =
-                keyBlockOf(n, row, len, j0, keyBlock, carried);
-            scf::YieldOp::create(b, loc, next);
-          });
-      state.assign(loop.getResults().begin(), loop.getResults().end());
+      auto loop = scf::ForOp::create(b, loc, index(0), blocks, index(1));
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      sweep(arith::MulIOp::create(b, loc, loop.getInductionVar(),
+                                  index(keyBlock)),
+            keyBlock);
     }
-
     if (leftKeys) {
       Value start = index(fullBlocks * keyBlock);
       Value needed = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
                                            maxLen, start);
-      auto ifOp = scf::IfOp::create(
-          b, loc, needed,
-          [&](OpBuilder &nb, Location) {
-            OpBuilder::InsertionGuard guard(b);
-            b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-            scf::YieldOp::create(
-                b, loc, keyBlockOf(n, row, len, start, leftKeys, state));
-          },
-          [&](OpBuilder &nb, Location) {
-            scf::YieldOp::create(nb, loc, state);
-          });
-      state.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+      auto ifOp = scf::IfOp::create(b, loc, needed, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      sweep(start, leftKeys);
     }
 
-    for (int64_t r = 0; r < rows; ++r)
-      finishRow(n, row[r], len[r], state[r], state[rows + r]);
+    forRange(0, rows, 1, [&](Value r) {
+      Value row = add(s0, r);
+      Value rowMax =
+          memref::LoadOp::create(b, loc, stats, ValueRange{index(0), r});
+      Value rowSum =
+          memref::LoadOp::create(b, loc, stats, ValueRange{index(1), r});
+      finishRow(n, row, lengthOf(n, row), rowMax, rowSum);
+    });
   }
 
   /// One block of `lanes` keys from j0 for every row of the block; returns
@@ -468,7 +518,7 @@ private:
 
   OpBuilder &b;
   Location loc;
-  Value q, k, v, lens, out, kt, mean;
+  Value q, k, v, lens, out, kt, mean, stats;
   bool causal, lens2d = false;
   float scale;
   int64_t rowBlock, keyBlock;

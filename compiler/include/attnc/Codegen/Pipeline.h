@@ -30,9 +30,11 @@ class OpPassManager;
 namespace attnc {
 
 struct CpuPipelineOptions {
-  /// Register block of the GEMMs: rows x columns of the output.
-  int64_t rowTile = 8;
-  int64_t columnTile = 32;
+  /// Register block of the GEMMs: rows x columns of the output. 6 x 64
+  /// (24 zmm accumulators) measured fastest on Zen 5 (SGEMM 1024: 172
+  /// GFLOP/s on 1 thread vs 159 for 8 x 32).
+  int64_t rowTile = 6;
+  int64_t columnTile = 64;
   /// Off: linalg ops become scalar loops (a reference path, -O0), and
   /// attention is always decomposed.
   bool vectorize = true;

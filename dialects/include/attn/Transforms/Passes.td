@@ -190,9 +190,9 @@ def AttnTileAndVectorize
     ```
   }];
   let options = [
-    Option<"rowTile", "row-tile", "int64_t", /*default=*/"8",
-           "Most rows of C per register block (a power of two)">,
-    Option<"columnTile", "column-tile", "int64_t", /*default=*/"32",
+    Option<"rowTile", "row-tile", "int64_t", /*default=*/"6",
+           "Most rows of C per register block">,
+    Option<"columnTile", "column-tile", "int64_t", /*default=*/"64",
            "Most columns of C per register block and elements per vector "
            "strip (a power of two)">,
     Option<"depthTile", "depth-tile", "int64_t", /*default=*/"256",
