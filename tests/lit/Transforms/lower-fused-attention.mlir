@@ -7,21 +7,29 @@
 // CHECK-LABEL: func.func @flash
 // CHECK-SAME: (%[[Q:.*]]: memref<2x3x4xf32>, %[[K:.*]]: memref<2x6x4xf32>, %[[V:.*]]: memref<2x6x5xf32>, %[[VL:.*]]: memref<2xi32>, %[[O:.*]]: memref<2x3x5xf32>)
 func.func @flash(%q: memref<2x3x4xf32>, %k: memref<2x6x4xf32>, %v: memref<2x6x5xf32>, %vl: memref<2xi32>, %o: memref<2x3x5xf32>) {
-  // scratch: keys transposed, mean of the values; nothing of size Tq x Tk
+  // scratch: keys transposed, mean of the values, running max and sum of
+  // a super-block of 8 register blocks of rows; nothing of size Tq x Tk
   // CHECK: %[[KT:.*]] = memref.alloc() : memref<4x6xf32>
   // CHECK: %[[MEAN:.*]] = memref.alloc() : memref<5xf32>
+  // CHECK: %[[STATS:.*]] = memref.alloc() : memref<2x16xf32>
   // CHECK-NOT: memref.alloc
   // for each batch entry: kt[c, j] = k[n, j, c]
   // CHECK: scf.for %[[N:.*]] =
   // CHECK: memref.load %[[K]][%[[N]], %[[J:.*]], %[[C:.*]]]
   // CHECK: memref.store %{{.*}}, %[[KT]][%[[C]], %[[J]]]
-  // row lengths: valid_lens[n] clamped to Tk
+  // per row of the super-block (3 rows): max = lowest, sum = 0, out = 0,
+  // and the longest length: valid_lens[n] clamped to Tk
+  // CHECK: scf.for {{.*}} -> (index)
+  // CHECK: memref.store {{.*}}, %[[STATS]]
   // CHECK: memref.load %[[VL]][%[[N]]]
   // CHECK: arith.minsi
   // key blocks up to the longest row only: ceil(maxLen / 4), at most 1
   // CHECK: arith.divui
   // CHECK: arith.minui
-  // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32)
+  // for each key block, each register block of 2 rows reads its max and sum
+  // CHECK: scf.for
+  // CHECK: scf.for
+  // CHECK: memref.load %[[STATS]]
   // scores of 2 rows x 4 keys: an FMA per feature against a vector of keys
   // CHECK: scf.for {{.*}} -> (vector<4xf32>, vector<4xf32>)
   // CHECK: vector.load %[[KT]]{{.*}} vector<4xf32>
@@ -40,8 +48,10 @@ func.func @flash(%q: memref<2x3x4xf32>, %k: memref<2x6x4xf32>, %v: memref<2x6x5x
   // CHECK: vector.load %[[V]]{{.*}} vector<5xf32>
   // CHECK: vector.fma
   // CHECK: vector.store {{.*}}, %[[O]]
+  // and writes them back
+  // CHECK: memref.store {{.*}}, %[[STATS]]
   // the 2 leftover keys, only if some row reaches them
-  // CHECK: scf.if {{.*}} -> (f32, f32, f32, f32)
+  // CHECK: scf.if
   // CHECK: vector<2xf32>
   // finish: a row of length <= 0 is the mean of v; a row below -1e6 + 104 is
   // recomputed exactly; else divide by the sum
@@ -52,6 +62,7 @@ func.func @flash(%q: memref<2x3x4xf32>, %k: memref<2x6x4xf32>, %v: memref<2x6x5x
   // CHECK: arith.divf {{.*}} : vector<5xf32>
   // CHECK: memref.dealloc %[[KT]]
   // CHECK: memref.dealloc %[[MEAN]]
+  // CHECK: memref.dealloc %[[STATS]]
   // CHECK-NOT: attn.fused_attention
   attn.fused_attention %q, %k, %v valid_lens(%vl) outs(%o) scale(0.5) : (memref<2x3x4xf32>, memref<2x6x4xf32>, memref<2x6x5xf32>, memref<2xi32>, memref<2x3x5xf32>) -> ()
   return
