@@ -72,27 +72,34 @@ int attnc_rt_get_num_threads(void) {
   return threads;
 }
 
-static void run_task(int index, int size) {
+/* microtask(&gtid, &btid, args[0], ...) for the argc pointers MLIR's
+ * lowering passes (one: the captured values). */
+static void call_microtask(attnc_microtask microtask, int32_t index,
+                           int32_t argc, void *const *args) {
   int32_t gtid = index, btid = index;
-  my_index = index;
-  my_team = size;
-  switch (task_argc) {
+  switch (argc) {
   case 0:
-    task(&gtid, &btid);
+    microtask(&gtid, &btid);
     break;
   case 1:
-    task(&gtid, &btid, task_args[0]);
+    microtask(&gtid, &btid, args[0]);
     break;
   case 2:
-    task(&gtid, &btid, task_args[0], task_args[1]);
+    microtask(&gtid, &btid, args[0], args[1]);
     break;
   case 3:
-    task(&gtid, &btid, task_args[0], task_args[1], task_args[2]);
+    microtask(&gtid, &btid, args[0], args[1], args[2]);
     break;
   default:
-    task(&gtid, &btid, task_args[0], task_args[1], task_args[2], task_args[3]);
+    microtask(&gtid, &btid, args[0], args[1], args[2], args[3]);
     break;
   }
+}
+
+static void run_task(int index, int size) {
+  my_index = index;
+  my_team = size;
+  call_microtask(task, index, task_argc, task_args);
   my_index = 0;
   my_team = 1;
 }
@@ -129,27 +136,10 @@ void __kmpc_fork_call(void *loc, int32_t argc, attnc_microtask microtask, ...) {
   int threads = attnc_rt_get_num_threads();
   /* One team at a time; a nested or concurrent region runs serially. */
   if (threads == 1 || my_team > 1 || pthread_mutex_trylock(&region_mutex)) {
-    int32_t gtid = 0, btid = 0;
     int saved_index = my_index, saved_team = my_team;
     my_index = 0;
     my_team = 1;
-    switch (argc) {
-    case 0:
-      microtask(&gtid, &btid);
-      break;
-    case 1:
-      microtask(&gtid, &btid, args[0]);
-      break;
-    case 2:
-      microtask(&gtid, &btid, args[0], args[1]);
-      break;
-    case 3:
-      microtask(&gtid, &btid, args[0], args[1], args[2]);
-      break;
-    default:
-      microtask(&gtid, &btid, args[0], args[1], args[2], args[3]);
-      break;
-    }
+    call_microtask(microtask, 0, argc, args);
     my_index = saved_index;
     my_team = saved_team;
     return;

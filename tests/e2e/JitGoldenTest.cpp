@@ -44,6 +44,18 @@ const Variant kVariants[] = {{"O3_auto", 3, "auto"},
                              {"O3_decomposed", 3, "decomposed"},
                              {"O0", 0, "decomposed"}};
 
+/// The case's buffers, named as its kernel's arguments.
+std::vector<HostBuffer> buffersOf(GoldenCase &golden,
+                                  std::vector<std::vector<float>> &outputs) {
+  std::vector<void *> pointers = golden.pointers(outputs);
+  std::vector<HostBuffer> buffers;
+  for (size_t i = 0; i < pointers.size(); ++i) {
+    const KernelArgument &a = golden.signature.arguments[i];
+    buffers.push_back({a.name, pointers[i], a.type, a.shape});
+  }
+  return buffers;
+}
+
 struct JitGolden : ::testing::TestWithParam<std::tuple<std::string, Variant>> {
 };
 
@@ -61,13 +73,7 @@ TEST_P(JitGolden, MatchesPyTorch) {
   ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
 
   std::vector<std::vector<float>> outputs = golden->makeOutputs();
-  std::vector<void *> pointers = golden->pointers(outputs);
-  std::vector<HostBuffer> buffers;
-  for (size_t i = 0; i < pointers.size(); ++i) {
-    const KernelArgument &a = golden->signature.arguments[i];
-    buffers.push_back({a.name, pointers[i], a.type, a.shape});
-  }
-  llvm::Error error = (*kernel)->run(buffers);
+  llvm::Error error = (*kernel)->run(buffersOf(*golden, outputs));
   ASSERT_FALSE(!!error) << llvm::toString(std::move(error));
   double worst = golden->maxError(outputs);
   EXPECT_FALSE(std::isnan(worst)) << name << ": NaN in the output";
@@ -88,13 +94,7 @@ TEST_P(JitThreads, OneAndTwoThreadsAgreeBitwise) {
   for (unsigned threads : {1u, 2u}) {
     testRuntime().setNumThreads(threads);
     std::vector<std::vector<float>> outputs = golden->makeOutputs();
-    std::vector<void *> pointers = golden->pointers(outputs);
-    std::vector<HostBuffer> buffers;
-    for (size_t i = 0; i < pointers.size(); ++i) {
-      const KernelArgument &a = golden->signature.arguments[i];
-      buffers.push_back({a.name, pointers[i], a.type, a.shape});
-    }
-    llvm::Error error = (*kernel)->run(buffers);
+    llvm::Error error = (*kernel)->run(buffersOf(*golden, outputs));
     ASSERT_FALSE(!!error) << llvm::toString(std::move(error));
     EXPECT_LE(golden->maxError(outputs), golden->tolerance);
     results[threads - 1] = std::move(outputs);

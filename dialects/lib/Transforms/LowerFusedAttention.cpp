@@ -26,6 +26,8 @@
 #include "attn/IR/AttnOps.h"
 #include "attn/Transforms/Passes.h"
 
+#include "PowerOfTwoPieces.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -199,10 +201,7 @@ private:
 
   /// Column chunks of an output row: (offset, lanes) with lanes <= 16.
   SmallVector<std::pair<int64_t, int64_t>> chunks() const {
-    SmallVector<std::pair<int64_t, int64_t>> result;
-    for (int64_t c = 0; c < width; c += 16)
-      result.push_back({c, std::min<int64_t>(16, width - c)});
-    return result;
+    return powerOfTwoPieces(width, 16);
   }
 
   /// The rows of a register block [i0, i0 + rows) and their lengths.
@@ -254,10 +253,9 @@ private:
                     DenseElementsAttr::get(
                         VectorType::get({lanes}, b.getF32Type()), 0.0f)),
                 out, ValueRange{n, row, index(c0)});
-          scf::YieldOp::create(
-              b, loc,
-              ValueRange{arith::MaxSIOp::create(b, loc, acc[0],
-                                                lengthOf(n, row))});
+          scf::YieldOp::create(b, loc,
+                               ValueRange{arith::MaxSIOp::create(
+                                   b, loc, acc[0], lengthOf(n, row))});
         });
     Value maxLen = init.getResult(0);
 
@@ -294,14 +292,16 @@ private:
                                   index(keyBlock)),
             keyBlock);
     }
-    if (leftKeys) {
-      Value start = index(fullBlocks * keyBlock);
+    // The leftover keys, in blocks of powers of two (see powerOfTwoPieces),
+    // each only if some row reaches it.
+    for (auto [offset, lanes] : powerOfTwoPieces(leftKeys, keyBlock)) {
+      Value start = index(fullBlocks * keyBlock + offset);
       Value needed = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
                                            maxLen, start);
       auto ifOp = scf::IfOp::create(b, loc, needed, /*withElseRegion=*/false);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
-      sweep(start, leftKeys);
+      sweep(start, lanes);
     }
 
     forRange(0, rows, 1, [&](Value r) {

@@ -12,6 +12,8 @@
 
 #include "attn/Transforms/Passes.h"
 
+#include "PowerOfTwoPieces.h"
+
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -64,8 +66,7 @@ SmallVector<int64_t> chooseStripSizes(linalg::LinalgOp op, int64_t width) {
     ArrayRef<int64_t> perm = transpose.getPermutation();
     if (perm.back() != static_cast<int64_t>(perm.size()) - 1)
       return {};
-  } else if (!isa<linalg::GenericOp, linalg::FillOp, linalg::BroadcastOp>(
-                 op)) {
+  } else if (!isa<linalg::GenericOp, linalg::FillOp, linalg::BroadcastOp>(op)) {
     return {};
   }
   // Gathers (tensor.extract became memref.load) stay scalar.
@@ -207,8 +208,11 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
     };
     Span rowSpans[] = {{0, fullRows, rowTile},
                        {fullRows * rowTile, leftRows ? 1 : 0, leftRows}};
-    Span colSpans[] = {{0, fullCols, columnTile},
-                       {fullCols * columnTile, leftCols ? 1 : 0, leftCols}};
+    // Leftover columns as blocks of powers of two: LLVM handles a vector of
+    // 36 or 48 floats very badly (scalarized, 20x slower).
+    SmallVector<Span> colSpans = {{0, fullCols, columnTile}};
+    for (auto [offset, lanes] : attn::powerOfTwoPieces(leftCols, columnTile))
+      colSpans.push_back({fullCols * columnTile + offset, 1, lanes});
     // Threads split the outermost loop that has several blocks (never two
     // nested loops): the column blocks, else the row blocks.
     bool innerParallel = parallel && batch.empty();
@@ -220,23 +224,23 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
                          {fullDepth * depthTile, leftDepth ? 1 : 0, leftDepth}};
     for (const Span &cs : colSpans) {
       bool splitColumns = innerParallel && cs.count > 1;
-      forEachBlock(
-          b, loc, cs.begin, cs.count, cs.size, splitColumns,
-          [&](OpBuilder &b, Value n) {
-            for (const Span &ks : depthSpans)
-              forEachBlock(
-                  b, loc, ks.begin, ks.count, ks.size, /*parallel=*/false,
-                  [&](OpBuilder &b, Value k0) {
-                    for (const Span &rs : rowSpans)
-                      forEachBlock(b, loc, rs.begin, rs.count, rs.size,
-                                   innerParallel && !splitColumns,
-                                   [&](OpBuilder &b, Value m) {
-                                     emitRegisterBlock(b, loc, lhs, rhs, out,
-                                                       batch, m, n, rs.size,
-                                                       cs.size, k0, ks.size);
-                                   });
-                  });
-          });
+      forEachBlock(b, loc, cs.begin, cs.count, cs.size, splitColumns,
+                   [&](OpBuilder &b, Value n) {
+                     for (const Span &ks : depthSpans)
+                       forEachBlock(
+                           b, loc, ks.begin, ks.count, ks.size,
+                           /*parallel=*/false, [&](OpBuilder &b, Value k0) {
+                             for (const Span &rs : rowSpans)
+                               forEachBlock(b, loc, rs.begin, rs.count, rs.size,
+                                            innerParallel && !splitColumns,
+                                            [&](OpBuilder &b, Value m) {
+                                              emitRegisterBlock(
+                                                  b, loc, lhs, rhs, out, batch,
+                                                  m, n, rs.size, cs.size, k0,
+                                                  ks.size);
+                                            });
+                           });
+                   });
     }
   };
   if (batched)

@@ -3,7 +3,7 @@
 // RUN: attn-opt %s --pass-pipeline='builtin.module(func.func(attn-lower-fused-attention{row-block=2 key-block=4}))' | FileCheck %s
 
 // N=2, Tq=3 (a 2-row block and a 1-row block), Tk=6 (a 4-key block and a
-// 2-key leftover), d=4, dv=5.
+// 2-key leftover), d=4, dv=5 (vectors of 4 and 1: powers of two only).
 // CHECK-LABEL: func.func @flash
 // CHECK-SAME: (%[[Q:.*]]: memref<2x3x4xf32>, %[[K:.*]]: memref<2x6x4xf32>, %[[V:.*]]: memref<2x6x5xf32>, %[[VL:.*]]: memref<2xi32>, %[[O:.*]]: memref<2x3x5xf32>)
 func.func @flash(%q: memref<2x3x4xf32>, %k: memref<2x6x4xf32>, %v: memref<2x6x5xf32>, %vl: memref<2xi32>, %o: memref<2x3x5xf32>) {
@@ -43,9 +43,9 @@ func.func @flash(%q: memref<2x3x4xf32>, %k: memref<2x6x4xf32>, %v: memref<2x6x5x
   // CHECK: math.exp {{.*}} : vector<4xf32>
   // CHECK: math.exp {{.*}} : f32
   // CHECK: vector.reduction <add>
-  // out = out * exp(m - m') + p @ v[block]
-  // CHECK: vector.load %[[O]]{{.*}} vector<5xf32>
-  // CHECK: vector.load %[[V]]{{.*}} vector<5xf32>
+  // out = out * exp(m - m') + p @ v[block], 5 columns as 4 + 1
+  // CHECK: vector.load %[[O]]{{.*}} vector<4xf32>
+  // CHECK: vector.load %[[V]]{{.*}} vector<4xf32>
   // CHECK: vector.fma
   // CHECK: vector.store {{.*}}, %[[O]]
   // and writes them back
@@ -59,7 +59,7 @@ func.func @flash(%q: memref<2x3x4xf32>, %k: memref<2x6x4xf32>, %v: memref<2x6x5x
   // CHECK: arith.cmpf olt, %{{.*}}, %{{.*}} : f32
   // CHECK: scf.if
   // CHECK: memref.load %[[MEAN]]
-  // CHECK: arith.divf {{.*}} : vector<5xf32>
+  // CHECK: arith.divf {{.*}} : vector<4xf32>
   // CHECK: memref.dealloc %[[KT]]
   // CHECK: memref.dealloc %[[MEAN]]
   // CHECK: memref.dealloc %[[STATS]]
