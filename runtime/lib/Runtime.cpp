@@ -30,6 +30,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <atomic>
+#include <dlfcn.h>
 #include <map>
 #include <mutex>
 
@@ -39,7 +40,23 @@ using namespace attnc;
 #error "ATTNC_VERSION_STRING must be defined by the build"
 #endif
 
-llvm::StringRef attnc::compilerVersion() { return ATTNC_VERSION_STRING; }
+// The git revision is read at configure time, so a rebuilt compiler with
+// uncommitted changes would reuse kernels compiled by the old one: the key
+// also names the binary that holds this code, by size and modification time.
+llvm::StringRef attnc::compilerVersion() {
+  static const std::string version = [] {
+    std::string text = ATTNC_VERSION_STRING;
+    Dl_info info;
+    llvm::sys::fs::file_status status;
+    if (dladdr(reinterpret_cast<void *>(&attnc::compilerVersion), &info) &&
+        info.dli_fname && !llvm::sys::fs::status(info.dli_fname, status))
+      text +=
+          " " + std::to_string(status.getSize()) + "@" +
+          std::to_string(llvm::sys::toTimeT(status.getLastModificationTime()));
+    return text;
+  }();
+  return version;
+}
 
 std::string attnc::defaultCacheDirectory() {
   if (auto dir = llvm::sys::Process::GetEnv("ATTNC_CACHE_DIR"))

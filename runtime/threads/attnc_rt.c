@@ -17,6 +17,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -241,8 +242,73 @@ void __kmpc_for_static_fini(void *loc, int32_t gtid) {
   (void)gtid;
 }
 
+/*===----------------------------------------------------------------------===*
+ * A cache of large blocks for kernel temporaries
+ *
+ * A kernel mallocs and frees its temporaries on every call. glibc returns
+ * large blocks to the kernel on free (mmap, or trimming the heap), so each
+ * call page-faults them in again: ~2 ms for a 9 MB weight transpose. Blocks
+ * of at least kCacheMin bytes are kept (up to kCacheBytes in all) and
+ * handed out again for the same size.
+ *===----------------------------------------------------------------------===*/
+
+enum { kCacheMin = 1 << 20, kCacheSlots = 64 };
+static const size_t kCacheBytes = (size_t)512 << 20;
+
+typedef struct {
+  size_t size; /* usable bytes after the header */
+  size_t pad;  /* keeps the payload 16-byte aligned, like malloc's */
+} attnc_block;
+
+static pthread_mutex_t cache_mutex = PTHREAD_MUTEX_INITIALIZER;
+static attnc_block *cache[kCacheSlots];
+static size_t cached_bytes = 0;
+
+void *attnc_rt_malloc(size_t size) {
+  if (size >= kCacheMin) {
+    pthread_mutex_lock(&cache_mutex);
+    for (int i = 0; i < kCacheSlots; ++i)
+      if (cache[i] && cache[i]->size == size) {
+        attnc_block *block = cache[i];
+        cache[i] = 0;
+        cached_bytes -= size;
+        pthread_mutex_unlock(&cache_mutex);
+        return block + 1;
+      }
+    pthread_mutex_unlock(&cache_mutex);
+  }
+  attnc_block *block = malloc(sizeof(attnc_block) + size);
+  if (!block)
+    return 0;
+  block->size = size;
+  return block + 1;
+}
+
+void attnc_rt_free(void *pointer) {
+  if (!pointer)
+    return;
+  attnc_block *block = (attnc_block *)pointer - 1;
+  if (block->size >= kCacheMin) {
+    pthread_mutex_lock(&cache_mutex);
+    for (int i = 0; i < kCacheSlots; ++i)
+      if (!cache[i] && cached_bytes + block->size <= kCacheBytes) {
+        cache[i] = block;
+        cached_bytes += block->size;
+        pthread_mutex_unlock(&cache_mutex);
+        return;
+      }
+    pthread_mutex_unlock(&cache_mutex);
+  }
+  free(block);
+}
+
 const attnc_rt_symbol *attnc_rt_symbols(void) {
   static const attnc_rt_symbol symbols[] = {
+      {"attnc_rt_malloc", (void *)&attnc_rt_malloc},
+      {"attnc_rt_free", (void *)&attnc_rt_free},
+      /* Objects compiled without --parallel call malloc/free directly. */
+      {"malloc", (void *)&attnc_rt_malloc},
+      {"free", (void *)&attnc_rt_free},
       {"__kmpc_fork_call", (void *)&__kmpc_fork_call},
       {"__kmpc_global_thread_num", (void *)&__kmpc_global_thread_num},
       {"__kmpc_barrier", (void *)&__kmpc_barrier},

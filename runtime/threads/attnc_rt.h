@@ -17,6 +17,8 @@
 #ifndef ATTNC_RT_H
 #define ATTNC_RT_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -25,7 +27,15 @@ extern "C" {
 void attnc_rt_set_num_threads(int threads);
 int attnc_rt_get_num_threads(void);
 
-/* The OpenMP entry points, for a JIT that resolves symbols explicitly. */
+/* malloc/free for kernel temporaries: blocks of 1 MB or more are kept and
+   reused for the same size (up to 512 MB in all) instead of being returned
+   to the OS and page-faulted in again on every call. A pointer from
+   attnc_rt_malloc must be released by attnc_rt_free. */
+void *attnc_rt_malloc(size_t size);
+void attnc_rt_free(void *pointer);
+
+/* The symbols kernels call (the OpenMP entry points, and malloc/free as the
+   cache above), for a JIT that resolves symbols explicitly. */
 typedef struct {
   const char *name;
   void *address;

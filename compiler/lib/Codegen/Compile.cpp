@@ -73,7 +73,17 @@ toOptimizedLLVMIR(mlir::ModuleOp module, const CompileOptions &options,
   if (!isLowered(module))
     if (llvm::Error error = lowerToLLVMDialect(module, options))
       return std::move(error);
-  return translateToLLVMIR(module, context, machine, options.target.optLevel);
+  auto llvmModule =
+      translateToLLVMIR(module, context, machine, options.target.optLevel);
+  // Parallel objects link libattnc_rt anyway: their temporaries come from
+  // its block cache instead of being page-faulted in on every call.
+  if (llvmModule && options.pipeline.parallel)
+    for (auto [from, to] :
+         {std::pair<const char *, const char *>{"malloc", "attnc_rt_malloc"},
+          {"free", "attnc_rt_free"}})
+      if (llvm::Function *function = (*llvmModule)->getFunction(from))
+        function->setName(to);
+  return llvmModule;
 }
 
 llvm::Expected<std::string>

@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -57,6 +58,9 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
     tiling.columnTile = options.columnTile;
     tiling.parallel = options.parallel;
     pm.addNestedPass<func::FuncOp>(attn::createAttnTileAndVectorize(tiling));
+    // The blocked transposes' scf.forall -> scf.parallel -> OpenMP.
+    if (options.parallel)
+      pm.addPass(createForallToParallelLoopPass());
   }
   pm.addPass(attn::createAttnApproximateMath());
   pm.addPass(createCanonicalizerPass());

@@ -90,6 +90,29 @@ SmallVector<int64_t> chooseStripSizes(linalg::LinalgOp op, int64_t width) {
   return tiles;
 }
 
+/// Tiles of a transpose that swaps the last two dimensions (a weight
+/// [O, I] -> [I, O] per call), or empty. Its 16 x 16 blocks stay scalar but
+/// are cache-friendly: the naive loop reads one element per cache line.
+SmallVector<int64_t> chooseTransposeBlocks(linalg::LinalgOp op) {
+  auto transpose = dyn_cast<linalg::TransposeOp>(op.getOperation());
+  if (!transpose)
+    return {};
+  ArrayRef<int64_t> perm = transpose.getPermutation();
+  int64_t rank = perm.size();
+  if (rank < 2 || perm[rank - 1] != rank - 2 || perm[rank - 2] != rank - 1)
+    return {};
+  for (int64_t d = 0; d + 2 < rank; ++d)
+    if (perm[d] != d)
+      return {};
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (llvm::any_of(ranges, ShapedType::isDynamic) || ranges[rank - 2] < 32 ||
+      ranges[rank - 1] < 32)
+    return {};
+  SmallVector<int64_t> tiles(rank, 1);
+  tiles[rank - 2] = tiles[rank - 1] = 16;
+  return tiles;
+}
+
 /// Emits C[batch, m, n] += sum_k A[batch, m, k] * B[batch, k, n] over
 /// k in [kBegin, kBegin + depth) for a block of `rows` x `width` elements of
 /// C at (m, n): the C block is loaded into `rows` vector accumulators, each k
@@ -267,6 +290,19 @@ struct AttnTileAndVectorizePass
       if (succeeded(lowerToRegisterBlocks(rewriter, op, rowTile, columnTile,
                                           depthTile, parallel)))
         continue;
+      // Cache-blocked (scalar) weight transposes, split over threads.
+      if (SmallVector<int64_t> blocks = chooseTransposeBlocks(op);
+          !blocks.empty()) {
+        scf::SCFTilingOptions options;
+        options.setTileSizes(getAsIndexOpFoldResult(context, blocks));
+        if (parallel)
+          options.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
+        rewriter.setInsertionPoint(op);
+        if (succeeded(scf::tileUsingSCF(
+                rewriter, cast<TilingInterface>(op.getOperation()), options)))
+          rewriter.eraseOp(op);
+        continue;
+      }
       SmallVector<int64_t> tiles = chooseStripSizes(op, columnTile);
       if (tiles.empty())
         continue;

@@ -115,3 +115,28 @@ TEST_F(ThreadPoolTest, EveryEntryPointIsInTheSymbolTable) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(BlockCacheTest, LargeBlocksAreReusedAndSmallOnesAreNot) {
+  // A large block comes back for the same size.
+  void *large = attnc_rt_malloc(4 << 20);
+  ASSERT_NE(large, nullptr);
+  static_cast<char *>(large)[(4 << 20) - 1] = 1;
+  attnc_rt_free(large);
+  void *again = attnc_rt_malloc(4 << 20);
+  EXPECT_EQ(again, large);
+  // A different size is a different block.
+  void *other = attnc_rt_malloc(3 << 20);
+  EXPECT_NE(other, again);
+  attnc_rt_free(other);
+  attnc_rt_free(again);
+  // Payloads are 16-byte aligned, small blocks are plain malloc.
+  void *small = attnc_rt_malloc(100);
+  ASSERT_NE(small, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small) % 16, 0u);
+  attnc_rt_free(small);
+  attnc_rt_free(nullptr);
+}
+
+} // namespace
