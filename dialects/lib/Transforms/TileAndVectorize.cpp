@@ -36,8 +36,10 @@ using namespace mlir;
 
 namespace {
 
-/// Loops of less work than this stay on one thread.
+/// Loops of less work than this stay on one thread: waking the pool costs
+/// tens of microseconds.
 constexpr int64_t kParallelFlops = int64_t(1) << 20;
+constexpr int64_t kParallelElements = int64_t(1) << 18;
 
 /// The largest candidate that divides `size` (candidates in descending
 /// order, the last one 1).
@@ -295,7 +297,10 @@ struct AttnTileAndVectorizePass
           !blocks.empty()) {
         scf::SCFTilingOptions options;
         options.setTileSizes(getAsIndexOpFoldResult(context, blocks));
-        if (parallel)
+        int64_t elements = 1;
+        for (int64_t range : op.getStaticLoopRanges())
+          elements *= range;
+        if (parallel && elements >= kParallelElements)
           options.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
         rewriter.setInsertionPoint(op);
         if (succeeded(scf::tileUsingSCF(
