@@ -107,12 +107,15 @@ private:
     mean = memref::AllocOp::create(b, loc, MemRefType::get({width}, f32));
     stats = memref::AllocOp::create(
         b, loc, MemRefType::get({2, rowBlock * kRowBlocksPerSweep}, f32));
+    probs = memref::AllocOp::create(b, loc,
+                                    MemRefType::get({rowBlock, keyBlock}, f32));
   }
 
   void freeScratch() {
     memref::DeallocOp::create(b, loc, kt);
     memref::DeallocOp::create(b, loc, mean);
     memref::DeallocOp::create(b, loc, stats);
+    memref::DeallocOp::create(b, loc, probs);
   }
 
   void batchEntry(Value n) {
@@ -353,7 +356,7 @@ private:
             b, loc, DenseElementsAttr::get(i32Vec, ArrayRef(offsets))),
         splat(arith::IndexCastOp::create(b, loc, b.getI32Type(), j0), lanes));
 
-    SmallVector<Value> maxes, sums;
+    SmallVector<Value> maxes, sums, weights, alphas;
     for (int64_t r = 0; r < rows; ++r) {
       Value s = arith::MulFOp::create(b, loc, dot.getResult(r),
                                       splat(f32(scale), lanes));
@@ -376,25 +379,40 @@ private:
           b, loc, arith::MulFOp::create(b, loc, state[rows + r], alpha),
           blockSum));
       maxes.push_back(newMax);
+      weights.push_back(p);
+      alphas.push_back(alpha);
+    }
 
-      // out[r] = out[r] * alpha + sum_j p[j] * v[n, j0 + j, :]
-      SmallVector<Value> weights;
-      for (int64_t j = 0; j < lanes; ++j)
-        weights.push_back(vector::ExtractOp::create(b, loc, p, j));
-      for (auto [c0, chunk] : chunks()) {
-        auto chunkType = VectorType::get({chunk}, b.getF32Type());
-        Value col = index(c0);
+    // out[r] = out[r] * alpha[r] + sum_j p[r][j] * v[n, j0 + j, :] as a
+    // small GEMM: the weights go through `probs` so that each p[r][j] is a
+    // broadcast load, not a lane shuffle; per chunk of columns, the rows'
+    // accumulators stay in registers while each row of v is loaded once.
+    for (int64_t r = 0; r < rows; ++r)
+      vector::StoreOp::create(b, loc, weights[r], probs,
+                              ValueRange{index(r), index(0)});
+    for (auto [c0, chunk] : chunks()) {
+      auto chunkType = VectorType::get({chunk}, b.getF32Type());
+      Value col = index(c0);
+      SmallVector<Value> acc;
+      for (int64_t r = 0; r < rows; ++r) {
         Value o = vector::LoadOp::create(b, loc, chunkType, out,
                                          ValueRange{n, row[r], col});
-        o = arith::MulFOp::create(b, loc, o, splat(alpha, chunk));
-        for (int64_t j = 0; j < lanes; ++j) {
-          Value valueRow = vector::LoadOp::create(
-              b, loc, chunkType, v, ValueRange{n, add(j0, index(j)), col});
-          o = vector::FMAOp::create(b, loc, splat(weights[j], chunk), valueRow,
-                                    o);
-        }
-        vector::StoreOp::create(b, loc, o, out, ValueRange{n, row[r], col});
+        acc.push_back(
+            arith::MulFOp::create(b, loc, o, splat(alphas[r], chunk)));
       }
+      for (int64_t j = 0; j < lanes; ++j) {
+        Value valueRow = vector::LoadOp::create(
+            b, loc, chunkType, v, ValueRange{n, add(j0, index(j)), col});
+        for (int64_t r = 0; r < rows; ++r) {
+          Value weight = memref::LoadOp::create(b, loc, probs,
+                                                ValueRange{index(r), index(j)});
+          acc[r] = vector::FMAOp::create(b, loc, splat(weight, chunk), valueRow,
+                                         acc[r]);
+        }
+      }
+      for (int64_t r = 0; r < rows; ++r)
+        vector::StoreOp::create(b, loc, acc[r], out,
+                                ValueRange{n, row[r], col});
     }
     SmallVector<Value> next(maxes);
     next.append(sums);
@@ -518,7 +536,7 @@ private:
 
   OpBuilder &b;
   Location loc;
-  Value q, k, v, lens, out, kt, mean, stats;
+  Value q, k, v, lens, out, kt, mean, stats, probs;
   bool causal, lens2d = false;
   float scale;
   int64_t rowBlock, keyBlock;

@@ -8,10 +8,12 @@
 // CHECK-SAME: (%[[Q:.*]]: memref<2x3x4xf32>, %[[K:.*]]: memref<2x6x4xf32>, %[[V:.*]]: memref<2x6x5xf32>, %[[VL:.*]]: memref<2xi32>, %[[O:.*]]: memref<2x3x5xf32>)
 func.func @flash(%q: memref<2x3x4xf32>, %k: memref<2x6x4xf32>, %v: memref<2x6x5xf32>, %vl: memref<2xi32>, %o: memref<2x3x5xf32>) {
   // scratch: keys transposed, mean of the values, running max and sum of
-  // a super-block of 8 register blocks of rows; nothing of size Tq x Tk
+  // a super-block of 8 register blocks of rows, one register block's
+  // weights; nothing of size Tq x Tk
   // CHECK: %[[KT:.*]] = memref.alloc() : memref<4x6xf32>
   // CHECK: %[[MEAN:.*]] = memref.alloc() : memref<5xf32>
   // CHECK: %[[STATS:.*]] = memref.alloc() : memref<2x16xf32>
+  // CHECK: %[[PROBS:.*]] = memref.alloc() : memref<2x4xf32>
   // CHECK-NOT: memref.alloc
   // for each batch entry: kt[c, j] = k[n, j, c]
   // CHECK: scf.for %[[N:.*]] =
@@ -43,9 +45,13 @@ func.func @flash(%q: memref<2x3x4xf32>, %k: memref<2x6x4xf32>, %v: memref<2x6x5x
   // CHECK: math.exp {{.*}} : vector<4xf32>
   // CHECK: math.exp {{.*}} : f32
   // CHECK: vector.reduction <add>
-  // out = out * exp(m - m') + p @ v[block], 5 columns as 4 + 1
+  // out = out * exp(m - m') + p @ v[block], 5 columns as 4 + 1: the
+  // weights go through PROBS, then each row of v is loaded once per chunk
+  // and meets a broadcast weight of every row
+  // CHECK: vector.store {{.*}}, %[[PROBS]]
   // CHECK: vector.load %[[O]]{{.*}} vector<4xf32>
   // CHECK: vector.load %[[V]]{{.*}} vector<4xf32>
+  // CHECK: memref.load %[[PROBS]]
   // CHECK: vector.fma
   // CHECK: vector.store {{.*}}, %[[O]]
   // and writes them back
@@ -63,6 +69,7 @@ func.func @flash(%q: memref<2x3x4xf32>, %k: memref<2x6x4xf32>, %v: memref<2x6x5x
   // CHECK: memref.dealloc %[[KT]]
   // CHECK: memref.dealloc %[[MEAN]]
   // CHECK: memref.dealloc %[[STATS]]
+  // CHECK: memref.dealloc %[[PROBS]]
   // CHECK-NOT: attn.fused_attention
   attn.fused_attention %q, %k, %v valid_lens(%vl) outs(%o) scale(0.5) : (memref<2x3x4xf32>, memref<2x6x4xf32>, memref<2x6x5xf32>, memref<2xi32>, memref<2x3x5xf32>) -> ()
   return
