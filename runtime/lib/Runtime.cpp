@@ -29,7 +29,6 @@
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <atomic>
 #include <dlfcn.h>
 #include <map>
 #include <mutex>

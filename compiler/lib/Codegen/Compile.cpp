@@ -86,9 +86,13 @@ toOptimizedLLVMIR(mlir::ModuleOp module, const CompileOptions &options,
   return llvmModule;
 }
 
-llvm::Expected<std::string>
-attnc::compileToLLVMIRText(mlir::ModuleOp module,
-                           const CompileOptions &options) {
+/// Lowers, translates and optimizes `module` for the options' target, then
+/// hands the LLVM module and its TargetMachine to `emit`.
+static llvm::Expected<std::string> withOptimizedLLVMIR(
+    mlir::ModuleOp module, const CompileOptions &options,
+    llvm::function_ref<llvm::Expected<std::string>(llvm::Module &,
+                                                   llvm::TargetMachine &)>
+        emit) {
   auto machine = createTargetMachine(options.target);
   if (!machine)
     return machine.takeError();
@@ -96,28 +100,36 @@ attnc::compileToLLVMIRText(mlir::ModuleOp module,
   auto llvmModule = toOptimizedLLVMIR(module, options, context, **machine);
   if (!llvmModule)
     return llvmModule.takeError();
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  (*llvmModule)->print(os, nullptr);
-  return text;
+  return emit(**llvmModule, **machine);
+}
+
+llvm::Expected<std::string>
+attnc::compileToLLVMIRText(mlir::ModuleOp module,
+                           const CompileOptions &options) {
+  return withOptimizedLLVMIR(module, options,
+                             [](llvm::Module &llvmModule, llvm::TargetMachine &)
+                                 -> llvm::Expected<std::string> {
+                               std::string text;
+                               llvm::raw_string_ostream os(text);
+                               llvmModule.print(os, nullptr);
+                               return text;
+                             });
 }
 
 llvm::Expected<std::string>
 attnc::compileToMachineCode(mlir::ModuleOp module,
                             const CompileOptions &options,
                             MachineCodeKind kind) {
-  auto machine = createTargetMachine(options.target);
-  if (!machine)
-    return machine.takeError();
-  llvm::LLVMContext context;
-  auto llvmModule = toOptimizedLLVMIR(module, options, context, **machine);
-  if (!llvmModule)
-    return llvmModule.takeError();
-  llvm::SmallString<0> buffer;
-  llvm::raw_svector_ostream os(buffer);
-  if (llvm::Error error = emitMachineCode(**llvmModule, **machine, kind, os))
-    return std::move(error);
-  return std::string(buffer.str());
+  return withOptimizedLLVMIR(
+      module, options,
+      [&](llvm::Module &llvmModule,
+          llvm::TargetMachine &machine) -> llvm::Expected<std::string> {
+        llvm::SmallString<0> buffer;
+        llvm::raw_svector_ostream os(buffer);
+        if (llvm::Error error = emitMachineCode(llvmModule, machine, kind, os))
+          return std::move(error);
+        return std::string(buffer.str());
+      });
 }
 
 std::string attnc::emitCHeader(const std::vector<KernelSignature> &signatures,
