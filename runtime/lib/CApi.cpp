@@ -163,6 +163,12 @@ int attnc_kernel_bind_param(attnc_kernel *kernel, const attnc_buffer *param) {
   return failed(kernel->kernel->bindParam(buffer)) ? 1 : 0;
 }
 
+int attnc_kernel_prepare_params(attnc_kernel *kernel) {
+  if (!kernel)
+    return fail("attnc: the kernel is NULL");
+  return failed(kernel->kernel->prepareParams()) ? 1 : 0;
+}
+
 int attnc_kernel_run(const attnc_kernel *kernel, const attnc_buffer *buffers,
                      int count) {
   if (!kernel || count < 0 || (count > 0 && !buffers))

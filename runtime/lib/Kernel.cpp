@@ -84,7 +84,47 @@ llvm::Error Kernel::bindParam(const HostBuffer &param) {
   std::vector<char> copy(bytes, bytes + a.numElements() * elementSize(a.type));
   std::unique_lock<std::shared_mutex> lock(boundMutex);
   bound[*index] = std::move(copy);
+  prepared = false;
   return llvm::Error::success();
+}
+
+std::vector<std::string> Kernel::unboundParams() const {
+  std::vector<std::string> names;
+  for (unsigned i = 0; i < kernelSignature.arguments.size(); ++i)
+    if (kernelSignature.arguments[i].role == ArgumentRole::Param &&
+        bound[i].empty())
+      names.push_back("'" + kernelSignature.arguments[i].name + "'");
+  return names;
+}
+
+/// Stands in for a 0-element packed buffer (nothing reads it).
+static float noPackedParams;
+
+llvm::Error Kernel::preparePacked() const {
+  std::vector<void *> pointers;
+  for (unsigned i = 0; i < kernelSignature.arguments.size(); ++i)
+    if (kernelSignature.arguments[i].role == ArgumentRole::Param)
+      pointers.push_back(const_cast<char *>(bound[i].data()));
+  packed.assign(kernelSignature.packedElements, 0.0f);
+  pointers.push_back(packed.empty() ? &noPackedParams : packed.data());
+  if (int status = object->call(LoadedObject::Entry::Prepare, pointers.data()))
+    return llvm::createStringError("kernel '" + kernelSignature.name +
+                                   "': preparing its params failed with "
+                                   "status " +
+                                   llvm::Twine(status));
+  prepared = true;
+  return llvm::Error::success();
+}
+
+llvm::Error Kernel::prepareParams() {
+  std::unique_lock<std::shared_mutex> lock(boundMutex);
+  std::vector<std::string> unbound = unboundParams();
+  if (!unbound.empty())
+    return llvm::createStringError(
+        "kernel '" + kernelSignature.name +
+        "': cannot prepare its params before they are bound; not bound: " +
+        llvm::join(unbound, ", "));
+  return prepared ? llvm::Error::success() : preparePacked();
 }
 
 llvm::Error Kernel::checkEmbeddingIds(llvm::ArrayRef<void *> pointers) const {
@@ -104,6 +144,7 @@ llvm::Error Kernel::checkEmbeddingIds(llvm::ArrayRef<void *> pointers) const {
 llvm::Error Kernel::run(llvm::ArrayRef<HostBuffer> buffers) const {
   const auto &args = kernelSignature.arguments;
   std::vector<void *> pointers(args.size(), nullptr);
+  bool paramGiven = false;
   for (const HostBuffer &buffer : buffers) {
     llvm::Expected<unsigned> index = argumentIndex(buffer.name);
     if (!index)
@@ -114,6 +155,22 @@ llvm::Error Kernel::run(llvm::ArrayRef<HostBuffer> buffers) const {
     if (llvm::Error error = check(*index, buffer))
       return error;
     pointers[*index] = buffer.data;
+    paramGiven |= args[*index].role == ArgumentRole::Param;
+  }
+
+  // With every param bound and none passed, run on the prepared params
+  // (prepared here the first time).
+  auto canPrepare = [&] { return !prepared && unboundParams().empty(); };
+  bool prepareNow = false;
+  if (!paramGiven) {
+    std::shared_lock<std::shared_mutex> lock(boundMutex);
+    prepareNow = canPrepare();
+  }
+  if (prepareNow) {
+    std::unique_lock<std::shared_mutex> lock(boundMutex);
+    if (canPrepare())
+      if (llvm::Error error = preparePacked())
+        return error;
   }
 
   std::shared_lock<std::shared_mutex> lock(boundMutex);
@@ -135,7 +192,17 @@ llvm::Error Kernel::run(llvm::ArrayRef<HostBuffer> buffers) const {
   if (llvm::Error error = checkEmbeddingIds(pointers))
     return error;
 
-  if (int status = object->call(pointers.data()))
+  auto entry = LoadedObject::Entry::Kernel;
+  if (!paramGiven && prepared) {
+    // NAME_prepared takes `packed` between the params and the outputs.
+    auto firstOutput = llvm::find_if(args, [](const KernelArgument &a) {
+      return a.role == ArgumentRole::Output;
+    });
+    pointers.insert(pointers.begin() + (firstOutput - args.begin()),
+                    packed.empty() ? &noPackedParams : packed.data());
+    entry = LoadedObject::Entry::Prepared;
+  }
+  if (int status = object->call(entry, pointers.data()))
     return llvm::createStringError("kernel '" + kernelSignature.name +
                                    "' failed with status " +
                                    llvm::Twine(status));

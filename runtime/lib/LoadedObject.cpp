@@ -46,12 +46,15 @@ LoadedObject::load(llvm::StringRef object, llvm::StringRef kernel) {
   if (llvm::Error error = (*jit)->addObjectFile(
           llvm::MemoryBuffer::getMemBufferCopy(object, kernel)))
     return std::move(error);
-  auto symbol = (*jit)->lookup(packedEntryName(kernel));
-  if (!symbol)
-    return symbol.takeError();
-
   std::unique_ptr<LoadedObject> loaded(new LoadedObject());
-  loaded->entry = symbol->toPtr<int (*)(void **)>();
+  const std::string names[] = {kernel.str(), (kernel + "_prepare").str(),
+                               (kernel + "_prepared").str()};
+  for (int i = 0; i < 3; ++i) {
+    auto symbol = (*jit)->lookup(packedEntryName(names[i]));
+    if (!symbol)
+      return symbol.takeError();
+    loaded->entries[i] = symbol->toPtr<int (*)(void **)>();
+  }
   loaded->jit = std::move(*jit);
   return loaded;
 }

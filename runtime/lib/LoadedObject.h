@@ -18,18 +18,27 @@ namespace attnc {
 /// process by ORC's LLJIT (malloc/free/memcpy resolve to the process's).
 class LoadedObject {
 public:
-  /// Links `object` and finds the packed entry of kernel `kernel`.
+  /// The functions of a kernel NAME (see attn-split-prepare).
+  enum class Entry {
+    Kernel,   ///< NAME(args...)
+    Prepare,  ///< NAME_prepare(params..., packed)
+    Prepared, ///< NAME_prepared(inputs and params..., packed, outputs...)
+  };
+
+  /// Links `object` and finds the packed entries of kernel `kernel`.
   static llvm::Expected<std::unique_ptr<LoadedObject>>
   load(llvm::StringRef object, llvm::StringRef kernel);
   ~LoadedObject();
 
-  /// Calls the kernel: args[i] is the i-th buffer; returns its status.
-  int call(void **args) const { return entry(args); }
+  /// Calls `entry`: args[i] is its i-th buffer; returns its status.
+  int call(Entry entry, void **args) const {
+    return entries[static_cast<int>(entry)](args);
+  }
 
 private:
   LoadedObject() = default;
   std::unique_ptr<llvm::orc::LLJIT> jit;
-  int (*entry)(void **) = nullptr;
+  int (*entries[3])(void **) = {};
 };
 
 } // namespace attnc

@@ -204,6 +204,8 @@ llvm::Expected<DiskEntry> compileSpec(llvm::StringRef text,
   if (!object)
     return llvm::createStringError(lowering +
                                    llvm::toString(object.takeError()));
+  if (llvm::Error error = readPackedElements(**module, *signatures))
+    return std::move(error);
   return DiskEntry{std::move(signatures->front()), std::move(*object)};
 }
 

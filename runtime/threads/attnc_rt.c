@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef void (*attnc_microtask)(int32_t *gtid, int32_t *btid, ...);
 
@@ -284,6 +285,15 @@ void *attnc_rt_malloc(size_t size) {
   return block + 1;
 }
 
+void *attnc_rt_calloc(size_t count, size_t size) {
+  if (size != 0 && count > SIZE_MAX / size)
+    return 0;
+  void *pointer = attnc_rt_malloc(count * size);
+  if (pointer)
+    memset(pointer, 0, count * size);
+  return pointer;
+}
+
 void attnc_rt_free(void *pointer) {
   if (!pointer)
     return;
@@ -309,6 +319,7 @@ const attnc_rt_symbol *attnc_rt_symbols(void) {
       /* Objects compiled without --parallel call malloc/free directly. */
       {"malloc", (void *)&attnc_rt_malloc},
       {"free", (void *)&attnc_rt_free},
+      {"calloc", (void *)&attnc_rt_calloc},
       {"__kmpc_fork_call", (void *)&__kmpc_fork_call},
       {"__kmpc_global_thread_num", (void *)&__kmpc_global_thread_num},
       {"__kmpc_barrier", (void *)&__kmpc_barrier},

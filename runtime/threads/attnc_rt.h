@@ -33,6 +33,9 @@ int attnc_rt_get_num_threads(void);
    attnc_rt_malloc must be released by attnc_rt_free. */
 void *attnc_rt_malloc(size_t size);
 void attnc_rt_free(void *pointer);
+/* calloc in the same scheme: LLVM turns a malloc whose block is then
+   zero-filled into a calloc, which a JIT resolves here. */
+void *attnc_rt_calloc(size_t count, size_t size);
 
 /* The symbols kernels call (the OpenMP entry points, and malloc/free as the
    cache above), for a JIT that resolves symbols explicitly. */

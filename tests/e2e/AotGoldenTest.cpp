@@ -14,19 +14,36 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <cstring>
 #include <map>
 
 using namespace attnc::test;
 
-#define ATTNC_AOT_KERNEL(name) extern "C" int __attnc_packed_##name(void **);
+#include "AotHeaders.inc"
+
+#define ATTNC_AOT_KERNEL(name, NAME)                                          \
+  extern "C" int __attnc_packed_##name(void **);                              \
+  extern "C" int __attnc_packed_##name##_prepare(void **);                    \
+  extern "C" int __attnc_packed_##name##_prepared(void **);
 #include "AotKernels.inc"
 #undef ATTNC_AOT_KERNEL
 
 namespace {
 
-const std::map<std::string, int (*)(void **)> &aotKernels() {
-  static const std::map<std::string, int (*)(void **)> kernels = {
-#define ATTNC_AOT_KERNEL(name) {#name, &__attnc_packed_##name},
+/// A kernel's packed entries, and the size of its prepared params.
+struct AotKernel {
+  int (*kernel)(void **);
+  int (*prepare)(void **);
+  int (*prepared)(void **);
+  int64_t packedElements;
+};
+
+const std::map<std::string, AotKernel> &aotKernels() {
+  static const std::map<std::string, AotKernel> kernels = {
+#define ATTNC_AOT_KERNEL(name, NAME)                                          \
+  {#name,                                                                      \
+   {&__attnc_packed_##name, &__attnc_packed_##name##_prepare,                  \
+    &__attnc_packed_##name##_prepared, NAME##_PACKED_NUMEL}},
 #include "AotKernels.inc"
 #undef ATTNC_AOT_KERNEL
   };
@@ -43,10 +60,48 @@ TEST_P(AotGolden, MatchesPyTorch) {
   ASSERT_NE(kernel, aotKernels().end()) << "no AOT kernel for " << name;
   std::vector<std::vector<float>> outputs = golden->makeOutputs();
   std::vector<void *> pointers = golden->pointers(outputs);
-  ASSERT_EQ(kernel->second(pointers.data()), 0);
+  ASSERT_EQ(kernel->second.kernel(pointers.data()), 0);
   double worst = golden->maxError(outputs);
   EXPECT_FALSE(std::isnan(worst)) << name << ": NaN in the output";
   EXPECT_LE(worst, golden->tolerance) << name;
+}
+
+/// NAME_prepare once, then NAME_prepared: what NAME gives, bit for bit.
+TEST_P(AotGolden, PreparedParamsGiveTheSameBits) {
+  const std::string &name = GetParam();
+  auto golden = loadGoldenCase(name);
+  ASSERT_TRUE(!!golden) << llvm::toString(golden.takeError());
+  auto kernel = aotKernels().find(name);
+  ASSERT_NE(kernel, aotKernels().end()) << "no AOT kernel for " << name;
+  const AotKernel &entries = kernel->second;
+  std::vector<std::vector<float>> plain = golden->makeOutputs();
+  std::vector<void *> pointers = golden->pointers(plain);
+  ASSERT_EQ(entries.kernel(pointers.data()), 0);
+
+  // NAME_prepare(params..., packed): NaN where it writes nothing.
+  std::vector<float> packed(entries.packedElements + 1, NAN);
+  std::vector<void *> prepareArgs;
+  size_t firstOutput = 0;
+  for (size_t i = 0; i < golden->signature.arguments.size(); ++i) {
+    attnc::ArgumentRole role = golden->signature.arguments[i].role;
+    if (role == attnc::ArgumentRole::Param)
+      prepareArgs.push_back(pointers[i]);
+    if (role != attnc::ArgumentRole::Output)
+      firstOutput = i + 1;
+  }
+  prepareArgs.push_back(packed.data());
+  ASSERT_EQ(entries.prepare(prepareArgs.data()), 0);
+  EXPECT_TRUE(std::isnan(packed.back())) << "wrote past the packed buffer";
+
+  std::vector<std::vector<float>> prepared = golden->makeOutputs();
+  pointers = golden->pointers(prepared);
+  pointers.insert(pointers.begin() + firstOutput, packed.data());
+  ASSERT_EQ(entries.prepared(pointers.data()), 0);
+  EXPECT_LE(golden->maxError(prepared), golden->tolerance) << name;
+  for (size_t i = 0; i < plain.size(); ++i)
+    EXPECT_EQ(0, std::memcmp(plain[i].data(), prepared[i].data(),
+                             plain[i].size() * sizeof(float)))
+        << "output " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(Goldens, AotGolden,
@@ -72,6 +127,24 @@ TEST(AotHeader, BookCaseThroughThePrototype) {
       static_cast<float *>(p[6]));
   ASSERT_EQ(status, 0);
   EXPECT_LE(golden->maxError(outputs), golden->tolerance);
+
+  // The same in two steps: the four 100x100 weights transposed once.
+  static_assert(MHA_BOOK_1D_PACKED_NUMEL == 40000, "four weights");
+  std::vector<float> packed(MHA_BOOK_1D_PACKED_NUMEL);
+  ASSERT_EQ(mha_book_1d_prepare(static_cast<const float *>(p[2]),
+                                static_cast<const float *>(p[3]),
+                                static_cast<const float *>(p[4]),
+                                static_cast<const float *>(p[5]),
+                                packed.data()),
+            0);
+  std::vector<std::vector<float>> twoSteps = golden->makeOutputs();
+  status = mha_book_1d_prepared(
+      static_cast<const float *>(p[0]), static_cast<const int32_t *>(p[1]),
+      static_cast<const float *>(p[2]), static_cast<const float *>(p[3]),
+      static_cast<const float *>(p[4]), static_cast<const float *>(p[5]),
+      packed.data(), twoSteps[6].data());
+  ASSERT_EQ(status, 0);
+  EXPECT_LE(golden->maxError(twoSteps), golden->tolerance);
 }
 
 } // namespace

@@ -106,6 +106,68 @@ TEST_P(JitThreads, OneAndTwoThreadsAgreeBitwise) {
         << "output " << i;
 }
 
+/// Params bound once and prepared (NAME_prepare, then NAME_prepared on every
+/// run) give the bits of the kernel that takes them on every call, and
+/// binding a param again prepares again.
+struct JitPrepared : ::testing::TestWithParam<std::string> {};
+
+TEST_P(JitPrepared, BoundParamsGiveTheSameBits) {
+  auto golden = loadGoldenCase(GetParam());
+  ASSERT_TRUE(!!golden) << llvm::toString(golden.takeError());
+  auto kernel = testRuntime().compile(golden->specText, golden->specPath, "",
+                                      Runtime::defaultOptions());
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  std::vector<std::vector<float>> plain = golden->makeOutputs();
+  std::vector<HostBuffer> all = buffersOf(*golden, plain);
+  llvm::Error error = (*kernel)->run(all);
+  ASSERT_FALSE(!!error) << llvm::toString(std::move(error));
+
+  std::vector<HostBuffer> perCall;
+  std::vector<HostBuffer> params;
+  for (const HostBuffer &buffer : all) {
+    auto index = (*kernel)->argumentIndex(buffer.name);
+    ASSERT_TRUE(!!index);
+    bool param = (*kernel)->signature().arguments[*index].role ==
+                 ArgumentRole::Param;
+    (param ? params : perCall).push_back(buffer);
+  }
+  // A param that changes after binding must not reach the kernel.
+  std::vector<std::vector<char>> saved;
+  for (const HostBuffer &param : params) {
+    ASSERT_FALSE(!!(*kernel)->bindParam(param));
+    auto *bytes = static_cast<char *>(param.data);
+    size_t size = 4;
+    for (int64_t d : param.shape)
+      size *= d;
+    saved.emplace_back(bytes, bytes + size);
+    std::memset(bytes, 0, size);
+  }
+  if (!params.empty()) {
+    error = (*kernel)->prepareParams();
+    ASSERT_FALSE(!!error) << llvm::toString(std::move(error));
+  }
+  for (size_t i = 0; i < params.size(); ++i)
+    std::memcpy(params[i].data, saved[i].data(), saved[i].size());
+
+  std::vector<std::vector<float>> prepared = golden->makeOutputs();
+  std::vector<HostBuffer> outputs = buffersOf(*golden, prepared);
+  for (HostBuffer &buffer : perCall)
+    for (const HostBuffer &output : outputs)
+      if (output.name == buffer.name)
+        buffer.data = output.data;
+  error = (*kernel)->run(perCall);
+  ASSERT_FALSE(!!error) << llvm::toString(std::move(error));
+  EXPECT_LE(golden->maxError(prepared), golden->tolerance);
+  for (size_t i = 0; i < plain.size(); ++i)
+    EXPECT_EQ(0, std::memcmp(plain[i].data(), prepared[i].data(),
+                             plain[i].size() * sizeof(float)))
+        << "output " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Goldens, JitPrepared,
+                         ::testing::ValuesIn(goldenCaseNames()),
+                         [](const auto &info) { return info.param; });
+
 INSTANTIATE_TEST_SUITE_P(Goldens, JitThreads,
                          ::testing::ValuesIn(goldenCaseNames()),
                          [](const auto &info) { return info.param; });

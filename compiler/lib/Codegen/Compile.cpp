@@ -2,9 +2,12 @@
 
 #include "attnc/Codegen/Compile.h"
 
+#include "attn/IR/AttnDialect.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassManager.h"
 
 #include "llvm/IR/LLVMContext.h"
@@ -41,6 +44,24 @@ attnc::kernelSignatures(mlir::ModuleOp module) {
   return signatures;
 }
 
+llvm::Error
+attnc::readPackedElements(mlir::ModuleOp lowered,
+                          std::vector<KernelSignature> &signatures) {
+  for (KernelSignature &signature : signatures) {
+    mlir::Operation *kernel =
+        mlir::SymbolTable::lookupSymbolIn(lowered, signature.name);
+    auto size = kernel ? kernel->getAttrOfType<mlir::IntegerAttr>(
+                             mlir::attn::AttnDialect::kPackedElementsAttr)
+                       : nullptr;
+    if (!size)
+      return llvm::createStringError("kernel '" + signature.name +
+                                     "' has no packed-params size; was "
+                                     "attn-split-prepare run?");
+    signature.packedElements = size.getInt();
+  }
+  return llvm::Error::success();
+}
+
 llvm::Error attnc::lowerToLLVMDialect(mlir::ModuleOp module,
                                       const CompileOptions &options) {
   mlir::MLIRContext *context = module->getContext();
@@ -73,17 +94,10 @@ toOptimizedLLVMIR(mlir::ModuleOp module, const CompileOptions &options,
   if (!isLowered(module))
     if (llvm::Error error = lowerToLLVMDialect(module, options))
       return std::move(error);
-  auto llvmModule =
-      translateToLLVMIR(module, context, machine, options.target.optLevel);
   // Parallel objects link libattnc_rt anyway: their temporaries come from
   // its block cache instead of being page-faulted in on every call.
-  if (llvmModule && options.pipeline.parallel)
-    for (auto [from, to] :
-         {std::pair<const char *, const char *>{"malloc", "attnc_rt_malloc"},
-          {"free", "attnc_rt_free"}})
-      if (llvm::Function *function = (*llvmModule)->getFunction(from))
-        function->setName(to);
-  return llvmModule;
+  return translateToLLVMIR(module, context, machine, options.target.optLevel,
+                           /*runtimeAllocator=*/options.pipeline.parallel);
 }
 
 /// Lowers, translates and optimizes `module` for the options' target, then

@@ -161,7 +161,8 @@ std::string KernelSignature::toJSON() const {
                          {"dims", std::move(dimsJson)},
                          {"arguments", std::move(argsJson)},
                          {"embedding_ids", std::move(idsJson)},
-                         {"valid_lens", std::move(lensJson)}};
+                         {"valid_lens", std::move(lensJson)},
+                         {"packed_elements", packedElements}};
   std::string text;
   llvm::raw_string_ostream os(text);
   os << root;
@@ -185,9 +186,14 @@ KernelSignature::fromJSON(llvm::StringRef text) {
   const llvm::json::Array *args = root->getArray("arguments");
   const llvm::json::Array *ids = root->getArray("embedding_ids");
   const llvm::json::Array *lens = root->getArray("valid_lens");
-  if (!name || !dims || !args || !ids || !lens)
-    return bad("missing name, dims, arguments, embedding_ids or valid_lens");
+  std::optional<int64_t> packed = root->getInteger("packed_elements");
+  if (!name || !dims || !args || !ids || !lens || !packed)
+    return bad("missing name, dims, arguments, embedding_ids, valid_lens or "
+               "packed_elements");
+  if (*packed < 0)
+    return bad("packed_elements is negative");
   signature.name = name->str();
+  signature.packedElements = *packed;
   for (const llvm::json::Value &d : *dims) {
     const llvm::json::Object *o = d.getAsObject();
     std::optional<llvm::StringRef> dimName =
@@ -298,16 +304,48 @@ std::string attnc::emitCHeader(const KernelSignature &signature,
   os << "\n/* Buffers are dense, row-major, any alignment, and must not\n"
         "   overlap. Returns 0, or non-zero on a run-time error (an\n"
         "   embedding id out of range). Safe to call from many threads. */\n";
+  auto pointer = [&](const KernelArgument &a) {
+    bool output = a.role == ArgumentRole::Output;
+    os << (output ? "" : "const ")
+       << (a.type == ElementType::F32 ? "float" : "int32_t") << " *"
+       << a.name;
+  };
   os << "int " << signature.name << "(";
-  llvm::interleave(
-      signature.arguments, os,
-      [&](const KernelArgument &a) {
-        bool output = a.role == ArgumentRole::Output;
-        os << (output ? "" : "const ")
-           << (a.type == ElementType::F32 ? "float" : "int32_t") << " *"
-           << a.name;
-      },
-      ", ");
+  llvm::interleave(signature.arguments, os, pointer, ", ");
+  os << ");\n\n";
+
+  // The same kernel in two steps, for params that stay the same over many
+  // calls. `packed` is renamed if an argument has that name.
+  std::string packed = "packed";
+  while (llvm::any_of(signature.arguments,
+                      [&](const KernelArgument &a) { return a.name == packed; }))
+    packed += "_";
+  std::string packedNumel = prefix + "_" + macroName(packed) + "_NUMEL";
+  os << "/* Params prepared once: " << signature.name
+     << "_prepare reads the params and fills\n   `" << packed << "` ("
+     << packedNumel << " floats: the weights laid out for the\n   GEMMs). "
+     << signature.name << "_prepared takes the arguments of "
+     << signature.name << " plus\n   `" << packed
+     << "` before the outputs and gives the same results without\n"
+        "   redoing that work. Prepare again after a param changes. */\n";
+  os << "#define " << packedNumel << " " << signature.packedElements << "\n";
+  os << "int " << signature.name << "_prepare(";
+  for (const KernelArgument &a : signature.arguments)
+    if (a.role == ArgumentRole::Param) {
+      pointer(a);
+      os << ", ";
+    }
+  os << "float *" << packed << ");\n";
+  os << "int " << signature.name << "_prepared(";
+  bool packedWritten = false;
+  for (const KernelArgument &a : signature.arguments) {
+    if (a.role == ArgumentRole::Output && !packedWritten) {
+      os << "const float *" << packed << ", ";
+      packedWritten = true;
+    }
+    pointer(a);
+    os << (&a == &signature.arguments.back() ? "" : ", ");
+  }
   os << ");\n\n";
   os << "#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n";
   os << "#endif /* ATTNC_KERNEL_" << prefix << "_H */\n";

@@ -31,6 +31,9 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // NAME_prepare (weights transposed once per bound params), NAME_prepared
+  // (the rest) and NAME calling the two.
+  pm.addPass(attn::createAttnSplitPrepare());
   pm.addPass(attn::createAttnFuseElementwise());
   pm.addPass(createCanonicalizerPass());
 

@@ -147,7 +147,8 @@ llvm::Error attnc::checkTarget(const TargetOptions &options) {
 
 llvm::Expected<std::unique_ptr<llvm::Module>>
 attnc::translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
-                         llvm::TargetMachine &machine, unsigned optLevel) {
+                         llvm::TargetMachine &machine, unsigned optLevel,
+                         bool runtimeAllocator) {
   mlir::DialectRegistry registry;
   mlir::registerBuiltinDialectTranslation(registry);
   mlir::registerLLVMDialectTranslation(registry);
@@ -167,6 +168,14 @@ attnc::translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
       kernels.push_back(&function);
   for (llvm::Function *kernel : kernels)
     addPackedEntry(*llvmModule, *kernel);
+  // Renamed before optimizing: LLVM knows malloc and free, and would pair a
+  // zero-filled malloc into a calloc that attnc_rt_free cannot take.
+  if (runtimeAllocator)
+    for (auto [from, to] :
+         {std::pair<const char *, const char *>{"malloc", "attnc_rt_malloc"},
+          {"free", "attnc_rt_free"}})
+      if (llvm::Function *function = llvmModule->getFunction(from))
+        function->setName(to);
 
   optimizeModule(*llvmModule, machine, optLevel);
   return llvmModule;

@@ -227,16 +227,6 @@ int emitCode(const LoadedSpec &spec) {
     os << "\n";
     return writeOutput(text, /*binary=*/false);
   }
-  if (emitKind == EmitKind::Header) {
-    auto signatures = kernelSignatures(*module);
-    if (!signatures) {
-      error() << llvm::toString(signatures.takeError()) << "\n";
-      return kInternalError;
-    }
-    return writeOutput(
-        emitCHeader(*signatures, llvm::sys::path::filename(inputFile)),
-        /*binary=*/false);
-  }
 
   CompileOptions options = compileOptions();
   // Everything below is code generation: its failures are attnc's, except a
@@ -250,6 +240,19 @@ int emitCode(const LoadedSpec &spec) {
                  << llvm::toString(std::move(error)) << "\n";
     return kInternalError;
   };
+  if (emitKind == EmitKind::Header) {
+    // The size of each kernel's packed params is known once lowered.
+    auto signatures = kernelSignatures(*module);
+    if (!signatures)
+      return internal(signatures.takeError());
+    if (llvm::Error error = lowerToLLVMDialect(*module, options))
+      return internal(std::move(error));
+    if (llvm::Error error = readPackedElements(*module, *signatures))
+      return internal(std::move(error));
+    return writeOutput(
+        emitCHeader(*signatures, llvm::sys::path::filename(inputFile)),
+        /*binary=*/false);
+  }
   if (emitKind == EmitKind::Lowered) {
     if (llvm::Error error = lowerToLLVMDialect(*module, options))
       return internal(std::move(error));

@@ -53,6 +53,11 @@ const int64_t *attnc_kernel_arg_shape(const attnc_kernel *kernel, int index);
 /* Copies a param into the kernel; runs then need not pass it. 0 on
    success. */
 int attnc_kernel_bind_param(attnc_kernel *kernel, const attnc_buffer *param);
+/* Once every param is bound: does the work that depends on the params only
+   (weights laid out for the GEMMs) now rather than in the first run. Runs
+   that pass no param use it; binding a param again undoes it. 0 on
+   success. */
+int attnc_kernel_prepare_params(attnc_kernel *kernel);
 /* Runs with `count` buffers: every input and output, and the params not
    bound. 0 on success. */
 int attnc_kernel_run(const attnc_kernel *kernel, const attnc_buffer *buffers,

@@ -155,6 +155,46 @@ TEST_F(RuntimeTest, BoundParamsAreCopiedOnce) {
   expectCorrect(y);
 }
 
+TEST_F(RuntimeTest, BoundParamsArePreparedAgainWhenRebound) {
+  Runtime runtime(cacheDir);
+  auto kernel = runtime.compile(kSpec, "small.attn", "");
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  // w is transposed once for the GEMM: 20 floats, at a 16-float boundary.
+  EXPECT_EQ((*kernel)->signature().packedElements, 32);
+  std::vector<HostBuffer> all = buffers();
+  ASSERT_EQ(message((*kernel)->bindParam(all[2])), "");
+  EXPECT_EQ(message((*kernel)->prepareParams()),
+            "kernel 'small': cannot prepare its params before they are "
+            "bound; not bound: 'b', 'table'");
+  for (int i : {3, 4})
+    ASSERT_EQ(message((*kernel)->bindParam(all[i])), "");
+  ASSERT_EQ(message((*kernel)->prepareParams()), "");
+  ASSERT_EQ(message((*kernel)->run({all[0], all[1], all[5]})), "");
+  expectCorrect(y);
+
+  // New weights (in the same storage, which `all` points to): bound again,
+  // the next run prepares them again.
+  std::vector<float> next = randomValues(20, 7);
+  std::copy(next.begin(), next.end(), w.begin());
+  ASSERT_EQ(message((*kernel)->bindParam(all[2])), "");
+  std::fill(y.begin(), y.end(), NAN);
+  ASSERT_EQ(message((*kernel)->run({all[0], all[1], all[5]})), "");
+  expectCorrect(y);
+
+  // A param passed to a run wins over the bound one.
+  std::vector<float> bound = w;
+  next = randomValues(20, 8);
+  std::copy(next.begin(), next.end(), w.begin());
+  std::fill(y.begin(), y.end(), NAN);
+  ASSERT_EQ(message((*kernel)->run({all[0], all[1], all[2], all[5]})), "");
+  expectCorrect(y);
+  // ... for that run only.
+  std::copy(bound.begin(), bound.end(), w.begin());
+  std::fill(y.begin(), y.end(), NAN);
+  ASSERT_EQ(message((*kernel)->run({all[0], all[1], all[5]})), "");
+  expectCorrect(y);
+}
+
 TEST_F(RuntimeTest, DiskCacheIsReusedAndCorruptEntriesAreRebuilt) {
   {
     Runtime runtime(cacheDir);

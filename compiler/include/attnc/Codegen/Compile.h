@@ -40,6 +40,11 @@ struct CompileOptions {
 llvm::Expected<std::vector<KernelSignature>>
 kernelSignatures(mlir::ModuleOp module);
 
+/// Fills each signature's packedElements from a module lowered at least
+/// through attn-split-prepare (the kernels' attn.packed_elements).
+llvm::Error readPackedElements(mlir::ModuleOp lowered,
+                               std::vector<KernelSignature> &signatures);
+
 /// Lowers an attn-level module in place to the LLVM dialect. Failures are
 /// reported to the context's diagnostic handler; the error says which stage.
 llvm::Error lowerToLLVMDialect(mlir::ModuleOp module,

@@ -63,6 +63,9 @@ struct KernelSignature {
   std::vector<KernelArgument> arguments;
   std::vector<EmbeddingIds> embeddingIds;
   std::vector<ValidLens> validLens;
+  /// Floats of the buffer NAME_prepare fills from the params and
+  /// NAME_prepared reads (weights transposed once; see attn-split-prepare).
+  int64_t packedElements = 0;
 
   std::string toJSON() const;
   static llvm::Expected<KernelSignature> fromJSON(llvm::StringRef text);
@@ -74,8 +77,9 @@ struct KernelSignature {
 llvm::Expected<KernelSignature> signatureOf(mlir::func::FuncOp kernel);
 
 /// The C header of a kernel: include guard, `extern "C"`, the prototype of
-/// SPEC §5, every dim and argument shape as constants. `origin` names the
-/// spec it was compiled from.
+/// SPEC §5 and those of NAME_prepare and NAME_prepared, every dim and
+/// argument shape as constants. `origin` names the spec it was compiled
+/// from.
 std::string emitCHeader(const KernelSignature &signature,
                         llvm::StringRef origin);
 

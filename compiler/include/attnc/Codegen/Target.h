@@ -53,10 +53,13 @@ llvm::Error checkTarget(const TargetOptions &options);
 
 /// Translates an LLVM-dialect module to LLVM IR for `machine` and optimizes
 /// it at `optLevel`. Adds `__attnc_packed_NAME(void **args)` for every
-/// kernel NAME (see packedEntryName).
+/// kernel NAME (see packedEntryName). With `runtimeAllocator`, malloc and
+/// free become attnc_rt_malloc and attnc_rt_free (libattnc_rt's block
+/// cache).
 llvm::Expected<std::unique_ptr<llvm::Module>>
 translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
-                  llvm::TargetMachine &machine, unsigned optLevel);
+                  llvm::TargetMachine &machine, unsigned optLevel,
+                  bool runtimeAllocator);
 
 /// The symbol of a kernel's packed entry: `int (void **args)`, args[i] the
 /// i-th buffer pointer, so that a host can call a kernel of any arity.

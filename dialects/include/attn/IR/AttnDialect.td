@@ -24,7 +24,9 @@ def Attn_Dialect : Dialect {
     what the generated C header and the runtime need on it: each argument's
     and result's DSL name (`attn.name`) and whether an argument is an
     `input` or a `param` (`attn.role`), and the block's named dims in order
-    (`attn.dim_names`, `attn.dim_values`).
+    (`attn.dim_names`, `attn.dim_values`). `attn-split-prepare` adds
+    `NAME_prepare` and `NAME_prepared` beside each kernel and records the
+    size of the buffer between them (`attn.packed_elements`).
   }];
   let extraClassDeclaration = [{
     /// Argument/result attribute: the DSL name (StringAttr).
@@ -35,6 +37,10 @@ def Attn_Dialect : Dialect {
     /// (ArrayAttr of StringAttr, DenseI64ArrayAttr).
     static constexpr ::llvm::StringLiteral kDimNamesAttr = "attn.dim_names";
     static constexpr ::llvm::StringLiteral kDimValuesAttr = "attn.dim_values";
+    /// Function attribute set by attn-split-prepare on a kernel NAME: the
+    /// f32 elements of the `packed` buffer NAME_prepare fills (I64Attr).
+    static constexpr ::llvm::StringLiteral kPackedElementsAttr =
+        "attn.packed_elements";
   }];
 }
 

@@ -119,6 +119,52 @@ def AttnLowerToLinalg : Pass<"attn-lower-to-linalg", "::mlir::ModuleOp"> {
   ];
 }
 
+def AttnSplitPrepare : Pass<"attn-split-prepare", "::mlir::ModuleOp"> {
+  let summary = "Split each kernel into a once-per-params prepare step and "
+                "the per-call rest";
+  let description = [{
+    Params are bound once and then used by many calls, yet a kernel lowered
+    to linalg transposes every `linear` weight on every call. For each
+    kernel `NAME` (a public `func.func` on tensors, after
+    `attn-lower-to-linalg`) this pass builds
+
+    - `NAME_prepare(params...) -> (packed, status)`: every linalg op that
+      reads only params (and constants) and makes no bigger a tensor than it
+      reads (the weight transposes; not the bias broadcasts), with the
+      results the rest of the kernel reads flattened, one after another at
+      16-float offsets, into the 1-D f32 tensor `packed`;
+    - `NAME_prepared(args..., packed) -> (results..., status)`: `NAME` with
+      those results read out of `packed` (`tensor.extract_slice` +
+      `tensor.expand_shape`, no copy once bufferized);
+
+    and makes `NAME` call the two, so that its ABI and its results do not
+    change. `NAME` records the size of `packed` as `attn.packed_elements`;
+    a kernel with nothing to prepare gets a 0-element `packed`.
+
+    Before:
+
+    ```mlir
+    func.func @k(%x: tensor<4x8xf32>, %w: tensor<16x8xf32> {attn.role = "param"})
+        -> (tensor<4x16xf32>, i32) {
+      %wt = linalg.transpose ins(%w : tensor<16x8xf32>) outs(%e : tensor<8x16xf32>)
+          permutation = [1, 0]
+      %y = linalg.matmul ins(%x, %wt : ...) outs(%zero : tensor<4x16xf32>)
+      return %y, %c0 : tensor<4x16xf32>, i32
+    }
+    ```
+
+    After: `@k_prepare(%w)` returns the transpose in `tensor<128xf32>`;
+    `@k_prepared(%x, %w, %packed)` starts from
+    `tensor.extract_slice %packed[0] [128] [1]` and
+    `tensor.expand_shape ... into tensor<8x16xf32>`; `@k` calls both.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def AttnFuseElementwise : Pass<"attn-fuse-elementwise"> {
   let summary = "Fuse elementwise linalg.generic chains, keeping named GEMMs";
   let description = [{

@@ -54,20 +54,35 @@ public:
   /// run passes that param itself. Checked like a run's buffers.
   llvm::Error bindParam(const HostBuffer &param);
 
+  /// Once every param is bound, does the work that depends on the params
+  /// only (the kernel's NAME_prepare: weights transposed for the GEMMs), so
+  /// that runs skip it. The first run after a bind does it otherwise; a
+  /// bind undoes it. An error when a param is not bound.
+  llvm::Error prepareParams();
+
   /// Runs the kernel. `buffers` names every input, every output and every
   /// param that is not bound; each is checked against the signature before
-  /// the kernel runs.
+  /// the kernel runs. When no param is passed and all are bound, the run
+  /// uses the prepared params.
   llvm::Error run(llvm::ArrayRef<HostBuffer> buffers) const;
 
 private:
   /// Checks one buffer against argument `index`.
   llvm::Error check(unsigned index, const HostBuffer &buffer) const;
   llvm::Error checkEmbeddingIds(llvm::ArrayRef<void *> pointers) const;
+  /// The names of the params not bound; `boundMutex` held.
+  std::vector<std::string> unboundParams() const;
+  /// Fills `packed` from the bound params; `boundMutex` held exclusively.
+  llvm::Error preparePacked() const;
 
   KernelSignature kernelSignature;
   std::unique_ptr<LoadedObject> object;
   /// Bound params (index -> owned copy); guarded by `boundMutex`.
   std::vector<std::vector<char>> bound;
+  /// NAME_prepare's output for the bound params, valid when `prepared`;
+  /// guarded by `boundMutex` (filled lazily by run, hence mutable).
+  mutable std::vector<float> packed;
+  mutable bool prepared = false;
   mutable std::shared_mutex boundMutex;
 };
 
