@@ -116,7 +116,7 @@ def spec_text(case):
 
 
 def spec_arguments(case):
-    """(name, is_int, is_output) in ABI order (SPEC section 5)."""
+    """(name, is_output) in ABI order (SPEC section 5)."""
     if case["kind"] == "sgemm":
         return [("A", False), ("W", False), ("Y", True)]
     args = [("X", False)] + [("W_" + n, False) for n in "qkvo"]
@@ -219,6 +219,8 @@ static float *buffer(long n, unsigned *seed) {
 int main(void) {
   unsigned seed = 1;
 %(alloc)s
+  /* The params are prepared once, as a host that keeps its weights would. */
+  if (%(prepare)s) { fprintf(stderr, "preparing the params failed\n"); return 1; }
   int warmup = %(warmup)d, min_runs = %(min_runs)d, max_runs = %(max_runs)d;
   double warmup_ms = %(warmup_ms)f, min_ms = %(min_ms)f;
   double start = now_ms();
@@ -253,23 +255,31 @@ def build_aot(attnc, case, spec, workdir, parallel):
         if proc.returncode != 0:
             raise RuntimeError("attnc --emit=%s: %s" % (emit, failure(proc)))
     upper = name.upper()
-    alloc, names = [], []
-    for arg, _is_output in spec_arguments(case):
+    alloc, params, call = [], [], []
+    for arg, is_output in spec_arguments(case):
         alloc.append("  float *%s = buffer(%s_%s_NUMEL, &seed);"
                      % (arg, upper, arg.upper()))
-        names.append(arg)
-    return alloc, names, obj, header
+        if is_output and "packed" not in call:
+            call.append("packed")
+        call.append(arg)
+        if not is_output and arg not in ("X", "A"):
+            params.append(arg)
+    alloc.append("  float *packed = (float *)aligned_alloc(64, "
+                 "(sizeof(float) * %s_PACKED_NUMEL + 127) / 64 * 64);" % upper)
+    prepare = "%s_prepare(%s)" % (name, ", ".join(params + ["packed"]))
+    return alloc, prepare, "%s_prepared(%s)" % (name, ", ".join(call)), \
+        obj, header
 
 
 def attnc_aot(attnc, case, spec, protocol, workdir, threads, rt_lib=None):
     try:
-        alloc, names, obj, header = build_aot(attnc, case, spec, workdir,
-                                              rt_lib is not None)
+        alloc, prepare, call, obj, header = build_aot(
+            attnc, case, spec, workdir, rt_lib is not None)
         source = os.path.join(workdir, "bench_%s_driver.c" % case["id"])
         with open(source, "w") as f:
             f.write(DRIVER % {
                 "header": header, "alloc": "\n".join(alloc),
-                "call": "bench_%s(%s)" % (case["id"], ", ".join(names)),
+                "prepare": prepare, "call": call,
                 "warmup": protocol["warmup"], "min_runs": protocol["min_runs"],
                 "max_runs": protocol["max_runs"],
                 "warmup_ms": protocol["warmup_s"] * 1e3,

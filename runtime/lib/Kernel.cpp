@@ -97,16 +97,17 @@ std::vector<std::string> Kernel::unboundParams() const {
   return names;
 }
 
-/// Stands in for a 0-element packed buffer (nothing reads it).
-static float noPackedParams;
-
 llvm::Error Kernel::preparePacked() const {
   std::vector<void *> pointers;
   for (unsigned i = 0; i < kernelSignature.arguments.size(); ++i)
     if (kernelSignature.arguments[i].role == ArgumentRole::Param)
       pointers.push_back(const_cast<char *>(bound[i].data()));
-  packed.assign(kernelSignature.packedElements, 0.0f);
-  pointers.push_back(packed.empty() ? &noPackedParams : packed.data());
+  constexpr size_t kAlignment = 64 / sizeof(float);
+  packedStorage.assign(kernelSignature.packedElements + kAlignment, 0.0f);
+  auto address = reinterpret_cast<uintptr_t>(packedStorage.data());
+  packed = packedStorage.data() +
+           (kAlignment - address / sizeof(float) % kAlignment) % kAlignment;
+  pointers.push_back(packed);
   if (int status = object->call(LoadedObject::Entry::Prepare, pointers.data()))
     return llvm::createStringError("kernel '" + kernelSignature.name +
                                    "': preparing its params failed with "
@@ -198,8 +199,7 @@ llvm::Error Kernel::run(llvm::ArrayRef<HostBuffer> buffers) const {
     auto firstOutput = llvm::find_if(args, [](const KernelArgument &a) {
       return a.role == ArgumentRole::Output;
     });
-    pointers.insert(pointers.begin() + (firstOutput - args.begin()),
-                    packed.empty() ? &noPackedParams : packed.data());
+    pointers.insert(pointers.begin() + (firstOutput - args.begin()), packed);
     entry = LoadedObject::Entry::Prepared;
   }
   if (int status = object->call(entry, pointers.data()))

@@ -323,11 +323,13 @@ std::string attnc::emitCHeader(const KernelSignature &signature,
   std::string packedNumel = prefix + "_" + macroName(packed) + "_NUMEL";
   os << "/* Params prepared once: " << signature.name
      << "_prepare reads the params and fills\n   `" << packed << "` ("
-     << packedNumel << " floats: the weights laid out for the\n   GEMMs). "
-     << signature.name << "_prepared takes the arguments of "
-     << signature.name << " plus\n   `" << packed
-     << "` before the outputs and gives the same results without\n"
-        "   redoing that work. Prepare again after a param changes. */\n";
+     << packedNumel << " floats: the weights laid out for the\n"
+     << "   GEMMs; best 64-byte aligned). " << signature.name
+     << "_prepared takes the arguments\n   of " << signature.name
+     << " plus `" << packed
+     << "` before the outputs and gives the same results\n"
+        "   without redoing that work. Prepare again after a param "
+        "changes. */\n";
   os << "#define " << packedNumel << " " << signature.packedElements << "\n";
   os << "int " << signature.name << "_prepare(";
   for (const KernelArgument &a : signature.arguments)

@@ -81,7 +81,10 @@ private:
   std::vector<std::vector<char>> bound;
   /// NAME_prepare's output for the bound params, valid when `prepared`;
   /// guarded by `boundMutex` (filled lazily by run, hence mutable).
-  mutable std::vector<float> packed;
+  /// `packed` points into `packedStorage` at a 64-byte boundary: the GEMMs
+  /// load its rows as whole cache lines.
+  mutable std::vector<float> packedStorage;
+  mutable float *packed = nullptr;
   mutable bool prepared = false;
   mutable std::shared_mutex boundMutex;
 };
