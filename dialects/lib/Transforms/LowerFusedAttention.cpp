@@ -4,8 +4,10 @@
 // nest that never materializes the [N, Tq, Tk] scores:
 //
 //   for n:                                   batch x heads
-//     kt = k[n]ᵀ                             [d, Tk] scratch, so that a
-//                                            block of keys is one vector
+//     kt = k[n]ᵀ in blocks of W keys         [Tk / W, d, W] scratch: a
+//                                            block of keys is one vector,
+//                                            and a key block's d vectors
+//                                            are contiguous
 //     for each super-block of 8 x R query rows:
 //       len[r] = valid_len (min(., i + 1) when causal), clamped to Tk
 //       for each block of W keys below max(len):      (the rest is skipped)
@@ -53,6 +55,10 @@ constexpr float kMaskedScore = -1e6f;
 /// exp(x) underflows to 0 in f32 below this: a masked key can only matter
 /// when a row's maximum is below kMaskedScore - kUnderflow.
 constexpr float kUnderflow = -104.0f;
+/// Fast-math flags of the running max: NaN and the sign of zero do not
+/// matter to it (see keyBlockOf).
+constexpr arith::FastMathFlags kPlainMax =
+    arith::FastMathFlags::nnan | arith::FastMathFlags::nsz;
 /// Register blocks of rows that share one pass over the keys (their blocks
 /// of k and v then come from L1).
 constexpr int64_t kRowBlocksPerSweep = 8;
@@ -103,7 +109,12 @@ public:
 private:
   void allocateScratch() {
     Type f32 = b.getF32Type();
-    kt = memref::AllocOp::create(b, loc, MemRefType::get({depth, keys}, f32));
+    // Blocked rather than [d, Tk]: with Tk a multiple of 1024, the d rows
+    // of one key block were 4 KB apart, all in one L1 set.
+    kt = memref::AllocOp::create(
+        b, loc,
+        MemRefType::get({(keys + keyBlock - 1) / keyBlock, depth, keyBlock},
+                        f32));
     mean = memref::AllocOp::create(b, loc, MemRefType::get({width}, f32));
     stats = memref::AllocOp::create(
         b, loc, MemRefType::get({2, rowBlock * kRowBlocksPerSweep}, f32));
@@ -153,12 +164,19 @@ private:
     body(loop.getInductionVar());
   }
 
-  /// kt[c, j] = k[n, j, c]
+  /// Where kt keeps key j's column c: kt[j / W, c, j % W].
+  SmallVector<Value> ktIndex(Value c, Value j) {
+    Value width = index(keyBlock);
+    return {arith::DivUIOp::create(b, loc, j, width), c,
+            arith::RemUIOp::create(b, loc, j, width)};
+  }
+
+  /// kt[j / W, c, j % W] = k[n, j, c]
   void transposeKeys(Value n) {
     forRange(0, keys, 1, [&](Value j) {
       forRange(0, depth, 1, [&](Value c) {
         Value x = memref::LoadOp::create(b, loc, k, ValueRange{n, j, c});
-        memref::StoreOp::create(b, loc, x, kt, ValueRange{c, j});
+        memref::StoreOp::create(b, loc, x, kt, ktIndex(c, j));
       });
     });
   }
@@ -326,7 +344,7 @@ private:
     auto vecType = VectorType::get({lanes}, b.getF32Type());
     Value zero = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(vecType, 0.0f));
-    // s[r] = sum_c q[n, row r, c] * kt[c, j0 : j0 + lanes]
+    // s[r] = sum_c q[n, row r, c] * kt[key block, c, lanes]
     auto dot = scf::ForOp::create(
         b, loc, index(0), index(depth), index(1),
         SmallVector<Value>(rows, zero),
@@ -334,7 +352,7 @@ private:
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
           Value keyColumn =
-              vector::LoadOp::create(b, loc, vecType, kt, ValueRange{c, j0});
+              vector::LoadOp::create(b, loc, vecType, kt, ktIndex(c, j0));
           SmallVector<Value> next;
           for (int64_t r = 0; r < rows; ++r) {
             Value x =
@@ -365,10 +383,14 @@ private:
                                             keyIndex, splat(lenI32, lanes));
       s = arith::SelectOp::create(b, loc, visible, s,
                                   splat(f32(kMaskedScore), lanes));
+      // A plain max (vmaxps): a NaN score still reaches the output
+      // through exp and the sum, without IEEE maximum's NaN and -0 fix-ups
+      // (about 50 instructions per row and block).
       Value blockMax = vector::ReductionOp::create(
-          b, loc, vector::CombiningKind::MAXIMUMF, s);
+          b, loc, vector::CombiningKind::MAXNUMF, s, kPlainMax);
       Value oldMax = state[r];
-      Value newMax = arith::MaximumFOp::create(b, loc, oldMax, blockMax);
+      Value newMax =
+          arith::MaxNumFOp::create(b, loc, oldMax, blockMax, kPlainMax);
       Value p = math::ExpOp::create(
           b, loc, arith::SubFOp::create(b, loc, s, splat(newMax, lanes)));
       Value alpha = math::ExpOp::create(
@@ -480,7 +502,7 @@ private:
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
           Value x = memref::LoadOp::create(b, loc, q, ValueRange{n, row, c});
-          Value y = memref::LoadOp::create(b, loc, kt, ValueRange{c, j});
+          Value y = memref::LoadOp::create(b, loc, kt, ktIndex(c, j));
           scf::YieldOp::create(
               b, loc, ValueRange{math::FmaOp::create(b, loc, x, y, acc[0])});
         });
