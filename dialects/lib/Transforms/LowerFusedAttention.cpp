@@ -59,6 +59,9 @@ constexpr float kUnderflow = -104.0f;
 /// matter to it (see keyBlockOf).
 constexpr arith::FastMathFlags kPlainMax =
     arith::FastMathFlags::nnan | arith::FastMathFlags::nsz;
+/// Output accumulators of p @ v kept in registers at once (of 32 zmm; the
+/// rest hold a row of v and a weight).
+constexpr int64_t kMaxAccumulators = 24;
 /// Register blocks of rows that share one pass over the keys (their blocks
 /// of k and v then come from L1).
 constexpr int64_t kRowBlocksPerSweep = 8;
@@ -407,34 +410,54 @@ private:
 
     // out[r] = out[r] * alpha[r] + sum_j p[r][j] * v[n, j0 + j, :] as a
     // small GEMM: the weights go through `probs` so that each p[r][j] is a
-    // broadcast load, not a lane shuffle; per chunk of columns, the rows'
-    // accumulators stay in registers while each row of v is loaded once.
+    // broadcast load, not a lane shuffle. Per group of column chunks, the
+    // rows' accumulators stay in registers over a loop on the keys that
+    // loads each row of v once and each weight once (unrolled over the
+    // keys, LLVM kept every broadcast weight as a whole vector on the
+    // stack).
     for (int64_t r = 0; r < rows; ++r)
       vector::StoreOp::create(b, loc, weights[r], probs,
                               ValueRange{index(r), index(0)});
-    for (auto [c0, chunk] : chunks()) {
-      auto chunkType = VectorType::get({chunk}, b.getF32Type());
-      Value col = index(c0);
+    SmallVector<std::pair<int64_t, int64_t>> all = chunks();
+    int64_t perGroup = std::max<int64_t>(1, kMaxAccumulators / rows);
+    for (size_t g0 = 0; g0 < all.size(); g0 += perGroup) {
+      ArrayRef<std::pair<int64_t, int64_t>> group =
+          ArrayRef(all).slice(g0, std::min<size_t>(perGroup, all.size() - g0));
       SmallVector<Value> acc;
-      for (int64_t r = 0; r < rows; ++r) {
-        Value o = vector::LoadOp::create(b, loc, chunkType, out,
-                                         ValueRange{n, row[r], col});
-        acc.push_back(
-            arith::MulFOp::create(b, loc, o, splat(alphas[r], chunk)));
-      }
-      for (int64_t j = 0; j < lanes; ++j) {
-        Value valueRow = vector::LoadOp::create(
-            b, loc, chunkType, v, ValueRange{n, add(j0, index(j)), col});
+      for (auto [c0, chunk] : group)
         for (int64_t r = 0; r < rows; ++r) {
-          Value weight = memref::LoadOp::create(b, loc, probs,
-                                                ValueRange{index(r), index(j)});
-          acc[r] = vector::FMAOp::create(b, loc, splat(weight, chunk), valueRow,
-                                         acc[r]);
+          Value o = vector::LoadOp::create(
+              b, loc, VectorType::get({chunk}, b.getF32Type()), out,
+              ValueRange{n, row[r], index(c0)});
+          acc.push_back(
+              arith::MulFOp::create(b, loc, o, splat(alphas[r], chunk)));
         }
-      }
-      for (int64_t r = 0; r < rows; ++r)
-        vector::StoreOp::create(b, loc, acc[r], out,
-                                ValueRange{n, row[r], col});
+      auto keysLoop = scf::ForOp::create(
+          b, loc, index(0), index(lanes), index(1), acc,
+          [&](OpBuilder &nb, Location, Value j, ValueRange acc) {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+            SmallVector<Value> weight, next;
+            for (int64_t r = 0; r < rows; ++r)
+              weight.push_back(
+                  memref::LoadOp::create(b, loc, probs, ValueRange{index(r), j}));
+            for (auto [i, piece] : llvm::enumerate(group)) {
+              auto [c0, chunk] = piece;
+              Value valueRow = vector::LoadOp::create(
+                  b, loc, VectorType::get({chunk}, b.getF32Type()), v,
+                  ValueRange{n, add(j0, j), index(c0)});
+              for (int64_t r = 0; r < rows; ++r)
+                next.push_back(vector::FMAOp::create(
+                    b, loc, splat(weight[r], chunk), valueRow,
+                    acc[i * rows + r]));
+            }
+            scf::YieldOp::create(b, loc, next);
+          });
+      for (auto [i, piece] : llvm::enumerate(group))
+        for (int64_t r = 0; r < rows; ++r)
+          vector::StoreOp::create(b, loc, keysLoop.getResult(i * rows + r),
+                                  out,
+                                  ValueRange{n, row[r], index(piece.first)});
     }
     SmallVector<Value> next(maxes);
     next.append(sums);

@@ -50,12 +50,18 @@ func.func @flash(%q: memref<2x3x4xf32>, %k: memref<2x6x4xf32>, %v: memref<2x6x5x
   // CHECK: math.exp {{.*}} : f32
   // CHECK: vector.reduction <add>
   // out = out * exp(m - m') + p @ v[block], 5 columns as 4 + 1: the
-  // weights go through PROBS, then each row of v is loaded once per chunk
-  // and meets a broadcast weight of every row
+  // weights go through PROBS; the 2 rows x 2 chunks of out stay in
+  // registers over a loop on the block's keys, which loads each weight and
+  // each row of v once
   // CHECK: vector.store {{.*}}, %[[PROBS]]
   // CHECK: vector.load %[[O]]{{.*}} vector<4xf32>
-  // CHECK: vector.load %[[V]]{{.*}} vector<4xf32>
+  // CHECK: vector.load %[[O]]{{.*}} vector<1xf32>
+  // CHECK: scf.for {{.*}} -> (vector<4xf32>, vector<4xf32>, vector<1xf32>, vector<1xf32>)
   // CHECK: memref.load %[[PROBS]]
+  // CHECK: memref.load %[[PROBS]]
+  // CHECK: vector.load %[[V]]{{.*}} vector<4xf32>
+  // CHECK: vector.fma
+  // CHECK: vector.load %[[V]]{{.*}} vector<1xf32>
   // CHECK: vector.fma
   // CHECK: vector.store {{.*}}, %[[O]]
   // and writes them back
