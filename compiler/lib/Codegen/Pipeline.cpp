@@ -44,6 +44,10 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
   bufferization.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferization));
+  // Folds expand_shape(collapse_shape(alloc)) back to the alloc, so that a
+  // result computed in a reshaped view is still written into the output
+  // argument directly rather than copied there.
+  pm.addPass(createCanonicalizerPass());
   bufferization::BufferResultsToOutParamsPassOptions outParams;
   outParams.hoistStaticAllocs = true;
   outParams.modifyPublicFunctions = true;

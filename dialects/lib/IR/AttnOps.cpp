@@ -343,7 +343,11 @@ LogicalResult FusedAttentionOp::verify() {
   if (!buffers && getResult()[0].getType() != getInit().getType())
     return emitOpError("result type must be the type of 'init'");
 
-  // The shapes follow attn.attention's rules; `init` is its result.
+  // The shapes follow attn.attention's rules on the per-head views;
+  // `init` is its result with the heads merged back.
+  int64_t heads = getHeads();
+  if (heads < 1)
+    return emitOpError("heads must be positive, got ") << heads;
   bool reported = false;
   auto shapeOf = [](Value value) {
     auto type = cast<ShapedType>(value.getType());
@@ -353,11 +357,36 @@ LogicalResult FusedAttentionOp::verify() {
                                                   : rules::ElementKind::I32;
     return shape;
   };
+  // [B, T, H*d] -> [B*H, T, d] (split_heads); lengths repeated per head.
+  std::optional<TensorShape> perHead[3];
+  Value projections[3] = {getQ(), getK(), getV()};
+  for (int i = 0; i < 3; ++i) {
+    TensorShape shape = shapeOf(projections[i]);
+    if (heads > 1) {
+      static const char *const names[] = {"q", "k", "v"};
+      if (shape.dims.size() != 3 || shape.dims[2] % heads != 0)
+        return emitOpError("with heads(")
+               << heads << "), '" << names[i]
+               << "' must be [B, T, heads * d], got "
+               << rules::formatShape(shape);
+      shape.dims = {shape.dims[0] * heads, shape.dims[1],
+                    shape.dims[2] / heads};
+    }
+    perHead[i] = shape;
+  }
   std::optional<TensorShape> lens;
-  if (getValidLens())
+  if (getValidLens()) {
     lens = shapeOf(getValidLens());
+    int64_t batch = cast<ShapedType>(getQ().getType()).getDimSize(0);
+    if (heads > 1 && (lens->dims.empty() || lens->dims[0] != batch))
+      return emitOpError("with heads(")
+             << heads << "), 'valid_lens' must have one row per batch entry ("
+             << batch << "), got " << rules::formatShape(*lens);
+    if (!lens->dims.empty())
+      lens->dims[0] *= heads;
+  }
   RuleResult result = rules::inferAttention(
-      shapeOf(getQ()), shapeOf(getK()), shapeOf(getV()), ptr(lens),
+      *perHead[0], *perHead[1], *perHead[2], ptr(lens),
       [&](StringRef, const Twine &message) {
         if (!reported)
           emitOpError(message);
@@ -365,6 +394,9 @@ LogicalResult FusedAttentionOp::verify() {
       });
   if (!result)
     return failure();
+  if (heads > 1)
+    result->dims = {result->dims[0] / heads, result->dims[1],
+                    result->dims[2] * heads};
   if (result->dims != shapeOf(getInit()).dims)
     return emitOpError("'init' must have the attention's result shape ")
            << rules::formatShape(*result);
@@ -421,7 +453,7 @@ FusedAttentionOp::bufferize(RewriterBase &rewriter,
   Value init = buffers.back();
   FusedAttentionOp::create(rewriter, getLoc(), TypeRange{}, buffers[0],
                            buffers[1], buffers[2], validLens, init,
-                           getCausalAttr(), getScaleAttr());
+                           getCausalAttr(), getHeadsAttr(), getScaleAttr());
   bufferization::replaceOpWithBufferizedValues(rewriter, *this, init);
   return success();
 }

@@ -79,14 +79,53 @@ Value causalValidLens(PatternRewriter &rewriter, Location loc, Value validLens,
   return arith::MinSIOp::create(rewriter, loc, validLens, causal);
 }
 
-/// D2L MultiHeadAttention.forward (bias=False).
+/// Whether attention over Tq x Tk scores is lowered as one fused op.
+bool fusesAttention(AttentionLowering lowering, int64_t fuseThreshold,
+                    int64_t tq, int64_t tk) {
+  return lowering == AttentionLowering::Fused ||
+         (lowering == AttentionLowering::Auto && tq * tk >= fuseThreshold);
+}
+
+/// 1/sqrt(d) rounded to f32, the factor of both attention lowerings.
+FloatAttr attentionScale(PatternRewriter &rewriter, int64_t d) {
+  return rewriter.getF32FloatAttr(
+      static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))));
+}
+
+/// D2L MultiHeadAttention.forward (bias=False). When its attention is
+/// fused, one attn.fused_attention with `heads` reads the projections and
+/// writes the merged heads in place: no split_heads or merge_heads copies.
 struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
+  DecomposeMultiheadAttention(MLIRContext *context, AttentionLowering lowering,
+                              int64_t fuseThreshold)
+      : OpRewritePattern(context), lowering(lowering),
+        fuseThreshold(fuseThreshold) {}
 
   LogicalResult matchAndRewrite(MultiheadAttentionOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     IntegerAttr heads = op.getHeadsAttr();
+    if (fusesAttention(lowering, fuseThreshold, dimOf(op.getQ(), 1),
+                       dimOf(op.getK(), 1))) {
+      auto project = [&](Value x, Value w) -> Value {
+        return LinearOp::create(rewriter, loc, x, w, Value());
+      };
+      Value q = project(op.getQ(), op.getWQ());
+      Value k = project(op.getK(), op.getWK());
+      Value v = project(op.getV(), op.getWV());
+      auto type = cast<RankedTensorType>(v.getType());
+      SmallVector<int64_t> shape(type.getShape());
+      shape[1] = dimOf(q, 1);
+      Value init =
+          tensor::EmptyOp::create(rewriter, loc, shape, type.getElementType());
+      Value output = FusedAttentionOp::create(
+          rewriter, loc, TypeRange{init.getType()}, q, k, v,
+          op.getValidLens(), init, op.getCausalAttr(), heads,
+          attentionScale(rewriter, dimOf(q, 2) / heads.getInt()))
+                         .getResult()[0];
+      rewriter.replaceOpWithNewOp<LinearOp>(op, output, op.getWO(), Value());
+      return success();
+    }
     auto projectAndSplit = [&](Value x, Value w) -> Value {
       Value projected = LinearOp::create(rewriter, loc, x, w, Value());
       return SplitHeadsOp::create(rewriter, loc, projected, heads);
@@ -103,6 +142,9 @@ struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
     rewriter.replaceOpWithNewOp<LinearOp>(op, concat, op.getWO(), Value());
     return success();
   }
+
+  AttentionLowering lowering;
+  int64_t fuseThreshold;
 };
 
 /// D2L DotProductAttention.forward, either step by step or as one
@@ -120,18 +162,14 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
     int64_t n = dimOf(q, 0), tq = dimOf(q, 1), d = dimOf(q, 2);
     int64_t tk = dimOf(op.getK(), 1);
     // Scores are multiplied by 1/sqrt(d) rounded to f32 in both paths.
-    FloatAttr scale = rewriter.getF32FloatAttr(
-        static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))));
-    bool fuse =
-        lowering == AttentionLowering::Fused ||
-        (lowering == AttentionLowering::Auto && tq * tk >= fuseThreshold);
-    if (fuse) {
+    FloatAttr scale = attentionScale(rewriter, d);
+    if (fusesAttention(lowering, fuseThreshold, tq, tk)) {
       RankedTensorType type = op.getType();
       Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
                                            type.getElementType());
       rewriter.replaceOpWithNewOp<FusedAttentionOp>(
           op, TypeRange{type}, q, op.getK(), op.getV(), op.getValidLens(), init,
-          op.getCausalAttr(), scale);
+          op.getCausalAttr(), /*heads=*/nullptr, scale);
       return success();
     }
     Value scores = MatmulOp::create(rewriter, loc, q, op.getK(),
@@ -213,8 +251,7 @@ struct AttnDecomposePass
 void mlir::attn::populateDecomposePatterns(RewritePatternSet &patterns,
                                            AttentionLowering attention,
                                            int64_t fuseThreshold) {
-  patterns.add<DecomposeMultiheadAttention, DecomposeAddNorm, DecomposeFfn>(
-      patterns.getContext());
-  patterns.add<DecomposeAttention>(patterns.getContext(), attention,
-                                   fuseThreshold);
+  patterns.add<DecomposeAddNorm, DecomposeFfn>(patterns.getContext());
+  patterns.add<DecomposeMultiheadAttention, DecomposeAttention>(
+      patterns.getContext(), attention, fuseThreshold);
 }

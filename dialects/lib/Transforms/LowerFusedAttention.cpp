@@ -78,11 +78,12 @@ public:
     auto qs = cast<MemRefType>(q.getType()).getShape();
     auto ks = cast<MemRefType>(k.getType()).getShape();
     auto vs = cast<MemRefType>(v.getType()).getShape();
-    batch = qs[0];
+    heads = op.getHeads();
+    batch = qs[0] * heads;
     queries = qs[1];
-    depth = qs[2];
+    depth = qs[2] / heads;
     keys = ks[1];
-    width = vs[2];
+    width = vs[2] / heads;
     lens2d = lens && cast<MemRefType>(lens.getType()).getRank() == 2;
   }
 
@@ -133,6 +134,16 @@ private:
   }
 
   void batchEntry(Value n) {
+    // Entry n is head n % H of batch entry n / H: its columns of q and k
+    // start at (n % H) * dk, those of v and out at (n % H) * dv.
+    entryBatch = n;
+    qkOffset = vOffset = Value();
+    if (heads > 1) {
+      entryBatch = arith::DivUIOp::create(b, loc, n, index(heads));
+      Value head = arith::RemUIOp::create(b, loc, n, index(heads));
+      qkOffset = arith::MulIOp::create(b, loc, head, index(depth));
+      vOffset = arith::MulIOp::create(b, loc, head, index(width));
+    }
     transposeKeys(n);
     meanOfValues(n);
     int64_t super = rowBlock * kRowBlocksPerSweep;
@@ -142,6 +153,16 @@ private:
     if (left)
       superBlockOf(n, index(full * super), left);
   }
+
+  /// Where element (row, col) of the current entry's q or k (`qkOffset`)
+  /// or v or out (`vOffset`) is.
+  SmallVector<Value> at(Value row, Value col, Value offset) {
+    return {entryBatch, row, offset ? add(col, offset) : col};
+  }
+  SmallVector<Value> qk(Value row, Value col) {
+    return at(row, col, qkOffset);
+  }
+  SmallVector<Value> vo(Value row, Value col) { return at(row, col, vOffset); }
 
   Value index(int64_t value) {
     return arith::ConstantIndexOp::create(b, loc, value);
@@ -178,7 +199,7 @@ private:
   void transposeKeys(Value n) {
     forRange(0, keys, 1, [&](Value j) {
       forRange(0, depth, 1, [&](Value c) {
-        Value x = memref::LoadOp::create(b, loc, k, ValueRange{n, j, c});
+        Value x = memref::LoadOp::create(b, loc, k, qk(j, c));
         memref::StoreOp::create(b, loc, x, kt, ktIndex(c, j));
       });
     });
@@ -191,7 +212,7 @@ private:
     });
     forRange(0, keys, 1, [&](Value j) {
       forRange(0, width, 1, [&](Value c) {
-        Value x = memref::LoadOp::create(b, loc, v, ValueRange{n, j, c});
+        Value x = memref::LoadOp::create(b, loc, v, vo(j, c));
         Value acc = memref::LoadOp::create(b, loc, mean, ValueRange{c});
         memref::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, acc, x),
                                 mean, ValueRange{c});
@@ -211,8 +232,8 @@ private:
     Value len;
     if (lens) {
       Value raw = lens2d
-                      ? memref::LoadOp::create(b, loc, lens, ValueRange{n, row})
-                      : memref::LoadOp::create(b, loc, lens, ValueRange{n});
+                      ? memref::LoadOp::create(b, loc, lens, ValueRange{entryBatch, row})
+                      : memref::LoadOp::create(b, loc, lens, ValueRange{entryBatch});
       len = arith::IndexCastOp::create(b, loc, b.getIndexType(), raw);
       len = arith::MinSIOp::create(b, loc, len, index(keys));
     } else {
@@ -276,7 +297,7 @@ private:
                     b, loc,
                     DenseElementsAttr::get(
                         VectorType::get({lanes}, b.getF32Type()), 0.0f)),
-                out, ValueRange{n, row, index(c0)});
+                out, vo(row, index(c0)));
           scf::YieldOp::create(b, loc,
                                ValueRange{arith::MaxSIOp::create(
                                    b, loc, acc[0], lengthOf(n, row))});
@@ -359,7 +380,7 @@ private:
           SmallVector<Value> next;
           for (int64_t r = 0; r < rows; ++r) {
             Value x =
-                memref::LoadOp::create(b, loc, q, ValueRange{n, row[r], c});
+                memref::LoadOp::create(b, loc, q, qk(row[r], c));
             next.push_back(vector::FMAOp::create(b, loc, splat(x, lanes),
                                                  keyColumn, acc[r]));
           }
@@ -428,7 +449,7 @@ private:
         for (int64_t r = 0; r < rows; ++r) {
           Value o = vector::LoadOp::create(
               b, loc, VectorType::get({chunk}, b.getF32Type()), out,
-              ValueRange{n, row[r], index(c0)});
+              vo(row[r], index(c0)));
           acc.push_back(
               arith::MulFOp::create(b, loc, o, splat(alphas[r], chunk)));
         }
@@ -445,7 +466,7 @@ private:
               auto [c0, chunk] = piece;
               Value valueRow = vector::LoadOp::create(
                   b, loc, VectorType::get({chunk}, b.getF32Type()), v,
-                  ValueRange{n, add(j0, j), index(c0)});
+                  vo(add(j0, j), index(c0)));
               for (int64_t r = 0; r < rows; ++r)
                 next.push_back(vector::FMAOp::create(
                     b, loc, splat(weight[r], chunk), valueRow,
@@ -457,7 +478,7 @@ private:
         for (int64_t r = 0; r < rows; ++r)
           vector::StoreOp::create(b, loc, keysLoop.getResult(i * rows + r),
                                   out,
-                                  ValueRange{n, row[r], index(piece.first)});
+                                  vo(row[r], index(piece.first)));
     }
     SmallVector<Value> next(maxes);
     next.append(sums);
@@ -482,7 +503,7 @@ private:
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
           forRange(0, width, 1, [&](Value c) {
             Value x = memref::LoadOp::create(b, loc, mean, ValueRange{c});
-            memref::StoreOp::create(b, loc, x, out, ValueRange{n, row, c});
+            memref::StoreOp::create(b, loc, x, out, vo(row, c));
           });
           scf::YieldOp::create(b, loc);
         },
@@ -506,10 +527,10 @@ private:
                   auto chunkType = VectorType::get({chunk}, b.getF32Type());
                   Value col = index(c0);
                   Value o = vector::LoadOp::create(b, loc, chunkType, out,
-                                                   ValueRange{n, row, col});
+                                                   vo(row, col));
                   o = arith::DivFOp::create(b, loc, o, splat(rowSum, chunk));
                   vector::StoreOp::create(b, loc, o, out,
-                                          ValueRange{n, row, col});
+                                          vo(row, col));
                 }
                 scf::YieldOp::create(b, loc);
               });
@@ -524,7 +545,7 @@ private:
         [&](OpBuilder &nb, Location, Value c, ValueRange acc) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-          Value x = memref::LoadOp::create(b, loc, q, ValueRange{n, row, c});
+          Value x = memref::LoadOp::create(b, loc, q, qk(row, c));
           Value y = memref::LoadOp::create(b, loc, kt, ktIndex(c, j));
           scf::YieldOp::create(
               b, loc, ValueRange{math::FmaOp::create(b, loc, x, y, acc[0])});
@@ -560,7 +581,7 @@ private:
       return arith::AddFOp::create(b, loc, acc, e);
     });
     forRange(0, width, 1, [&](Value c) {
-      memref::StoreOp::create(b, loc, f32(0.0f), out, ValueRange{n, row, c});
+      memref::StoreOp::create(b, loc, f32(0.0f), out, vo(row, c));
     });
     forRange(0, keys, 1, [&](Value j) {
       Value weight = arith::DivFOp::create(
@@ -570,11 +591,11 @@ private:
               arith::SubFOp::create(b, loc, scoreOf(n, row, len, j), rowMax)),
           rowSum);
       forRange(0, width, 1, [&](Value c) {
-        Value x = memref::LoadOp::create(b, loc, v, ValueRange{n, j, c});
-        Value acc = memref::LoadOp::create(b, loc, out, ValueRange{n, row, c});
+        Value x = memref::LoadOp::create(b, loc, v, vo(j, c));
+        Value acc = memref::LoadOp::create(b, loc, out, vo(row, c));
         memref::StoreOp::create(b, loc,
                                 math::FmaOp::create(b, loc, weight, x, acc),
-                                out, ValueRange{n, row, c});
+                                out, vo(row, c));
       });
     });
   }
@@ -586,7 +607,10 @@ private:
   float scale;
   int64_t rowBlock, keyBlock;
   bool parallel;
-  int64_t batch = 0, queries = 0, depth = 0, keys = 0, width = 0;
+  /// batch x heads entries of `depth`/`width` columns each.
+  int64_t heads = 1, batch = 0, queries = 0, depth = 0, keys = 0, width = 0;
+  /// The current entry's batch index and column offsets (see batchEntry).
+  Value entryBatch, qkOffset, vOffset;
 };
 
 struct AttnLowerFusedAttentionPass

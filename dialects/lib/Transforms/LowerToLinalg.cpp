@@ -11,6 +11,7 @@
 #include "attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -47,8 +48,13 @@ Value f32Constant(OpBuilder &b, Location loc, float value) {
   return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
 }
 
+/// A fresh zero tensor, for an accumulator. Not a tensor.empty: CSE would
+/// merge identical fills, and the GEMMs accumulating into one shared zero
+/// tensor then each got a copy of it (a full extra buffer and a pass over
+/// memory per GEMM).
 Value zeroFilled(OpBuilder &b, Location loc, ArrayRef<int64_t> shape) {
-  Value empty = emptyLike(b, loc, shape, b.getF32Type());
+  Value empty = bufferization::AllocTensorOp::create(
+      b, loc, RankedTensorType::get(shape, b.getF32Type()), ValueRange());
   return linalg::FillOp::create(b, loc, f32Constant(b, loc, 0.0f), empty)
       .getResult(0);
 }
@@ -175,16 +181,28 @@ struct LowerLinear : OpRewritePattern<LinearOp> {
                    ArrayRef<int64_t>{1, 0})
                    .getResult()[0];
     // Start from the bias broadcast over rows (or zeros) and accumulate.
+    // The accumulator is made in the result's shape and viewed as a matrix:
+    // the result is then that buffer itself, which a kernel output can be
+    // (no copy into the output argument).
+    ArrayRef<int64_t> resultShape = resultType.getShape();
     Value init;
     if (Value bias = op.getB()) {
-      Value empty =
-          emptyLike(rewriter, loc, {rows, out}, rewriter.getF32Type());
-      init = linalg::BroadcastOp::create(rewriter, loc, bias, empty,
-                                         ArrayRef<int64_t>{0})
+      Value empty = emptyLike(rewriter, loc, resultShape, rewriter.getF32Type());
+      SmallVector<int64_t> leading;
+      for (int64_t i = 0; i + 1 < resultType.getRank(); ++i)
+        leading.push_back(i);
+      init = linalg::BroadcastOp::create(rewriter, loc, bias, empty, leading)
                  .getResult()[0];
     } else {
-      init = zeroFilled(rewriter, loc, {rows, out});
+      init = zeroFilled(rewriter, loc, resultShape);
     }
+    auto matrixType =
+        RankedTensorType::get({rows, out}, rewriter.getF32Type());
+    init = xType.getRank() == 1
+               ? Value(tensor::ExpandShapeOp::create(rewriter, loc, matrixType,
+                                                     init, groups))
+               : Value(tensor::CollapseShapeOp::create(rewriter, loc, init,
+                                                       groups));
     Value product = linalg::MatmulOp::create(rewriter, loc, ValueRange{x, wT},
                                              ValueRange{init})
                         .getResult(0);

@@ -535,6 +535,33 @@ func.func @fused_shapes(%q: tensor<2x4x8xf32>, %k: tensor<2x5x7xf32>) {
 
 // -----
 
+// fused_attention: with heads, the features split evenly
+func.func @fused_heads_split(%q: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{with heads(3), 'q' must be [B, T, heads * d], got f32[2, 4, 8]}}
+  %0 = attn.fused_attention %q, %q, %q outs(%q) heads(3) scale(1.0) : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+// fused_attention: heads is positive
+func.func @fused_heads_zero(%q: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{heads must be positive, got 0}}
+  %0 = attn.fused_attention %q, %q, %q outs(%q) heads(0) scale(1.0) : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+// fused_attention: with heads, lengths are per batch entry
+func.func @fused_heads_lens(%q: tensor<2x4x8xf32>, %vl: tensor<4xi32>) {
+  // expected-error @+1 {{with heads(2), 'valid_lens' must have one row per batch entry (2), got i32[4]}}
+  %0 = attn.fused_attention %q, %q, %q valid_lens(%vl) outs(%q) heads(2) scale(1.0) : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<4xi32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
 // fused_attention: init has the result's shape
 func.func @fused_init(%q: tensor<2x4x8xf32>, %init: tensor<2x4x9xf32>) {
   // expected-error @+1 {{'init' must have the attention's result shape f32[2, 4, 8]}}

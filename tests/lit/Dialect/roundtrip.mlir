@@ -130,3 +130,12 @@ func.func @fused_attention(%q: tensor<10x4x20xf32>, %k: tensor<10x6x20xf32>, %v:
   attn.fused_attention %mq, %mk, %mv outs(%mo) scale(0.125) : (memref<10x4x20xf32>, memref<10x6x20xf32>, memref<10x6x8xf32>, memref<10x4x8xf32>) -> ()
   return %0 : tensor<10x4x8xf32>
 }
+
+// With heads, on the projections as they are: [B, T, heads * d].
+// CHECK-LABEL: func.func @fused_attention_heads
+func.func @fused_attention_heads(%x: tensor<2x6x20xf32>, %vl: tensor<2x6xi32>) -> tensor<2x6x20xf32> {
+  %init = tensor.empty() : tensor<2x6x20xf32>
+  // CHECK: attn.fused_attention %{{.*}}, %{{.*}}, %{{.*}} valid_lens(%{{.*}}) outs(%{{.*}}) heads(4) scale(0.44721359) : (tensor<2x6x20xf32>, tensor<2x6x20xf32>, tensor<2x6x20xf32>, tensor<2x6xi32>, tensor<2x6x20xf32>) -> tensor<2x6x20xf32>
+  %0 = attn.fused_attention %x, %x, %x valid_lens(%vl) outs(%init) heads(4) scale(0.4472136) : (tensor<2x6x20xf32>, tensor<2x6x20xf32>, tensor<2x6x20xf32>, tensor<2x6xi32>, tensor<2x6x20xf32>) -> tensor<2x6x20xf32>
+  return %0 : tensor<2x6x20xf32>
+}

@@ -28,3 +28,27 @@ func.func @small(%q: tensor<2x4x5xf32>) -> tensor<2x4x5xf32> {
   %0 = attn.attention %q, %q, %q : (tensor<2x4x5xf32>, tensor<2x4x5xf32>, tensor<2x4x5xf32>) -> tensor<2x4x5xf32>
   return %0 : tensor<2x4x5xf32>
 }
+
+// A fused multi-head attention reads the projections and writes the merged
+// heads in place: no split_heads, merge_heads or repeated lengths.
+// FUSED-LABEL: func.func @mha
+// FUSED-SAME: (%[[X:.*]]: tensor<2x4x100xf32>, %[[WQ:.*]]: tensor<100x100xf32>, %[[WK:.*]]: tensor<100x100xf32>, %[[WV:.*]]: tensor<100x100xf32>, %[[WO:.*]]: tensor<100x100xf32>, %[[VL:.*]]: tensor<2x4xi32>)
+// FUSED: %[[Q:.*]] = attn.linear %[[X]], %[[WQ]]
+// FUSED: %[[K:.*]] = attn.linear %[[X]], %[[WK]]
+// FUSED: %[[V:.*]] = attn.linear %[[X]], %[[WV]]
+// FUSED: %[[INIT:.*]] = tensor.empty() : tensor<2x4x100xf32>
+// scale 1/sqrt(100 / 5)
+// FUSED: %[[O:.*]] = attn.fused_attention %[[Q]], %[[K]], %[[V]] valid_lens(%[[VL]]) outs(%[[INIT]]) causal heads(5) scale(0.223606795) : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4xi32>, tensor<2x4x100xf32>) -> tensor<2x4x100xf32>
+// FUSED-NOT: split_heads
+// FUSED-NOT: merge_heads
+// FUSED: attn.linear %[[O]], %[[WO]]
+// Tq * Tk = 16 is below the threshold: the heads are split as in D2L.
+// AUTO-LABEL: func.func @mha
+// AUTO: attn.split_heads
+// AUTO-NOT: attn.fused_attention
+// AUTO: attn.merge_heads
+func.func @mha(%x: tensor<2x4x100xf32>, %wq: tensor<100x100xf32>, %wk: tensor<100x100xf32>, %wv: tensor<100x100xf32>, %wo: tensor<100x100xf32>, %vl: tensor<2x4xi32>) -> tensor<2x4x100xf32> {
+  %0 = attn.multihead_attention %x, %x, %x heads(5) weights(%wq, %wk, %wv, %wo) valid_lens(%vl) causal
+      : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<2x4xi32>) -> tensor<2x4x100xf32>
+  return %0 : tensor<2x4x100xf32>
+}

@@ -1,6 +1,6 @@
 // attn-lower-fused-attention: one flash-style loop nest, no [N, Tq, Tk]
 // buffer; only a [d, Tk] transposed copy of the keys and the mean of v.
-// RUN: attn-opt %s --pass-pipeline='builtin.module(func.func(attn-lower-fused-attention{row-block=2 key-block=4}))' | FileCheck %s
+// RUN: attn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(attn-lower-fused-attention{row-block=2 key-block=4}))' | FileCheck %s
 
 // N=2, Tq=3 (a 2-row block and a 1-row block), Tk=6 (a 4-key block and a
 // 2-key leftover), d=4, dv=5 (vectors of 4 and 1: powers of two only).
@@ -82,5 +82,28 @@ func.func @flash(%q: memref<2x3x4xf32>, %k: memref<2x6x4xf32>, %v: memref<2x6x5x
   // CHECK: memref.dealloc %[[PROBS]]
   // CHECK-NOT: attn.fused_attention
   attn.fused_attention %q, %k, %v valid_lens(%vl) outs(%o) scale(0.5) : (memref<2x3x4xf32>, memref<2x6x4xf32>, memref<2x6x5xf32>, memref<2xi32>, memref<2x3x5xf32>) -> ()
+  return
+}
+
+// -----
+
+// heads(2) on [B, T, 2 * d] projections: entry n is head n % 2 of batch
+// entry n / 2, whose columns start at (n % 2) * d; lengths are the batch
+// entry's.
+// CHECK-LABEL: func.func @heads
+// CHECK-SAME: (%[[Q:.*]]: memref<3x4x8xf32>, %[[VL:.*]]: memref<3xi32>, %[[O:.*]]: memref<3x4x8xf32>)
+func.func @heads(%q: memref<3x4x8xf32>, %vl: memref<3xi32>, %o: memref<3x4x8xf32>) {
+  // CHECK: %[[KT:.*]] = memref.alloc() : memref<1x4x4xf32>
+  // six entries: 3 batch entries x 2 heads
+  // CHECK: scf.for %[[N:.*]] = %{{.*}} to %c6 step
+  // CHECK: %[[BATCH:.*]] = arith.divui %[[N]], %{{.*}} : index
+  // CHECK: %[[HEAD:.*]] = arith.remui %[[N]], %{{.*}} : index
+  // CHECK: %[[COL0:.*]] = arith.muli %[[HEAD]], %{{.*}} : index
+  // keys: q's columns of this head
+  // CHECK: %[[COL:.*]] = arith.addi %[[C:.*]], %[[COL0]] : index
+  // CHECK: memref.load %[[Q]][%[[BATCH]], %{{.*}}, %[[COL]]]
+  // lengths of the batch entry, not of the head
+  // CHECK: memref.load %[[VL]][%[[BATCH]]]
+  attn.fused_attention %q, %q, %q valid_lens(%vl) outs(%o) heads(2) scale(0.5) : (memref<3x4x8xf32>, memref<3x4x8xf32>, memref<3x4x8xf32>, memref<3xi32>, memref<3x4x8xf32>) -> ()
   return
 }

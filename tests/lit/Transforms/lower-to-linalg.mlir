@@ -13,8 +13,10 @@ func.func @linear(%x: tensor<2x4x8xf32>, %w: tensor<6x8xf32>, %b: tensor<6xf32>)
   // CHECK: %[[X2:.*]] = tensor.collapse_shape %[[X]] {{\[\[}}0, 1], [2]] : tensor<2x4x8xf32> into tensor<8x8xf32>
   // w [O, I] read as [I, O]
   // CHECK: %[[WT:.*]] = linalg.transpose ins(%[[W]] : tensor<6x8xf32>) outs(%{{.*}} : tensor<8x6xf32>) permutation = [1, 0]
-  // the bias, broadcast over rows, is the accumulator
-  // CHECK: %[[ACC:.*]] = linalg.broadcast ins(%[[B]] : tensor<6xf32>) outs(%{{.*}} : tensor<8x6xf32>) dimensions = [0]
+  // the bias, broadcast over rows in the result's shape (so that the result
+  // can be that buffer), viewed as rows, is the accumulator
+  // CHECK: %[[BB:.*]] = linalg.broadcast ins(%[[B]] : tensor<6xf32>) outs(%{{.*}} : tensor<2x4x6xf32>) dimensions = [0, 1]
+  // CHECK: %[[ACC:.*]] = tensor.collapse_shape %[[BB]] {{\[\[}}0, 1], [2]] : tensor<2x4x6xf32> into tensor<8x6xf32>
   // CHECK: %[[Y2:.*]] = linalg.matmul ins(%[[X2]], %[[WT]] : tensor<8x8xf32>, tensor<8x6xf32>) outs(%[[ACC]] : tensor<8x6xf32>)
   // CHECK: %[[Y:.*]] = tensor.expand_shape %[[Y2]] {{\[\[}}0, 1], [2]] output_shape [2, 4, 6]
   // CHECK: return %[[Y]], %[[OK]] : tensor<2x4x6xf32>, i32
@@ -28,8 +30,12 @@ func.func @linear(%x: tensor<2x4x8xf32>, %w: tensor<6x8xf32>, %b: tensor<6xf32>)
 // CHECK-LABEL: func.func @linear_no_bias_rank1
 func.func @linear_no_bias_rank1(%x: tensor<8xf32>, %w: tensor<6x8xf32>) -> tensor<6xf32> {
   // CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] output_shape [1, 8] : tensor<8xf32> into tensor<1x8xf32>
-  // CHECK: %[[ZERO:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<1x6xf32>)
-  // CHECK: linalg.matmul {{.*}} outs(%[[ZERO]] : tensor<1x6xf32>)
+  // a fresh zero tensor (bufferization.alloc_tensor: CSE cannot make two
+  // GEMMs share it)
+  // CHECK: %[[FRESH:.*]] = bufferization.alloc_tensor() : tensor<6xf32>
+  // CHECK: %[[ZERO:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[FRESH]] : tensor<6xf32>)
+  // CHECK: %[[ACC:.*]] = tensor.expand_shape %[[ZERO]] {{\[\[}}0, 1]] output_shape [1, 6] : tensor<6xf32> into tensor<1x6xf32>
+  // CHECK: linalg.matmul {{.*}} outs(%[[ACC]] : tensor<1x6xf32>)
   // CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1]] : tensor<1x6xf32> into tensor<6xf32>
   %0 = attn.linear %x, %w : (tensor<8xf32>, tensor<6x8xf32>) -> tensor<6xf32>
   return %0 : tensor<6xf32>

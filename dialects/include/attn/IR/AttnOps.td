@@ -478,6 +478,14 @@ def Attn_FusedAttentionOp : Op<Attn_Dialect, "fused_attention", [
     emits an online softmax over blocks of keys, with the mask computed from
     indices and key blocks past every row's length skipped.
 
+    With `heads(H)` (H > 1), it is the attention core of D2L
+    MultiHeadAttention on the projections as they are: `q` `[B, Tq, H*dk]`,
+    `k` `[B, Tk, H*dk]`, `v` `[B, Tk, H*dv]`, `valid_lens` per batch entry
+    (`[B]` or `[B, Tq]`, shared by its heads) and `init` `[B, Tq, H*dv]`
+    are read and written as if split into heads (`split_heads`, lengths
+    `repeat_interleave`d, `merge_heads`), without those copies. `scale` is
+    `1/sqrt(dk)`.
+
     On tensors it returns the result (`init` is only a destination); after
     bufferization it works on memrefs and writes `init`.
 
@@ -488,17 +496,22 @@ def Attn_FusedAttentionOp : Op<Attn_Dialect, "fused_attention", [
         scale(2.500000e-01)
         : (tensor<10x64x16xf32>, tensor<10x64x16xf32>, tensor<10x64x16xf32>,
            tensor<10xi32>, tensor<10x64x16xf32>) -> tensor<10x64x16xf32>
+    %m = attn.fused_attention %x, %x, %x valid_lens(%lens) outs(%init2)
+        heads(4) scale(2.500000e-01)
+        : (tensor<2x64x64xf32>, tensor<2x64x64xf32>, tensor<2x64x64xf32>,
+           tensor<2xi32>, tensor<2x64x64xf32>) -> tensor<2x64x64xf32>
     ```
   }];
   let arguments = (ins Attn_ShapedF32:$q, Attn_ShapedF32:$k, Attn_ShapedF32:$v,
                        Optional<Attn_ShapedI32>:$valid_lens,
                        Attn_ShapedF32:$init, UnitAttr:$causal,
+                       DefaultValuedAttr<I64Attr, "1">:$heads,
                        F32Attr:$scale);
   let results = (outs Variadic<Attn_F32Tensor>:$result);
   let assemblyFormat = [{
     $q `,` $k `,` $v (`valid_lens` `(` $valid_lens^ `)`)? `outs` `(` $init `)`
-    (`causal` $causal^)? `scale` `(` $scale `)` attr-dict `:`
-    functional-type(operands, results)
+    (`causal` $causal^)? (`heads` `(` $heads^ `)`)? `scale` `(` $scale `)`
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
