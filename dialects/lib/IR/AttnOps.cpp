@@ -427,6 +427,15 @@ bool FusedAttentionOp::bufferizesToMemoryWrite(
   return &operand == &getInitMutable();
 }
 
+bool FusedAttentionOp::bufferizesToElementwiseAccess(
+    const bufferization::AnalysisState &, ArrayRef<OpOperand *> operands) {
+  // q and init may share a buffer (see the op's description); k, v and the
+  // lengths are read whole for every row.
+  return llvm::all_of(operands, [&](OpOperand *operand) {
+    return operand == &getQMutable() || operand == &getInitMutable();
+  });
+}
+
 bufferization::AliasingValueList FusedAttentionOp::getAliasingValues(
     OpOperand &operand, const bufferization::AnalysisState &) {
   if (&operand != &getInitMutable() || getResult().empty())

@@ -116,8 +116,14 @@ struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
       auto type = cast<RankedTensorType>(v.getType());
       SmallVector<int64_t> shape(type.getShape());
       shape[1] = dimOf(q, 1);
+      // The result can take q's place: row i of the output needs row i of
+      // q only, and q is not used after (the kernel copies the rows it is
+      // about to overwrite). Bufferization decides whether it is in place.
       Value init =
-          tensor::EmptyOp::create(rewriter, loc, shape, type.getElementType());
+          cast<RankedTensorType>(q.getType()).getShape() == ArrayRef(shape)
+              ? q
+              : tensor::EmptyOp::create(rewriter, loc, shape,
+                                        type.getElementType());
       Value output = FusedAttentionOp::create(
           rewriter, loc, TypeRange{init.getType()}, q, k, v,
           op.getValidLens(), init, op.getCausalAttr(), heads,

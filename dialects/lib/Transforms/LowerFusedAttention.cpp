@@ -3,16 +3,19 @@
 // Lowers attn.fused_attention (on memrefs, after bufferization) to one loop
 // nest that never materializes the [N, Tq, Tk] scores:
 //
-//   for n:                                   batch x heads
+//   for n:                                   batch x heads (with heads(H),
+//                                            head n % H of entry n / H: its
+//                                            columns of [B, T, H*d])
 //     kt = k[n]ᵀ in blocks of W keys         [Tk / W, d, W] scratch: a
 //                                            block of keys is one vector,
 //                                            and a key block's d vectors
 //                                            are contiguous
 //     for each super-block of 8 x R query rows:
+//       qs = q[rows]                         a copy: out may be q's buffer
 //       len[r] = valid_len (min(., i + 1) when causal), clamped to Tk
 //       for each block of W keys below max(len):      (the rest is skipped)
 //        for each block of R rows:                    (k, v blocks in L1)
-//         s[r] = q[r] · kt[:, block] * scale          R vector accumulators
+//         s[r] = qs[r] · kt[block] * scale            R x W/16 accumulators
 //         s[r][j >= len[r]] = -1e6                    D2L's replacement
 //         m' = max(m, max s[r]); p = exp(s[r] - m')   online softmax
 //         l = l * exp(m - m') + sum p
@@ -124,6 +127,8 @@ private:
         b, loc, MemRefType::get({2, rowBlock * kRowBlocksPerSweep}, f32));
     probs = memref::AllocOp::create(b, loc,
                                     MemRefType::get({rowBlock, keyBlock}, f32));
+    queryRows = memref::AllocOp::create(
+        b, loc, MemRefType::get({rowBlock * kRowBlocksPerSweep, depth}, f32));
   }
 
   void freeScratch() {
@@ -131,6 +136,7 @@ private:
     memref::DeallocOp::create(b, loc, mean);
     memref::DeallocOp::create(b, loc, stats);
     memref::DeallocOp::create(b, loc, probs);
+    memref::DeallocOp::create(b, loc, queryRows);
   }
 
   void batchEntry(Value n) {
@@ -163,6 +169,11 @@ private:
     return at(row, col, qkOffset);
   }
   SmallVector<Value> vo(Value row, Value col) { return at(row, col, vOffset); }
+
+  /// Row `row` of the current super-block as an index into `queryRows`.
+  Value inSuperBlock(Value row) {
+    return arith::SubIOp::create(b, loc, row, superStart);
+  }
 
   Value index(int64_t value) {
     return arith::ConstantIndexOp::create(b, loc, value);
@@ -279,6 +290,15 @@ private:
   /// streaming all of k and v once per register block. The running max
   /// and sum of each row live in `stats` between key blocks.
   void superBlockOf(Value n, Value s0, int64_t rows) {
+    // The super-block's query rows are read from a copy: `out` may be `q`'s
+    // buffer (attention in place), and its rows are written from here on.
+    superStart = s0;
+    forRange(0, rows, 1, [&](Value r) {
+      forRange(0, depth, 1, [&](Value c) {
+        Value x = memref::LoadOp::create(b, loc, q, qk(add(s0, r), c));
+        memref::StoreOp::create(b, loc, x, queryRows, ValueRange{r, c});
+      });
+    });
     auto init = scf::ForOp::create(
         b, loc, index(0), index(rows), index(1), ValueRange{index(0)},
         [&](OpBuilder &nb, Location, Value r, ValueRange acc) {
@@ -380,7 +400,8 @@ private:
           SmallVector<Value> next;
           for (int64_t r = 0; r < rows; ++r) {
             Value x =
-                memref::LoadOp::create(b, loc, q, qk(row[r], c));
+                memref::LoadOp::create(b, loc, queryRows,
+                                       ValueRange{inSuperBlock(row[r]), c});
             next.push_back(vector::FMAOp::create(b, loc, splat(x, lanes),
                                                  keyColumn, acc[r]));
           }
@@ -545,7 +566,8 @@ private:
         [&](OpBuilder &nb, Location, Value c, ValueRange acc) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-          Value x = memref::LoadOp::create(b, loc, q, qk(row, c));
+          Value x = memref::LoadOp::create(b, loc, queryRows,
+                                           ValueRange{inSuperBlock(row), c});
           Value y = memref::LoadOp::create(b, loc, kt, ktIndex(c, j));
           scf::YieldOp::create(
               b, loc, ValueRange{math::FmaOp::create(b, loc, x, y, acc[0])});
@@ -602,7 +624,7 @@ private:
 
   OpBuilder &b;
   Location loc;
-  Value q, k, v, lens, out, kt, mean, stats, probs;
+  Value q, k, v, lens, out, kt, mean, stats, probs, queryRows;
   bool causal, lens2d = false;
   float scale;
   int64_t rowBlock, keyBlock;
@@ -611,6 +633,8 @@ private:
   int64_t heads = 1, batch = 0, queries = 0, depth = 0, keys = 0, width = 0;
   /// The current entry's batch index and column offsets (see batchEntry).
   Value entryBatch, qkOffset, vOffset;
+  /// The first row of the current super-block (see superBlockOf).
+  Value superStart;
 };
 
 struct AttnLowerFusedAttentionPass

@@ -30,15 +30,15 @@ func.func @small(%q: tensor<2x4x5xf32>) -> tensor<2x4x5xf32> {
 }
 
 // A fused multi-head attention reads the projections and writes the merged
-// heads in place: no split_heads, merge_heads or repeated lengths.
+// heads in place: no split_heads, merge_heads or repeated lengths. Its
+// result takes q's place (row i needs q's row i only).
 // FUSED-LABEL: func.func @mha
 // FUSED-SAME: (%[[X:.*]]: tensor<2x4x100xf32>, %[[WQ:.*]]: tensor<100x100xf32>, %[[WK:.*]]: tensor<100x100xf32>, %[[WV:.*]]: tensor<100x100xf32>, %[[WO:.*]]: tensor<100x100xf32>, %[[VL:.*]]: tensor<2x4xi32>)
 // FUSED: %[[Q:.*]] = attn.linear %[[X]], %[[WQ]]
 // FUSED: %[[K:.*]] = attn.linear %[[X]], %[[WK]]
 // FUSED: %[[V:.*]] = attn.linear %[[X]], %[[WV]]
-// FUSED: %[[INIT:.*]] = tensor.empty() : tensor<2x4x100xf32>
 // scale 1/sqrt(100 / 5)
-// FUSED: %[[O:.*]] = attn.fused_attention %[[Q]], %[[K]], %[[V]] valid_lens(%[[VL]]) outs(%[[INIT]]) causal heads(5) scale(0.223606795) : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4xi32>, tensor<2x4x100xf32>) -> tensor<2x4x100xf32>
+// FUSED: %[[O:.*]] = attn.fused_attention %[[Q]], %[[K]], %[[V]] valid_lens(%[[VL]]) outs(%[[Q]]) causal heads(5) scale(0.223606795) : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4xi32>, tensor<2x4x100xf32>) -> tensor<2x4x100xf32>
 // FUSED-NOT: split_heads
 // FUSED-NOT: merge_heads
 // FUSED: attn.linear %[[O]], %[[WO]]

@@ -1,5 +1,6 @@
 // attn-lower-fused-attention: one flash-style loop nest, no [N, Tq, Tk]
-// buffer; only a [d, Tk] transposed copy of the keys and the mean of v.
+// buffer; only a blocked transposed copy of the keys, the mean of v and
+// small per-block scratch.
 // RUN: attn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(attn-lower-fused-attention{row-block=2 key-block=4}))' | FileCheck %s
 
 // N=2, Tq=3 (a 2-row block and a 1-row block), Tk=6 (a 4-key block and a
@@ -14,6 +15,7 @@ func.func @flash(%q: memref<2x3x4xf32>, %k: memref<2x6x4xf32>, %v: memref<2x6x5x
   // CHECK: %[[MEAN:.*]] = memref.alloc() : memref<5xf32>
   // CHECK: %[[STATS:.*]] = memref.alloc() : memref<2x16xf32>
   // CHECK: %[[PROBS:.*]] = memref.alloc() : memref<2x4xf32>
+  // CHECK: %[[QROWS:.*]] = memref.alloc() : memref<16x4xf32>
   // CHECK-NOT: memref.alloc
   // for each batch entry: kt[j / 4, c, j % 4] = k[n, j, c]
   // CHECK: scf.for %[[N:.*]] =
@@ -21,6 +23,9 @@ func.func @flash(%q: memref<2x3x4xf32>, %k: memref<2x6x4xf32>, %v: memref<2x6x5x
   // CHECK: %[[JB:.*]] = arith.divui %[[J]], %{{.*}}
   // CHECK: %[[JL:.*]] = arith.remui %[[J]], %{{.*}}
   // CHECK: memref.store %{{.*}}, %[[KT]][%[[JB]], %[[C]], %[[JL]]]
+  // the super-block's query rows are copied first (out may be q's buffer)
+  // CHECK: memref.load %[[Q]]
+  // CHECK: memref.store %{{.*}}, %[[QROWS]]
   // per row of the super-block (3 rows): max = lowest, sum = 0, out = 0,
   // and the longest length: valid_lens[n] clamped to Tk
   // CHECK: scf.for {{.*}} -> (index)
@@ -37,6 +42,7 @@ func.func @flash(%q: memref<2x3x4xf32>, %k: memref<2x6x4xf32>, %v: memref<2x6x5x
   // scores of 2 rows x 4 keys: an FMA per feature against a vector of keys
   // CHECK: scf.for {{.*}} -> (vector<4xf32>, vector<4xf32>)
   // CHECK: vector.load %[[KT]]{{.*}} vector<4xf32>
+  // CHECK: memref.load %[[QROWS]]
   // CHECK: vector.fma
   // mask j >= len with D2L's -1e6
   // CHECK: %[[MASKED:.*]] = arith.constant -1.000000e+06 : f32

@@ -468,7 +468,7 @@ def Attn_FusedAttentionOp : Op<Attn_Dialect, "fused_attention", [
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
     DeclareOpInterfaceMethods<BufferizableOpInterface,
         ["bufferizesToMemoryRead", "bufferizesToMemoryWrite",
-         "getAliasingValues", "bufferize"]>]> {
+         "bufferizesToElementwiseAccess", "getAliasingValues", "bufferize"]>]> {
   let summary = "attention as one flash-style kernel, in destination style";
   let description = [{
     Computes exactly `attn.attention` (D2L DotProductAttention: scores
@@ -487,7 +487,9 @@ def Attn_FusedAttentionOp : Op<Attn_Dialect, "fused_attention", [
     `1/sqrt(dk)`.
 
     On tensors it returns the result (`init` is only a destination); after
-    bufferization it works on memrefs and writes `init`.
+    bufferization it works on memrefs and writes `init`. `init` may be `q`
+    (or share its buffer): row `i` of the result needs row `i` of `q` only,
+    and the lowering reads the rows it overwrites before writing them.
 
     Example:
 
