@@ -52,6 +52,8 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
   outParams.hoistStaticAllocs = true;
   outParams.modifyPublicFunctions = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  // NAME hands its outputs to NAME_prepared instead of copying them.
+  pm.addNestedPass<func::FuncOp>(attn::createAttnForwardCallOutputs());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createCanonicalizerPass());
 

@@ -166,6 +166,33 @@ def AttnSplitPrepare : Pass<"attn-split-prepare", "::mlir::ModuleOp"> {
   ];
 }
 
+def AttnForwardCallOutputs
+    : Pass<"attn-forward-call-outputs", "::mlir::func::FuncOp"> {
+  let summary = "Let a call write a function's output argument directly";
+  let description = [{
+    After `buffer-results-to-out-params`, a kernel `NAME` that returns what
+    `NAME_prepared` returned allocates a buffer for the call's output and
+    copies it into its own output argument. This pass makes the call write
+    the output argument itself when that is all the buffer is for: a
+    `memref.alloc` used only by one `func.call` and a `memref.copy` into a
+    function argument used by nothing else (same type).
+
+    Before:
+
+    ```mlir
+    func.func @k(%x: memref<4xf32>, %out: memref<4xf32>) -> i32 {
+      %b = memref.alloc() : memref<4xf32>
+      %s = call @k_prepared(%x, %b) : (memref<4xf32>, memref<4xf32>) -> i32
+      memref.copy %b, %out : memref<4xf32> to memref<4xf32>
+      return %s : i32
+    }
+    ```
+
+    After: `%s = call @k_prepared(%x, %out)`, no alloc, no copy.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def AttnFuseElementwise : Pass<"attn-fuse-elementwise"> {
   let summary = "Fuse elementwise linalg.generic chains, keeping named GEMMs";
   let description = [{
