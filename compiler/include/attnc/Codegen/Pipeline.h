@@ -6,14 +6,19 @@
 //
 //   attn-decompose, attn-lower-to-linalg,          attn -> linalg on tensors
 //   convert-elementwise-to-linalg
-//   canonicalize, cse, attn-fuse-elementwise
-//   one-shot-bufferize, buffer-results-to-out-params, deallocation
+//   canonicalize, cse
+//   attn-split-prepare                  NAME_prepare, NAME_prepared, NAME
+//   attn-fuse-elementwise
+//   one-shot-bufferize, canonicalize, buffer-results-to-out-params,
+//   attn-forward-call-outputs, deallocation
 //   attn-lower-fused-attention                   flash-style attention
 //   attn-tile-and-vectorize, attn-approximate-math  register tiles, vectors
 //   convert-*-to-llvm (bare-pointer calling convention)
 //
 // The result is an LLVM-dialect module whose function NAME takes one plain
-// pointer per input, param and output and returns the i32 kernel status.
+// pointer per input, param and output and returns the i32 kernel status;
+// NAME_prepare(params..., packed) and NAME_prepared(args..., packed, outputs)
+// are the same kernel in two steps, the first done once per params.
 //
 //===----------------------------------------------------------------------===//
 
