@@ -92,7 +92,9 @@ cl::opt<std::string> mcpu("mcpu",
 
 cl::opt<char> optLevel("O",
                        cl::desc("Optimization level: -O0 (scalar loops), "
-                                "-O1, -O2 or -O3 (default: -O2)"),
+                                "-O1, -O2 (LLVM cleans up what attnc "
+                                "vectorized) or -O3 (LLVM's full O3 on top; "
+                                "slower to compile) (default: -O2)"),
                        cl::Prefix, cl::init('2'),
                        cl::sub(cl::SubCommand::getTopLevel()),
                        cl::sub(runSubcommand), cl::cat(attncCategory));
