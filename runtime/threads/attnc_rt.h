@@ -27,7 +27,7 @@ extern "C" {
 void attnc_rt_set_num_threads(int threads);
 int attnc_rt_get_num_threads(void);
 
-/* malloc/free for kernel temporaries: blocks of 1 MB or more are kept and
+/* malloc/free for kernel temporaries: blocks of 64 KB or more are kept and
    reused for the same size (up to 512 MB in all) instead of being returned
    to the OS and page-faulted in again on every call. A pointer from
    attnc_rt_malloc must be released by attnc_rt_free. */

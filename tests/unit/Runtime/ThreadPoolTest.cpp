@@ -5,6 +5,7 @@
 #include "gtest/gtest.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <set>
@@ -77,6 +78,36 @@ TEST_F(ThreadPoolTest, TwoThreadsShareTheIterationsExactlyOnce) {
   }
 }
 
+/// Regions back to back, as a kernel runs them: workers still spinning
+/// from one region must join the next, and one that slept must wake.
+TEST_F(ThreadPoolTest, ManyRegionsInARowWithSpinsAndSleeps) {
+  attnc_rt_set_num_threads(2);
+  for (int repeat = 0; repeat < 2000; ++repeat) {
+    Region region;
+    runRegion(region);
+    for (int i = 0; i < 1000; ++i)
+      ASSERT_EQ(region.hits[i], 1) << "region " << repeat << ", iteration "
+                                   << i;
+    ASSERT_TRUE(region.barrierHeld.load()) << "region " << repeat;
+    // Now and then long enough for the workers to fall asleep.
+    if (repeat % 500 == 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+/// A smaller team after a larger one: the extra worker sits the region out.
+TEST_F(ThreadPoolTest, TheTeamCanShrink) {
+  for (int threads : {3, 2, 3, 1, 2}) {
+    attnc_rt_set_num_threads(threads);
+    Region region;
+    runRegion(region);
+    EXPECT_EQ(region.threads.size(), static_cast<size_t>(threads));
+    for (int i = 0; i < 1000; ++i)
+      ASSERT_EQ(region.hits[i], 1) << threads << " threads, iteration " << i;
+    EXPECT_TRUE(region.barrierHeld.load());
+  }
+}
+
 TEST_F(ThreadPoolTest, OneThreadRunsOnTheCaller) {
   attnc_rt_set_num_threads(1);
   Region region;
@@ -131,7 +162,8 @@ TEST(BlockCacheTest, LargeBlocksAreReusedAndSmallOnesAreNot) {
   EXPECT_NE(other, again);
   attnc_rt_free(other);
   attnc_rt_free(again);
-  // Payloads are 16-byte aligned, small blocks are plain malloc.
+  // Payloads are 16-byte aligned, small blocks (under 64 KB) are plain
+  // malloc.
   void *small = attnc_rt_malloc(100);
   ASSERT_NE(small, nullptr);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(small) % 16, 0u);
