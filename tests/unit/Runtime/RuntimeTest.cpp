@@ -290,6 +290,21 @@ TEST_F(RuntimeTest, CApiCompilesQueriesAndRuns) {
   c[0].rank = 1;
   EXPECT_EQ(attnc_kernel_run(kernel, c.data(), static_cast<int>(c.size())), 1);
   EXPECT_STREQ(attnc_last_error(), "input 'x': expected f32[3, 5], got f32[3]");
+  c[0].rank = 2;
+
+  // Params bound and prepared once; runs then pass inputs and outputs.
+  EXPECT_EQ(attnc_kernel_prepare_params(kernel), 1);
+  EXPECT_STREQ(attnc_last_error(),
+               "kernel 'small': cannot prepare its params before they are "
+               "bound; not bound: 'w', 'b', 'table'");
+  for (int i : {2, 3, 4})
+    ASSERT_EQ(attnc_kernel_bind_param(kernel, &c[i]), 0) << attnc_last_error();
+  ASSERT_EQ(attnc_kernel_prepare_params(kernel), 0) << attnc_last_error();
+  std::fill(y.begin(), y.end(), NAN);
+  attnc_buffer perCall[] = {c[0], c[1], c[5]};
+  ASSERT_EQ(attnc_kernel_run(kernel, perCall, 3), 0) << attnc_last_error();
+  expectCorrect(y);
+  EXPECT_EQ(attnc_kernel_prepare_params(nullptr), 1);
   attnc_kernel_free(kernel);
 }
 
