@@ -5,13 +5,16 @@
 // k loop, one vector load of B and one broadcast + FMA per row per k step --
 // all-parallel linalg ops become vector strips of their innermost dimension,
 // row reductions one vector per row. Shapes are static, so leftover
-// rows/columns are smaller static blocks: no masks. Other reductions and
+// rows/columns are smaller static blocks: no masks. A GEMM's zero or bias
+// initialization and a following ReLU become part of its register blocks
+// (GemmEpilogue.h). Other reductions and
 // transposes, and gathers, are left for convert-linalg-to-loops.
 //
 //===----------------------------------------------------------------------===//
 
 #include "attn/Transforms/Passes.h"
 
+#include "GemmEpilogue.h"
 #include "PowerOfTwoPieces.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -120,11 +123,14 @@ SmallVector<int64_t> chooseTransposeBlocks(linalg::LinalgOp op) {
 /// C at (m, n): the C block is loaded into `rows` vector accumulators, each k
 /// step loads one vector of B, broadcasts `rows` scalars of A and issues
 /// `rows` FMAs, and the block is stored back. `batch` is empty for a plain
-/// matmul.
+/// matmul. With an epilogue, the first k slice (of `totalDepth`) starts from
+/// zeros or the bias instead of C, and the last stores max(C, 0) into the
+/// ReLU's output instead of C into C.
 void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
                        Value out, ValueRange batch, Value m, Value n,
                        int64_t rows, int64_t width, Value kBegin,
-                       int64_t depth) {
+                       int64_t depth, int64_t totalDepth,
+                       const attn::GemmEpilogue &epilogue) {
   auto vectorType = VectorType::get({width}, b.getF32Type());
   auto at = [&](ValueRange tail) {
     SmallVector<Value> indices(batch);
@@ -132,15 +138,42 @@ void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
     return indices;
   };
   SmallVector<Value> rowIndex;
+  for (int64_t r = 0; r < rows; ++r)
+    rowIndex.push_back(
+        r == 0 ? m
+               : arith::AddIOp::create(
+                     b, loc, m, arith::ConstantIndexOp::create(b, loc, r)));
+  auto loadC = [&](OpBuilder &b) {
+    SmallVector<Value> blockOfC;
+    for (Value row : rowIndex)
+      blockOfC.push_back(
+          vector::LoadOp::create(b, loc, vectorType, out, at({row, n})));
+    return blockOfC;
+  };
   SmallVector<Value> accumulators;
-  for (int64_t r = 0; r < rows; ++r) {
-    Value row = r == 0
-                    ? m
-                    : arith::AddIOp::create(
-                          b, loc, m, arith::ConstantIndexOp::create(b, loc, r));
-    rowIndex.push_back(row);
-    accumulators.push_back(
-        vector::LoadOp::create(b, loc, vectorType, out, at({row, n})));
+  if (!epilogue.zeroInit && !epilogue.bias) {
+    accumulators = loadC(b);
+  } else {
+    Value first = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq, kBegin,
+        arith::ConstantIndexOp::create(b, loc, 0));
+    auto start = scf::IfOp::create(
+        b, loc, SmallVector<Type>(rows, vectorType), first,
+        /*addThenBlock=*/true, /*addElseBlock=*/true);
+    OpBuilder thenBuilder = start.getThenBodyBuilder();
+    Value initial =
+        epilogue.bias
+            ? vector::LoadOp::create(thenBuilder, loc, vectorType,
+                                     epilogue.bias, ValueRange{n})
+                  .getResult()
+            : arith::ConstantOp::create(
+                  thenBuilder, loc,
+                  DenseElementsAttr::get(vectorType, 0.0f))
+                  .getResult();
+    scf::YieldOp::create(thenBuilder, loc, SmallVector<Value>(rows, initial));
+    OpBuilder elseBuilder = start.getElseBodyBuilder();
+    scf::YieldOp::create(elseBuilder, loc, loadC(elseBuilder));
+    accumulators.assign(start.getResults().begin(), start.getResults().end());
   }
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value kEnd = arith::AddIOp::create(
@@ -158,9 +191,29 @@ void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
         }
         scf::YieldOp::create(nb, nl, next);
       });
+  auto storeC = [&](OpBuilder &b) {
+    for (int64_t r = 0; r < rows; ++r)
+      vector::StoreOp::create(b, loc, loop.getResult(r), out,
+                              at({rowIndex[r], n}));
+  };
+  if (!epilogue.reluOutput) {
+    storeC(b);
+    return;
+  }
+  Value last = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq, kEnd,
+      arith::ConstantIndexOp::create(b, loc, totalDepth));
+  auto finish = scf::IfOp::create(b, loc, last, /*withElseRegion=*/true);
+  OpBuilder thenBuilder = finish.getThenBodyBuilder();
+  Value zero = arith::ConstantOp::create(
+      thenBuilder, loc, DenseElementsAttr::get(vectorType, 0.0f));
   for (int64_t r = 0; r < rows; ++r)
-    vector::StoreOp::create(b, loc, loop.getResult(r), out,
-                            at({rowIndex[r], n}));
+    vector::StoreOp::create(
+        thenBuilder, loc,
+        arith::MaximumFOp::create(thenBuilder, loc, loop.getResult(r), zero),
+        epilogue.reluOutput, ValueRange{rowIndex[r], n});
+  OpBuilder elseBuilder = finish.getElseBodyBuilder();
+  storeC(elseBuilder);
 }
 
 /// Covers [begin, begin + count * step) of one dimension with a loop of
@@ -222,6 +275,11 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
   Value lhs = op.getDpsInputs()[0], rhs = op.getDpsInputs()[1],
         out = op.getDpsInits()[0];
   Location loc = op.getLoc();
+  // The fill or bias broadcast before it and a ReLU after it become part
+  // of the register blocks (plain matmuls only).
+  attn::GemmEpilogue epilogue;
+  if (auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation()))
+    epilogue = attn::foldGemmEpilogue(rewriter, matmul);
   rewriter.setInsertionPoint(op);
 
   auto emitAll = [&](OpBuilder &b, ValueRange batch) {
@@ -262,7 +320,7 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
                                               emitRegisterBlock(
                                                   b, loc, lhs, rhs, out, batch,
                                                   m, n, rs.size, cs.size, k0,
-                                                  ks.size);
+                                                  ks.size, depth, epilogue);
                                             });
                            });
                    });
@@ -286,12 +344,20 @@ struct AttnTileAndVectorizePass
     MLIRContext *context = &getContext();
     IRRewriter rewriter(context);
 
+    // GEMMs first: their epilogues take the fills, bias broadcasts and
+    // ReLUs next to them out of the IR.
+    SmallVector<linalg::LinalgOp> gemms;
+    func.walk([&](linalg::LinalgOp op) {
+      if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op))
+        gemms.push_back(op);
+    });
+    for (linalg::LinalgOp op : gemms)
+      (void)lowerToRegisterBlocks(rewriter, op, rowTile, columnTile, depthTile,
+                                  parallel);
+
     SmallVector<linalg::LinalgOp> candidates;
     func.walk([&](linalg::LinalgOp op) { candidates.push_back(op); });
     for (linalg::LinalgOp op : candidates) {
-      if (succeeded(lowerToRegisterBlocks(rewriter, op, rowTile, columnTile,
-                                          depthTile, parallel)))
-        continue;
       // Cache-blocked (scalar) weight transposes, split over threads.
       if (SmallVector<int64_t> blocks = chooseTransposeBlocks(op);
           !blocks.empty()) {

@@ -35,6 +35,75 @@ func.func @matmul_blocks(%a: memref<12x5xf32>, %b: memref<5x40xf32>, %c: memref<
 
 // -----
 
+// A linear layer with bias and ReLU: the bias broadcast into C and the ReLU
+// into another buffer become the register blocks' start and end. C (2 x 4 x
+// 32, viewed as 8 x 32) starts from the bias vector, not from memory; the
+// block stores max(C, 0) into the ReLU's output, viewed the same way.
+// CHECK-LABEL: func.func @bias_and_relu
+// CHECK-SAME: (%[[A:.*]]: memref<8x5xf32>, %[[B:.*]]: memref<5x32xf32>, %[[BIAS:.*]]: memref<32xf32>, %[[OUT:.*]]: memref<2x4x32xf32>)
+// CHECK-NOT: linalg.broadcast
+// CHECK: %[[OUT2:.*]] = memref.collapse_shape %[[OUT]] {{\[\[}}0, 1], [2]]
+// CHECK: %[[START:.*]]:8 = scf.if %{{.*}} -> (vector<32xf32>
+// CHECK: %[[BV:.*]] = vector.load %[[BIAS]][%{{.*}}] : memref<32xf32>, vector<32xf32>
+// CHECK: scf.yield %[[BV]], %[[BV]],
+// CHECK: } else {
+// CHECK: vector.load %[[C:.*]][
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: vector.fma
+// CHECK: scf.if
+// CHECK: arith.maximumf %{{.*}}, %{{.*}} : vector<32xf32>
+// CHECK: vector.store %{{.*}}, %[[OUT2]]
+// CHECK: } else {
+// CHECK: vector.store %{{.*}}, %[[C]]
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @bias_and_relu(%a: memref<8x5xf32>, %b: memref<5x32xf32>, %bias: memref<32xf32>, %out: memref<2x4x32xf32>) {
+  %c = memref.alloc() : memref<2x4x32xf32>
+  linalg.broadcast ins(%bias : memref<32xf32>) outs(%c : memref<2x4x32xf32>) dimensions = [0, 1]
+  %c2 = memref.collapse_shape %c [[0, 1], [2]] : memref<2x4x32xf32> into memref<8x32xf32>
+  linalg.matmul ins(%a, %b : memref<8x5xf32>, memref<5x32xf32>) outs(%c2 : memref<8x32xf32>)
+  linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, j, k)>, affine_map<(i, j, k) -> (i, j, k)>], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%c : memref<2x4x32xf32>) outs(%out : memref<2x4x32xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %zero = arith.constant 0.0 : f32
+    %r = arith.maximumf %in, %zero : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %c : memref<2x4x32xf32>
+  return
+}
+
+// -----
+
+// A zero fill becomes zero accumulators; C is read after the GEMM, so a
+// ReLU of it stays a separate pass.
+// CHECK-LABEL: func.func @zero_init_c_read_later
+// CHECK-NOT: linalg.fill
+// CHECK: %[[Z:.*]] = arith.constant dense<0.000000e+00> : vector<32xf32>
+// CHECK: scf.if %{{.*}} -> (vector<32xf32>
+// CHECK-NEXT: scf.yield %[[Z]], %[[Z]],
+// CHECK: scf.for
+// CHECK-NOT: arith.maximumf
+// CHECK: vector.store
+// CHECK: arith.maximumf
+func.func @zero_init_c_read_later(%a: memref<8x5xf32>, %b: memref<5x32xf32>, %out: memref<8x32xf32>, %copy: memref<8x32xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<8x32xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x32xf32>)
+  linalg.matmul ins(%a, %b : memref<8x5xf32>, memref<5x32xf32>) outs(%c : memref<8x32xf32>)
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%c : memref<8x32xf32>) outs(%out : memref<8x32xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %r = arith.maximumf %in, %zero : f32
+    linalg.yield %r : f32
+  }
+  memref.copy %c, %copy : memref<8x32xf32> to memref<8x32xf32>
+  memref.dealloc %c : memref<8x32xf32>
+  return
+}
+
+// -----
+
 // A batched matmul: a loop over the batch around the same blocks.
 // CHECK-LABEL: func.func @batch_matmul
 func.func @batch_matmul(%a: memref<3x8x4xf32>, %b: memref<3x4x64xf32>, %c: memref<3x8x64xf32>) {

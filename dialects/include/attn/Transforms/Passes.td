@@ -230,6 +230,15 @@ def AttnTileAndVectorize
     rows and columns are blocks of smaller static sizes: no masks, no
     partial vectors.
 
+    Epilogues: a `linalg.fill` of zeros or a `linalg.broadcast` of a bias
+    over rows that writes a plain matmul's accumulator right before it, and
+    a ReLU `linalg.generic` (`max(x, +0.0)`) that reads the accumulator
+    right after it into another buffer, are folded into the register
+    blocks: the first k slice starts from zeros or the bias instead of
+    loading C, and the last stores `max(acc, 0)` into the ReLU's output.
+    Each saves a pass over C. The ReLU is folded only when nothing else
+    reads C.
+
     All-parallel ops (elementwise `linalg.generic`, `linalg.fill`,
     `linalg.broadcast`, and `linalg.transpose` when it keeps the innermost
     dimension, as split_heads/merge_heads do) are tiled into strips of their
