@@ -21,9 +21,9 @@ using namespace attnc::test;
 
 #include "AotHeaders.inc"
 
-#define ATTNC_AOT_KERNEL(name, NAME)                                          \
-  extern "C" int __attnc_packed_##name(void **);                              \
-  extern "C" int __attnc_packed_##name##_prepare(void **);                    \
+#define ATTNC_AOT_KERNEL(name, NAME)                                           \
+  extern "C" int __attnc_packed_##name(void **);                               \
+  extern "C" int __attnc_packed_##name##_prepare(void **);                     \
   extern "C" int __attnc_packed_##name##_prepared(void **);
 #include "AotKernels.inc"
 #undef ATTNC_AOT_KERNEL
@@ -40,7 +40,7 @@ struct AotKernel {
 
 const std::map<std::string, AotKernel> &aotKernels() {
   static const std::map<std::string, AotKernel> kernels = {
-#define ATTNC_AOT_KERNEL(name, NAME)                                          \
+#define ATTNC_AOT_KERNEL(name, NAME)                                           \
   {#name,                                                                      \
    {&__attnc_packed_##name, &__attnc_packed_##name##_prepare,                  \
     &__attnc_packed_##name##_prepared, NAME##_PACKED_NUMEL}},

@@ -127,8 +127,8 @@ TEST_P(JitPrepared, BoundParamsGiveTheSameBits) {
   for (const HostBuffer &buffer : all) {
     auto index = (*kernel)->argumentIndex(buffer.name);
     ASSERT_TRUE(!!index);
-    bool param = (*kernel)->signature().arguments[*index].role ==
-                 ArgumentRole::Param;
+    bool param =
+        (*kernel)->signature().arguments[*index].role == ArgumentRole::Param;
     (param ? params : perCall).push_back(buffer);
   }
   // A param that changes after binding must not reach the kernel.

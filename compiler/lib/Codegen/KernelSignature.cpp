@@ -307,8 +307,7 @@ std::string attnc::emitCHeader(const KernelSignature &signature,
   auto pointer = [&](const KernelArgument &a) {
     bool output = a.role == ArgumentRole::Output;
     os << (output ? "" : "const ")
-       << (a.type == ElementType::F32 ? "float" : "int32_t") << " *"
-       << a.name;
+       << (a.type == ElementType::F32 ? "float" : "int32_t") << " *" << a.name;
   };
   os << "int " << signature.name << "(";
   llvm::interleave(signature.arguments, os, pointer, ", ");
@@ -317,16 +316,17 @@ std::string attnc::emitCHeader(const KernelSignature &signature,
   // The same kernel in two steps, for params that stay the same over many
   // calls. `packed` is renamed if an argument has that name.
   std::string packed = "packed";
-  while (llvm::any_of(signature.arguments,
-                      [&](const KernelArgument &a) { return a.name == packed; }))
+  while (llvm::any_of(signature.arguments, [&](const KernelArgument &a) {
+    return a.name == packed;
+  }))
     packed += "_";
   std::string packedNumel = prefix + "_" + macroName(packed) + "_NUMEL";
   os << "/* Params prepared once: " << signature.name
      << "_prepare reads the params and fills\n   `" << packed << "` ("
      << packedNumel << " floats: the weights laid out for the\n"
      << "   GEMMs; best 64-byte aligned). " << signature.name
-     << "_prepared takes the arguments\n   of " << signature.name
-     << " plus `" << packed
+     << "_prepared takes the arguments\n   of " << signature.name << " plus `"
+     << packed
      << "` before the outputs and gives the same results\n"
         "   without redoing that work. Prepare again after a param "
         "changes. */\n";

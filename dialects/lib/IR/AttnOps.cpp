@@ -365,10 +365,9 @@ LogicalResult FusedAttentionOp::verify() {
     if (heads > 1) {
       static const char *const names[] = {"q", "k", "v"};
       if (shape.dims.size() != 3 || shape.dims[2] % heads != 0)
-        return emitOpError("with heads(")
-               << heads << "), '" << names[i]
-               << "' must be [B, T, heads * d], got "
-               << rules::formatShape(shape);
+        return emitOpError("with heads(") << heads << "), '" << names[i]
+                                          << "' must be [B, T, heads * d], got "
+                                          << rules::formatShape(shape);
       shape.dims = {shape.dims[0] * heads, shape.dims[1],
                     shape.dims[2] / heads};
     }
@@ -385,13 +384,13 @@ LogicalResult FusedAttentionOp::verify() {
     if (!lens->dims.empty())
       lens->dims[0] *= heads;
   }
-  RuleResult result = rules::inferAttention(
-      *perHead[0], *perHead[1], *perHead[2], ptr(lens),
-      [&](StringRef, const Twine &message) {
-        if (!reported)
-          emitOpError(message);
-        reported = true;
-      });
+  RuleResult result =
+      rules::inferAttention(*perHead[0], *perHead[1], *perHead[2], ptr(lens),
+                            [&](StringRef, const Twine &message) {
+                              if (!reported)
+                                emitOpError(message);
+                              reported = true;
+                            });
   if (!result)
     return failure();
   if (heads > 1)
@@ -436,8 +435,9 @@ bool FusedAttentionOp::bufferizesToElementwiseAccess(
   });
 }
 
-bufferization::AliasingValueList FusedAttentionOp::getAliasingValues(
-    OpOperand &operand, const bufferization::AnalysisState &) {
+bufferization::AliasingValueList
+FusedAttentionOp::getAliasingValues(OpOperand &operand,
+                                    const bufferization::AnalysisState &) {
   if (&operand != &getInitMutable() || getResult().empty())
     return {};
   return {{getResult()[0], bufferization::BufferRelation::Equivalent}};

@@ -125,9 +125,9 @@ struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
               : tensor::EmptyOp::create(rewriter, loc, shape,
                                         type.getElementType());
       Value output = FusedAttentionOp::create(
-          rewriter, loc, TypeRange{init.getType()}, q, k, v,
-          op.getValidLens(), init, op.getCausalAttr(), heads,
-          attentionScale(rewriter, dimOf(q, 2) / heads.getInt()))
+                         rewriter, loc, TypeRange{init.getType()}, q, k, v,
+                         op.getValidLens(), init, op.getCausalAttr(), heads,
+                         attentionScale(rewriter, dimOf(q, 2) / heads.getInt()))
                          .getResult()[0];
       rewriter.replaceOpWithNewOp<LinearOp>(op, output, op.getWO(), Value());
       return success();

@@ -26,8 +26,8 @@ namespace {
 /// else.
 BlockArgument outputArgument(memref::CopyOp copy, func::FuncOp func) {
   auto arg = dyn_cast<BlockArgument>(copy.getTarget());
-  if (!arg || arg.getOwner() != &func.getBody().front() ||
-      !arg.hasOneUse() || arg.getType() != copy.getSource().getType())
+  if (!arg || arg.getOwner() != &func.getBody().front() || !arg.hasOneUse() ||
+      arg.getType() != copy.getSource().getType())
     return nullptr;
   return arg;
 }

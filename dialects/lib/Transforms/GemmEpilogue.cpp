@@ -62,8 +62,8 @@ Value reluInput(linalg::GenericOp generic) {
   Block &body = generic.getRegion().front();
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
   auto max = yield.getValues()[0].getDefiningOp<arith::MaximumFOp>();
-  if (!max || max->getBlock() != &body ||
-      max.getLhs() != body.getArgument(0) || !isPositiveZero(max.getRhs()))
+  if (!max || max->getBlock() != &body || max.getLhs() != body.getArgument(0) ||
+      !isPositiveZero(max.getRhs()))
     return nullptr;
   for (Operation &op : body.without_terminator())
     if (&op != max.getOperation() && !isa<arith::ConstantOp>(op))
@@ -108,7 +108,8 @@ GemmEpilogue mlir::attn::foldGemmEpilogue(RewriterBase &rewriter,
       epilogue.zeroInit = true;
   } else if (auto broadcast = dyn_cast_or_null<linalg::BroadcastOp>(initOp)) {
     auto biasType = dyn_cast<MemRefType>(broadcast.getInput().getType());
-    SmallVector<int64_t> leading = llvm::to_vector(llvm::seq<int64_t>(0, rank - 1));
+    SmallVector<int64_t> leading =
+        llvm::to_vector(llvm::seq<int64_t>(0, rank - 1));
     if (broadcast.getInit() == buffer && biasType && biasType.getRank() == 1 &&
         biasType.getShape()[0] == columns &&
         broadcast.getDimensions() == ArrayRef(leading))

@@ -165,9 +165,7 @@ private:
   SmallVector<Value> at(Value row, Value col, Value offset) {
     return {entryBatch, row, offset ? add(col, offset) : col};
   }
-  SmallVector<Value> qk(Value row, Value col) {
-    return at(row, col, qkOffset);
-  }
+  SmallVector<Value> qk(Value row, Value col) { return at(row, col, qkOffset); }
   SmallVector<Value> vo(Value row, Value col) { return at(row, col, vOffset); }
 
   /// Row `row` of the current super-block as an index into `queryRows`.
@@ -242,9 +240,10 @@ private:
   Value lengthOf(Value n, Value row) {
     Value len;
     if (lens) {
-      Value raw = lens2d
-                      ? memref::LoadOp::create(b, loc, lens, ValueRange{entryBatch, row})
-                      : memref::LoadOp::create(b, loc, lens, ValueRange{entryBatch});
+      Value raw =
+          lens2d ? memref::LoadOp::create(b, loc, lens,
+                                          ValueRange{entryBatch, row})
+                 : memref::LoadOp::create(b, loc, lens, ValueRange{entryBatch});
       len = arith::IndexCastOp::create(b, loc, b.getIndexType(), raw);
       len = arith::MinSIOp::create(b, loc, len, index(keys));
     } else {
@@ -399,9 +398,8 @@ private:
               vector::LoadOp::create(b, loc, vecType, kt, ktIndex(c, j0));
           SmallVector<Value> next;
           for (int64_t r = 0; r < rows; ++r) {
-            Value x =
-                memref::LoadOp::create(b, loc, queryRows,
-                                       ValueRange{inSuperBlock(row[r]), c});
+            Value x = memref::LoadOp::create(
+                b, loc, queryRows, ValueRange{inSuperBlock(row[r]), c});
             next.push_back(vector::FMAOp::create(b, loc, splat(x, lanes),
                                                  keyColumn, acc[r]));
           }
@@ -481,24 +479,23 @@ private:
             b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
             SmallVector<Value> weight, next;
             for (int64_t r = 0; r < rows; ++r)
-              weight.push_back(
-                  memref::LoadOp::create(b, loc, probs, ValueRange{index(r), j}));
+              weight.push_back(memref::LoadOp::create(b, loc, probs,
+                                                      ValueRange{index(r), j}));
             for (auto [i, piece] : llvm::enumerate(group)) {
               auto [c0, chunk] = piece;
               Value valueRow = vector::LoadOp::create(
                   b, loc, VectorType::get({chunk}, b.getF32Type()), v,
                   vo(add(j0, j), index(c0)));
               for (int64_t r = 0; r < rows; ++r)
-                next.push_back(vector::FMAOp::create(
-                    b, loc, splat(weight[r], chunk), valueRow,
-                    acc[i * rows + r]));
+                next.push_back(
+                    vector::FMAOp::create(b, loc, splat(weight[r], chunk),
+                                          valueRow, acc[i * rows + r]));
             }
             scf::YieldOp::create(b, loc, next);
           });
       for (auto [i, piece] : llvm::enumerate(group))
         for (int64_t r = 0; r < rows; ++r)
-          vector::StoreOp::create(b, loc, keysLoop.getResult(i * rows + r),
-                                  out,
+          vector::StoreOp::create(b, loc, keysLoop.getResult(i * rows + r), out,
                                   vo(row[r], index(piece.first)));
     }
     SmallVector<Value> next(maxes);
@@ -550,8 +547,7 @@ private:
                   Value o = vector::LoadOp::create(b, loc, chunkType, out,
                                                    vo(row, col));
                   o = arith::DivFOp::create(b, loc, o, splat(rowSum, chunk));
-                  vector::StoreOp::create(b, loc, o, out,
-                                          vo(row, col));
+                  vector::StoreOp::create(b, loc, o, out, vo(row, col));
                 }
                 scf::YieldOp::create(b, loc);
               });

@@ -187,7 +187,8 @@ struct LowerLinear : OpRewritePattern<LinearOp> {
     ArrayRef<int64_t> resultShape = resultType.getShape();
     Value init;
     if (Value bias = op.getB()) {
-      Value empty = emptyLike(rewriter, loc, resultShape, rewriter.getF32Type());
+      Value empty =
+          emptyLike(rewriter, loc, resultShape, rewriter.getF32Type());
       SmallVector<int64_t> leading;
       for (int64_t i = 0; i + 1 < resultType.getRank(); ++i)
         leading.push_back(i);
@@ -196,8 +197,7 @@ struct LowerLinear : OpRewritePattern<LinearOp> {
     } else {
       init = zeroFilled(rewriter, loc, resultShape);
     }
-    auto matrixType =
-        RankedTensorType::get({rows, out}, rewriter.getF32Type());
+    auto matrixType = RankedTensorType::get({rows, out}, rewriter.getF32Type());
     init = xType.getRank() == 1
                ? Value(tensor::ExpandShapeOp::create(rewriter, loc, matrixType,
                                                      init, groups))

@@ -136,8 +136,7 @@ RankedTensorType packedType(MLIRContext *context, int64_t elements) {
 }
 
 /// `value` as 1-D, or a 1-D `slice` back in `type`'s shape.
-Value reshape(OpBuilder &b, Location loc, Value value,
-              RankedTensorType type) {
+Value reshape(OpBuilder &b, Location loc, Value value, RankedTensorType type) {
   auto from = cast<RankedTensorType>(value.getType());
   if (from.getRank() == type.getRank())
     return value;
@@ -275,8 +274,7 @@ struct AttnSplitPreparePass
       PrepareAnalysis analysis(kernel);
       b.setInsertionPointAfter(kernel);
       func::FuncOp prepare = buildPrepare(b, kernel, analysis);
-      func::FuncOp prepared =
-          buildPrepared(b, kernel, analysis.packedElements);
+      func::FuncOp prepared = buildPrepared(b, kernel, analysis.packedElements);
       if (!prepared) {
         kernel.emitOpError("cannot add the packed argument");
         return signalPassFailure();

@@ -128,9 +128,8 @@ SmallVector<int64_t> chooseTransposeBlocks(linalg::LinalgOp op) {
 /// ReLU's output instead of C into C.
 void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
                        Value out, ValueRange batch, Value m, Value n,
-                       int64_t rows, int64_t width, Value kBegin,
-                       int64_t depth, int64_t totalDepth,
-                       const attn::GemmEpilogue &epilogue) {
+                       int64_t rows, int64_t width, Value kBegin, int64_t depth,
+                       int64_t totalDepth, const attn::GemmEpilogue &epilogue) {
   auto vectorType = VectorType::get({width}, b.getF32Type());
   auto at = [&](ValueRange tail) {
     SmallVector<Value> indices(batch);
@@ -154,12 +153,12 @@ void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
   if (!epilogue.zeroInit && !epilogue.bias) {
     accumulators = loadC(b);
   } else {
-    Value first = arith::CmpIOp::create(
-        b, loc, arith::CmpIPredicate::eq, kBegin,
-        arith::ConstantIndexOp::create(b, loc, 0));
-    auto start = scf::IfOp::create(
-        b, loc, SmallVector<Type>(rows, vectorType), first,
-        /*addThenBlock=*/true, /*addElseBlock=*/true);
+    Value first =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, kBegin,
+                              arith::ConstantIndexOp::create(b, loc, 0));
+    auto start =
+        scf::IfOp::create(b, loc, SmallVector<Type>(rows, vectorType), first,
+                          /*addThenBlock=*/true, /*addElseBlock=*/true);
     OpBuilder thenBuilder = start.getThenBodyBuilder();
     Value initial =
         epilogue.bias
@@ -167,8 +166,7 @@ void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
                                      epilogue.bias, ValueRange{n})
                   .getResult()
             : arith::ConstantOp::create(
-                  thenBuilder, loc,
-                  DenseElementsAttr::get(vectorType, 0.0f))
+                  thenBuilder, loc, DenseElementsAttr::get(vectorType, 0.0f))
                   .getResult();
     scf::YieldOp::create(thenBuilder, loc, SmallVector<Value>(rows, initial));
     OpBuilder elseBuilder = start.getElseBodyBuilder();
@@ -200,9 +198,9 @@ void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
     storeC(b);
     return;
   }
-  Value last = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::eq, kEnd,
-      arith::ConstantIndexOp::create(b, loc, totalDepth));
+  Value last =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, kEnd,
+                            arith::ConstantIndexOp::create(b, loc, totalDepth));
   auto finish = scf::IfOp::create(b, loc, last, /*withElseRegion=*/true);
   OpBuilder thenBuilder = finish.getThenBodyBuilder();
   Value zero = arith::ConstantOp::create(

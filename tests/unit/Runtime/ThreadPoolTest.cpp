@@ -86,8 +86,8 @@ TEST_F(ThreadPoolTest, ManyRegionsInARowWithSpinsAndSleeps) {
     Region region;
     runRegion(region);
     for (int i = 0; i < 1000; ++i)
-      ASSERT_EQ(region.hits[i], 1) << "region " << repeat << ", iteration "
-                                   << i;
+      ASSERT_EQ(region.hits[i], 1)
+          << "region " << repeat << ", iteration " << i;
     ASSERT_TRUE(region.barrierHeld.load()) << "region " << repeat;
     // Now and then long enough for the workers to fall asleep.
     if (repeat % 500 == 0)
