@@ -1,15 +1,14 @@
 //===- AotGoldenTest.cpp - AOT objects against the D2L PyTorch goldens ----===//
 //
 // Each golden case was compiled at build time by attnc_add_kernel into an
-// object and a header. The kernels are called here through the objects'
-// symbols: every case through its packed entry, and the book's case through
-// the C prototype of its generated header (the ABI of SPEC §5).
+// object and a header (libc only, or --parallel against attnc_rt: this file
+// is built twice, see CMakeLists.txt). The kernels are called here through
+// the objects' symbols: every case through its packed entry, and the book's
+// case through the C prototype of its generated header (the ABI of SPEC §5).
 //
 //===----------------------------------------------------------------------===//
 
 #include "GoldenCase.h"
-
-#include "golden_mha_book_1d.h"
 
 #include "gtest/gtest.h"
 
