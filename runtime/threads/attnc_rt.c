@@ -38,7 +38,9 @@ static pthread_mutex_t region_mutex = PTHREAD_MUTEX_INITIALIZER;
 static int requested_threads = 0; /* 0: not read from the environment yet */
 static int started_workers = 0;
 static atomic_ulong generation = 0;
-static int team_size = 1;
+/* Atomic: a worker outside a smaller team reads it while the next region
+   is being published. */
+static atomic_int team_size = 1;
 static atomic_int pending = 0;
 static attnc_microtask task;
 static int task_argc;
@@ -142,7 +144,7 @@ static void *worker_main(void *arg) {
       pthread_mutex_unlock(&pool_mutex);
     }
     seen = atomic_load(&generation);
-    int size = team_size;
+    int size = atomic_load(&team_size);
     if (index >= size)
       continue;
     run_task(index, size);
@@ -190,7 +192,7 @@ void __kmpc_fork_call(void *loc, int32_t argc, attnc_microtask microtask, ...) {
   task_argc = argc;
   for (int i = 0; i < 4; ++i)
     task_args[i] = args[i];
-  team_size = size;
+  atomic_store(&team_size, size);
   atomic_store(&pending, size - 1);
   atomic_store(&barrier_count, 0);
   atomic_fetch_add(&generation, 1);
