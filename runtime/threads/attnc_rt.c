@@ -37,14 +37,16 @@ static pthread_mutex_t region_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 static int requested_threads = 0; /* 0: not read from the environment yet */
 static int started_workers = 0;
+/* The published region; written and read under pool_mutex. */
+typedef struct {
+  attnc_microtask task;
+  int argc;
+  void *args[4];
+  int size; /* threads in the team */
+} attnc_region;
+static attnc_region region;
 static atomic_ulong generation = 0;
-/* Atomic: a worker outside a smaller team reads it while the next region
-   is being published. */
-static atomic_int team_size = 1;
 static atomic_int pending = 0;
-static attnc_microtask task;
-static int task_argc;
-static void *task_args[4];
 
 /* Barrier of the current team. */
 static atomic_int barrier_count = 0;
@@ -123,10 +125,10 @@ static void call_microtask(attnc_microtask microtask, int32_t index,
   }
 }
 
-static void run_task(int index, int size) {
+static void run_task(int index, const attnc_region *team) {
   my_index = index;
-  my_team = size;
-  call_microtask(task, index, task_argc, task_args);
+  my_team = team->size;
+  call_microtask(team->task, index, team->argc, team->args);
   my_index = 0;
   my_team = 1;
 }
@@ -135,19 +137,19 @@ static void *worker_main(void *arg) {
   int index = (int)(intptr_t)arg;
   unsigned long seen = 0;
   for (;;) {
-    /* The region's fields are written before its generation is published
-       (under pool_mutex, which the sleeping path also takes). */
-    if (!spin_while_equal(&generation, seen)) {
-      pthread_mutex_lock(&pool_mutex);
-      while (atomic_load(&generation) == seen)
-        pthread_cond_wait(&pool_wake, &pool_mutex);
-      pthread_mutex_unlock(&pool_mutex);
-    }
+    /* Spin for the next generation, then read it and its region together
+       under the mutex they are published under: a region is never run
+       twice, nor with another region's fields. */
+    (void)spin_while_equal(&generation, seen);
+    pthread_mutex_lock(&pool_mutex);
+    while (atomic_load(&generation) == seen)
+      pthread_cond_wait(&pool_wake, &pool_mutex);
     seen = atomic_load(&generation);
-    int size = atomic_load(&team_size);
-    if (index >= size)
+    attnc_region mine = region;
+    pthread_mutex_unlock(&pool_mutex);
+    if (index >= mine.size)
       continue;
-    run_task(index, size);
+    run_task(index, &mine);
     if (atomic_fetch_sub(&pending, 1) == 1) {
       pthread_mutex_lock(&pool_mutex);
       pthread_cond_broadcast(&pool_done);
@@ -188,18 +190,19 @@ void __kmpc_fork_call(void *loc, int32_t argc, attnc_microtask microtask, ...) {
     ++started_workers;
   }
   int size = started_workers + 1 < threads ? started_workers + 1 : threads;
-  task = microtask;
-  task_argc = argc;
+  region.task = microtask;
+  region.argc = argc;
   for (int i = 0; i < 4; ++i)
-    task_args[i] = args[i];
-  atomic_store(&team_size, size);
+    region.args[i] = args[i];
+  region.size = size;
+  attnc_region mine = region;
   atomic_store(&pending, size - 1);
   atomic_store(&barrier_count, 0);
   atomic_fetch_add(&generation, 1);
   pthread_cond_broadcast(&pool_wake);
   pthread_mutex_unlock(&pool_mutex);
 
-  run_task(0, size);
+  run_task(0, &mine);
 
   for (int i = 0; i < kSpinPauses && atomic_load(&pending) > 0; ++i)
     cpu_pause();

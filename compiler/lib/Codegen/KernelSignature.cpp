@@ -348,6 +348,9 @@ std::string attnc::emitCHeader(const KernelSignature &signature,
     pointer(a);
     os << (&a == &signature.arguments.back() ? "" : ", ");
   }
+  if (!packedWritten)
+    os << (signature.arguments.empty() ? "" : ", ") << "const float *"
+       << packed;
   os << ");\n\n";
   os << "#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n";
   os << "#endif /* ATTNC_KERNEL_" << prefix << "_H */\n";

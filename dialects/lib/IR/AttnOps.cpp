@@ -376,7 +376,9 @@ LogicalResult FusedAttentionOp::verify() {
   std::optional<TensorShape> lens;
   if (getValidLens()) {
     lens = shapeOf(getValidLens());
-    int64_t batch = cast<ShapedType>(getQ().getType()).getDimSize(0);
+    // q is [B, T, heads * d] when heads > 1 (checked above).
+    int64_t batch =
+        heads > 1 ? cast<ShapedType>(getQ().getType()).getDimSize(0) : 0;
     if (heads > 1 && (lens->dims.empty() || lens->dims[0] != batch))
       return emitOpError("with heads(")
              << heads << "), 'valid_lens' must have one row per batch entry ("

@@ -585,12 +585,27 @@ void addKernelStatus(func::FuncOp func) {
       FunctionType::get(func.getContext(), entry.getArgumentTypes(), results));
 }
 
+/// Inputs and params are only read (SPEC §5: `const` buffers): bufferization
+/// must copy rather than write into them, even where a canonicalized op
+/// would accumulate into one (a bias broadcast to its own shape folds away).
+void markArgumentsReadOnly(func::FuncOp func) {
+  if (func.isExternal())
+    return;
+  auto readOnly = BoolAttr::get(func.getContext(), false);
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    if (isa<TensorType>(func.getArgument(i).getType()))
+      func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
+                      readOnly);
+}
+
 struct AttnLowerToLinalgPass
     : mlir::attn::impl::AttnLowerToLinalgBase<AttnLowerToLinalgPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    for (auto func : module.getOps<func::FuncOp>())
+    for (auto func : module.getOps<func::FuncOp>()) {
       addKernelStatus(func);
+      markArgumentsReadOnly(func);
+    }
 
     RewritePatternSet patterns(&getContext());
     populateLowerToLinalgPatterns(patterns);

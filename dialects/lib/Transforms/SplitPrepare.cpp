@@ -10,6 +10,7 @@
 #include "attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -209,10 +210,15 @@ func::FuncOp buildPrepared(OpBuilder &b, func::FuncOp kernel,
   prepared->setAttr(kKernelPartAttr, b.getStringAttr("prepared"));
   MLIRContext *context = kernel.getContext();
   unsigned packedIndex = prepared.getNumArguments();
+  // `packed` is shared by every call: read only, like the params.
   if (failed(prepared.insertArgument(
           packedIndex, packedType(context, packedElements),
-          b.getDictionaryAttr(b.getNamedAttr(AttnDialect::kNameAttr,
-                                             b.getStringAttr("packed"))),
+          b.getDictionaryAttr(
+              {b.getNamedAttr(AttnDialect::kNameAttr,
+                              b.getStringAttr("packed")),
+               b.getNamedAttr(
+                   bufferization::BufferizationDialect::kWritableAttrName,
+                   b.getBoolAttr(false))}),
           kernel.getLoc())))
     return nullptr;
 
@@ -265,7 +271,14 @@ struct AttnSplitPreparePass
           !kernel->hasAttr(AttnDialect::kPackedElementsAttr))
         kernels.push_back(kernel);
     OpBuilder b(&getContext());
+    SymbolTable symbols(module);
     for (func::FuncOp kernel : kernels) {
+      for (StringRef suffix : {"_prepare", "_prepared"})
+        if (symbols.lookup((kernel.getSymName() + suffix).str())) {
+          kernel.emitOpError("cannot be split: a function named '")
+              << kernel.getSymName() << suffix << "' exists already";
+          return signalPassFailure();
+        }
       if (!kernel.getBody().hasOneBlock()) {
         kernel.emitOpError("has more than one block; attn-split-prepare "
                            "expects the straight-line body of a kernel");

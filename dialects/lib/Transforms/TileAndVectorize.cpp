@@ -276,7 +276,8 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
   // The fill or bias broadcast before it and a ReLU after it become part
   // of the register blocks (plain matmuls only).
   attn::GemmEpilogue epilogue;
-  if (auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation()))
+  if (auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation());
+      matmul && depth > 0)
     epilogue = attn::foldGemmEpilogue(rewriter, matmul);
   rewriter.setInsertionPoint(op);
 

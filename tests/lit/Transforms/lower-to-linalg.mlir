@@ -1,11 +1,12 @@
 // attn-lower-to-linalg: every primitive attn op becomes linalg/tensor/arith/
 // math on tensors with SPEC §2's semantics; every function gets an i32
-// kernel status result.
+// kernel status result, and its arguments are marked read only for
+// bufferization (inputs and params are const buffers).
 // RUN: attn-opt %s --attn-lower-to-linalg --split-input-file --verify-diagnostics | FileCheck %s
 
 // torch nn.Linear: x @ w^T + b over the last axis.
 // CHECK-LABEL: func.func @linear
-// CHECK-SAME: (%[[X:.*]]: tensor<2x4x8xf32>, %[[W:.*]]: tensor<6x8xf32>, %[[B:.*]]: tensor<6xf32>) -> (tensor<2x4x6xf32>, i32)
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<2x4x8xf32> {bufferization.writable = false}, %[[W:[^:]*]]: tensor<6x8xf32> {bufferization.writable = false}, %[[B:[^:]*]]: tensor<6xf32> {bufferization.writable = false}) -> (tensor<2x4x6xf32>, i32)
 func.func @linear(%x: tensor<2x4x8xf32>, %w: tensor<6x8xf32>, %b: tensor<6xf32>) -> tensor<2x4x6xf32> {
   // no embedding: the status is 0
   // CHECK: %[[OK:.*]] = arith.constant 0 : i32
@@ -45,7 +46,7 @@ func.func @linear_no_bias_rank1(%x: tensor<8xf32>, %w: tensor<6x8xf32>) -> tenso
 
 // torch.bmm; transpose_b through a linalg.transpose of b.
 // CHECK-LABEL: func.func @matmul_transpose_b
-// CHECK-SAME: (%[[A:.*]]: tensor<3x4x5xf32>, %[[B:.*]]: tensor<3x6x5xf32>)
+// CHECK-SAME: (%[[A:[^:]*]]: tensor<3x4x5xf32> {bufferization.writable = false}, %[[B:[^:]*]]: tensor<3x6x5xf32> {bufferization.writable = false})
 func.func @matmul_transpose_b(%a: tensor<3x4x5xf32>, %b: tensor<3x6x5xf32>) -> tensor<3x4x6xf32> {
   // CHECK: %[[BT:.*]] = linalg.transpose ins(%[[B]] : tensor<3x6x5xf32>) outs(%{{.*}} : tensor<3x5x6xf32>) permutation = [0, 2, 1]
   // CHECK: %[[Z:.*]] = linalg.fill
@@ -110,7 +111,7 @@ func.func @merge_heads(%x: tensor<6x4x2xf32>) -> tensor<2x4x6xf32> {
 // CHECK-DAG: #[[LEN:.*]] = affine_map<(d0, d1, d2) -> (d0)>
 // CHECK-DAG: #[[ROW:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
 // CHECK-LABEL: func.func @masked_softmax
-// CHECK-SAME: (%[[S:.*]]: tensor<3x4x5xf32>, %[[VL:.*]]: tensor<3xi32>)
+// CHECK-SAME: (%[[S:[^:]*]]: tensor<3x4x5xf32> {bufferization.writable = false}, %[[VL:[^:]*]]: tensor<3xi32> {bufferization.writable = false})
 func.func @masked_softmax(%s: tensor<3x4x5xf32>, %vl: tensor<3xi32>) -> tensor<3x4x5xf32> {
   // CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
   // CHECK-DAG: %[[NEGINF:.*]] = arith.constant 0xFF800000 : f32
@@ -200,7 +201,7 @@ func.func @layer_norm(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>)
 // Embedding: ids out of [0, V) are counted into the status and clamped, so
 // no read is out of bounds.
 // CHECK-LABEL: func.func @embedding
-// CHECK-SAME: (%[[IDS:.*]]: tensor<2x3xi32>, %[[T:.*]]: tensor<10x4xf32>) -> (tensor<2x3x4xf32>, i32)
+// CHECK-SAME: (%[[IDS:[^:]*]]: tensor<2x3xi32> {bufferization.writable = false}, %[[T:[^:]*]]: tensor<10x4xf32> {bufferization.writable = false}) -> (tensor<2x3x4xf32>, i32)
 func.func @embedding(%ids: tensor<2x3xi32>, %t: tensor<10x4xf32>) -> tensor<2x3x4xf32> {
   // count = sum (id < 0 || id >= 10)
   // CHECK: %[[COUNT:.*]] = linalg.generic {{.*}} iterator_types = ["reduction", "reduction"]} ins(%[[IDS]] : tensor<2x3xi32>)

@@ -19,7 +19,7 @@
 // CHECK: %[[FLAT:.*]] = tensor.collapse_shape %[[T]] {{\[\[}}0, 1]]
 // CHECK: tensor.insert_slice %[[FLAT]] into %{{.*}}[0] [128] [1]
 // CHECK-LABEL: func.func @linear_prepared(
-// CHECK-SAME: %arg3: tensor<128xf32> {attn.name = "packed"}
+// CHECK-SAME: %arg3: tensor<128xf32> {attn.name = "packed", bufferization.writable = false}
 // CHECK: %[[S:.*]] = tensor.extract_slice %arg3[0] [128] [1]
 // CHECK: %[[W:.*]] = tensor.expand_shape %[[S]] {{\[\[}}0, 1]] output_shape [8, 16]
 // CHECK-NOT: linalg.transpose

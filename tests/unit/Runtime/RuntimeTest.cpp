@@ -195,6 +195,46 @@ TEST_F(RuntimeTest, BoundParamsArePreparedAgainWhenRebound) {
   expectCorrect(y);
 }
 
+/// A 1-D x with a bias: the bias broadcast to its own shape folds away, and
+/// the GEMM must then accumulate into a copy, never into the bias buffer.
+TEST_F(RuntimeTest, ParamsAreNeverWritten) {
+  Runtime runtime(cacheDir);
+  auto kernel = runtime.compile("block row {\n  input x: f32[5]\n"
+                                "  param w: f32[4, 5]\n  param b: f32[4]\n"
+                                "  y = linear(x, w, b)\n  output y\n}\n",
+                                "row.attn", "");
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  std::vector<float> row(x.begin(), x.begin() + 5), out(4, NAN);
+  std::vector<float> wCopy = w, bCopy = b;
+  auto expect = [&] {
+    for (int o = 0; o < 4; ++o) {
+      double acc = bCopy[o];
+      for (int i = 0; i < 5; ++i)
+        acc += double(row[i]) * wCopy[o * 5 + i];
+      EXPECT_NEAR(out[o], acc, 1e-5) << o;
+    }
+  };
+  HostBuffer xBuf{"x", row.data(), ElementType::F32, {5}},
+      wBuf{"w", w.data(), ElementType::F32, {4, 5}},
+      bBuf{"b", b.data(), ElementType::F32, {4}},
+      yBuf{"y", out.data(), ElementType::F32, {4}};
+  // Passed on every call: the caller's buffers stay as they were.
+  for (int call = 0; call < 2; ++call) {
+    ASSERT_EQ(message((*kernel)->run({xBuf, wBuf, bBuf, yBuf})), "");
+    expect();
+    EXPECT_EQ(w, wCopy);
+    EXPECT_EQ(b, bCopy);
+  }
+  // Bound and prepared: the kernel's copies stay as they were too.
+  ASSERT_EQ(message((*kernel)->bindParam(wBuf)), "");
+  ASSERT_EQ(message((*kernel)->bindParam(bBuf)), "");
+  for (int call = 0; call < 3; ++call) {
+    std::fill(out.begin(), out.end(), NAN);
+    ASSERT_EQ(message((*kernel)->run({xBuf, yBuf})), "");
+    expect();
+  }
+}
+
 TEST_F(RuntimeTest, DiskCacheIsReusedAndCorruptEntriesAreRebuilt) {
   {
     Runtime runtime(cacheDir);
