@@ -11,9 +11,6 @@
 # with `attnc --parallel` and <target> links attnc's small runtime library
 # (the `attnc_rt` target in attnc's build, else ATTNC_RT_LIBRARY): its
 # thread pool (ATTNC_NUM_THREADS) and its cache of kernel temporaries.
-# glibc returns large freed blocks to the OS, so a libc-only kernel with
-# big temporaries page-faults them in on every call (BERT-base layer: ~18%
-# slower on one thread).
 #
 # attnc is the in-tree `attnc` target when there is one, else
 # ATTNC_EXECUTABLE (found on PATH if unset).

@@ -183,14 +183,19 @@ attnc::translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
       kernels.push_back(&function);
   for (llvm::Function *kernel : kernels)
     addPackedEntry(*llvmModule, *kernel);
-  // Renamed before optimizing: LLVM knows malloc and free, and would pair a
-  // zero-filled malloc into a calloc that attnc_rt_free cannot take.
-  if (runtimeAllocator)
+  // Temporaries come from a block cache: attnc_rt's, which parallel
+  // objects link anyway, else one in the object. Done before optimizing:
+  // LLVM knows malloc and free, and would pair a zero-filled malloc into a
+  // calloc that the caches cannot take.
+  if (runtimeAllocator) {
     for (auto [from, to] :
          {std::pair<const char *, const char *>{"malloc", "attnc_rt_malloc"},
           {"free", "attnc_rt_free"}})
       if (llvm::Function *function = llvmModule->getFunction(from))
         function->setName(to);
+  } else {
+    addBlockCache(*llvmModule);
+  }
 
   optimizeModule(*llvmModule, machine, optLevel);
   return llvmModule;

@@ -10,6 +10,7 @@
 
 #include "gtest/gtest.h"
 
+#include <atomic>
 #include <cmath>
 #include <random>
 #include <thread>
@@ -233,6 +234,50 @@ TEST_F(RuntimeTest, ParamsAreNeverWritten) {
     ASSERT_EQ(message((*kernel)->run({xBuf, yBuf})), "");
     expect();
   }
+}
+
+/// A kernel compiled without --parallel keeps its large temporaries in a
+/// cache written into its object (guarded by a spinlock): four host threads
+/// calling it at once keep getting the one-thread answer.
+TEST_F(RuntimeTest, LibcOnlyKernelsShareTheirBlockCacheAcrossThreads) {
+  Runtime runtime(cacheDir);
+  CompileOptions options;
+  options.pipeline.parallel = false;
+  // 128 KB temporaries: above the cache's 64 KB threshold.
+  auto kernel = runtime.compile("block big {\n  input x: f32[64, 512]\n"
+                                "  param w: f32[512, 512]\n"
+                                "  y = relu(linear(relu(linear(x, w)), w))\n"
+                                "  output y\n}\n",
+                                "big.attn", "", options);
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  std::vector<float> input = randomValues(64 * 512, 11),
+                     weight = randomValues(512 * 512, 12);
+  for (float &v : weight)
+    v *= 0.05f;
+  ASSERT_EQ(message((*kernel)->bindParam(
+                {"w", weight.data(), ElementType::F32, {512, 512}})),
+            "");
+  auto runOnce = [&](std::vector<float> &out) {
+    return message(
+        (*kernel)->run({{"x", input.data(), ElementType::F32, {64, 512}},
+                        {"y", out.data(), ElementType::F32, {64, 512}}}));
+  };
+  std::vector<float> expected(64 * 512);
+  ASSERT_EQ(runOnce(expected), "");
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> hosts;
+  for (int t = 0; t < 4; ++t)
+    hosts.emplace_back([&] {
+      std::vector<float> out(64 * 512);
+      for (int call = 0; call < 25; ++call) {
+        std::fill(out.begin(), out.end(), NAN);
+        if (!runOnce(out).empty() || out != expected)
+          ++mismatches;
+      }
+    });
+  for (std::thread &host : hosts)
+    host.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 TEST_F(RuntimeTest, DiskCacheIsReusedAndCorruptEntriesAreRebuilt) {

@@ -61,6 +61,11 @@ translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
                   llvm::TargetMachine &machine, unsigned optLevel,
                   bool runtimeAllocator);
 
+/// Routes the module's malloc/free through a cache of large blocks written
+/// into the module itself (see BlockCache.cpp), so that an object that
+/// needs libc only does not page-fault its temporaries in on every call.
+void addBlockCache(llvm::Module &module);
+
 /// The symbol of a kernel's packed entry: `int (void **args)`, args[i] the
 /// i-th buffer pointer, so that a host can call a kernel of any arity.
 std::string packedEntryName(llvm::StringRef kernel);
