@@ -220,6 +220,7 @@ struct Runtime::State {
 CompileOptions Runtime::defaultOptions() {
   CompileOptions options;
   options.pipeline.parallel = true;
+  options.objectBlockCache = false;
   return options;
 }
 

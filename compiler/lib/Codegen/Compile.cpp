@@ -29,7 +29,8 @@ std::string CompileOptions::fingerprint() const {
          " rows=" + std::to_string(pipeline.rowTile) +
          " cols=" + std::to_string(pipeline.columnTile) +
          " attention=" + pipeline.attention +
-         " parallel=" + std::to_string(pipeline.parallel);
+         " parallel=" + std::to_string(pipeline.parallel) +
+         " objectBlockCache=" + std::to_string(objectBlockCache);
 }
 
 llvm::Expected<std::vector<KernelSignature>>
@@ -94,10 +95,15 @@ toOptimizedLLVMIR(mlir::ModuleOp module, const CompileOptions &options,
   if (!isLowered(module))
     if (llvm::Error error = lowerToLLVMDialect(module, options))
       return std::move(error);
-  // Parallel objects link libattnc_rt anyway: their temporaries come from
-  // its block cache instead of being page-faulted in on every call.
+  // Temporaries come from a block cache instead of being page-faulted in
+  // on every call: attnc_rt's, which parallel objects link anyway, else the
+  // object's own.
+  TemporaryAllocator allocator =
+      options.pipeline.parallel  ? TemporaryAllocator::Runtime
+      : options.objectBlockCache ? TemporaryAllocator::ObjectCache
+                                 : TemporaryAllocator::Libc;
   return translateToLLVMIR(module, context, machine, options.target.optLevel,
-                           /*runtimeAllocator=*/options.pipeline.parallel);
+                           allocator);
 }
 
 /// Lowers, translates and optimizes `module` for the options' target, then

@@ -163,7 +163,7 @@ llvm::Error attnc::checkTarget(const TargetOptions &options) {
 llvm::Expected<std::unique_ptr<llvm::Module>>
 attnc::translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
                          llvm::TargetMachine &machine, unsigned optLevel,
-                         bool runtimeAllocator) {
+                         TemporaryAllocator allocator) {
   mlir::DialectRegistry registry;
   mlir::registerBuiltinDialectTranslation(registry);
   mlir::registerLLVMDialectTranslation(registry);
@@ -183,17 +183,15 @@ attnc::translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
       kernels.push_back(&function);
   for (llvm::Function *kernel : kernels)
     addPackedEntry(*llvmModule, *kernel);
-  // Temporaries come from a block cache: attnc_rt's, which parallel
-  // objects link anyway, else one in the object. Done before optimizing:
-  // LLVM knows malloc and free, and would pair a zero-filled malloc into a
-  // calloc that the caches cannot take.
-  if (runtimeAllocator) {
+  // Done before optimizing: LLVM knows malloc and free, and would pair a
+  // zero-filled malloc into a calloc that the caches cannot take.
+  if (allocator == TemporaryAllocator::Runtime) {
     for (auto [from, to] :
          {std::pair<const char *, const char *>{"malloc", "attnc_rt_malloc"},
           {"free", "attnc_rt_free"}})
       if (llvm::Function *function = llvmModule->getFunction(from))
         function->setName(to);
-  } else {
+  } else if (allocator == TemporaryAllocator::ObjectCache) {
     addBlockCache(*llvmModule);
   }
 

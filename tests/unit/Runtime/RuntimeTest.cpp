@@ -243,6 +243,7 @@ TEST_F(RuntimeTest, LibcOnlyKernelsShareTheirBlockCacheAcrossThreads) {
   Runtime runtime(cacheDir);
   CompileOptions options;
   options.pipeline.parallel = false;
+  options.objectBlockCache = true; // as ahead of time
   // 128 KB temporaries: above the cache's 64 KB threshold.
   auto kernel = runtime.compile("block big {\n  input x: f32[64, 512]\n"
                                 "  param w: f32[512, 512]\n"

@@ -29,6 +29,11 @@ struct CompileOptions {
   CpuPipelineOptions pipeline;
   /// Print the IR after every pass to stderr (--print-ir-after-all).
   bool printIRAfterAll = false;
+  /// Objects without `pipeline.parallel` keep their large temporaries in a
+  /// cache of their own (libc-only objects). Runtime::defaultOptions turns
+  /// it off: the JIT resolves malloc/free to attnc_rt's cache anyway, and
+  /// the blocks a JIT-ed object holds are not freed when it is unloaded.
+  bool objectBlockCache = true;
 
   /// -O0 .. -O3: -O0 also turns off tiling/vectorization (scalar loops).
   void setOptLevel(unsigned level);

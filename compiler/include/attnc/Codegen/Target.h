@@ -51,15 +51,24 @@ createTargetMachine(const TargetOptions &options);
 /// Succeeds when createTargetMachine would: the CPU name is known.
 llvm::Error checkTarget(const TargetOptions &options);
 
+/// Where a kernel's temporaries come from.
+enum class TemporaryAllocator {
+  /// malloc and free as they are (the JIT maps them to attnc_rt's cache).
+  Libc,
+  /// A cache of large blocks in the object itself (addBlockCache): objects
+  /// that need libc only.
+  ObjectCache,
+  /// attnc_rt_malloc / attnc_rt_free: objects that link libattnc_rt.
+  Runtime,
+};
+
 /// Translates an LLVM-dialect module to LLVM IR for `machine` and optimizes
 /// it at `optLevel`. Adds `__attnc_packed_NAME(void **args)` for every
-/// kernel NAME (see packedEntryName). With `runtimeAllocator`, malloc and
-/// free become attnc_rt_malloc and attnc_rt_free (libattnc_rt's block
-/// cache).
+/// kernel NAME (see packedEntryName) and routes malloc/free to `allocator`.
 llvm::Expected<std::unique_ptr<llvm::Module>>
 translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
                   llvm::TargetMachine &machine, unsigned optLevel,
-                  bool runtimeAllocator);
+                  TemporaryAllocator allocator);
 
 /// Routes the module's malloc/free through a cache of large blocks written
 /// into the module itself (see BlockCache.cpp), so that an object that
