@@ -203,8 +203,9 @@ func::FuncOp buildPrepare(OpBuilder &b, func::FuncOp kernel,
 /// NAME_prepared(args..., packed) -> NAME's results: a copy of `kernel`
 /// whose packed values come out of `packed`.
 func::FuncOp buildPrepared(OpBuilder &b, func::FuncOp kernel,
-                           int64_t packedElements) {
-  auto prepared = cast<func::FuncOp>(b.clone(*kernel));
+                           const PrepareAnalysis &analysis) {
+  IRMapping copies;
+  auto prepared = cast<func::FuncOp>(b.clone(*kernel, copies));
   prepared.setSymName((kernel.getSymName() + "_prepared").str());
   prepared->removeAttr(AttnDialect::kPackedElementsAttr);
   prepared->setAttr(kKernelPartAttr, b.getStringAttr("prepared"));
@@ -212,7 +213,7 @@ func::FuncOp buildPrepared(OpBuilder &b, func::FuncOp kernel,
   unsigned packedIndex = prepared.getNumArguments();
   // `packed` is shared by every call: read only, like the params.
   if (failed(prepared.insertArgument(
-          packedIndex, packedType(context, packedElements),
+          packedIndex, packedType(context, analysis.packedElements),
           b.getDictionaryAttr(
               {b.getNamedAttr(AttnDialect::kNameAttr,
                               b.getStringAttr("packed")),
@@ -222,13 +223,12 @@ func::FuncOp buildPrepared(OpBuilder &b, func::FuncOp kernel,
           kernel.getLoc())))
     return nullptr;
 
-  // The copy has the same ops in the same order: analyze it afresh.
-  PrepareAnalysis analysis(prepared);
   Block &body = prepared.getBody().front();
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&body);
   Value packed = body.getArgument(packedIndex);
-  for (auto [value, offset] : llvm::zip(analysis.packed, analysis.offsets)) {
+  for (auto [original, offset] : llvm::zip(analysis.packed, analysis.offsets)) {
+    Value value = copies.lookup(original);
     auto type = cast<RankedTensorType>(value.getType());
     Value slice = tensor::ExtractSliceOp::create(
         b, value.getLoc(), packed,
@@ -287,7 +287,7 @@ struct AttnSplitPreparePass
       PrepareAnalysis analysis(kernel);
       b.setInsertionPointAfter(kernel);
       func::FuncOp prepare = buildPrepare(b, kernel, analysis);
-      func::FuncOp prepared = buildPrepared(b, kernel, analysis.packedElements);
+      func::FuncOp prepared = buildPrepared(b, kernel, analysis);
       if (!prepared) {
         kernel.emitOpError("cannot add the packed argument");
         return signalPassFailure();
