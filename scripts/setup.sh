@@ -7,6 +7,9 @@ packages=(
   cmake ninja-build python3
   # LLVM/MLIR 22: headers, libMLIR.so/libLLVM.so, mlir-tblgen, lit, FileCheck.
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
+  # clang's sanitizer and libFuzzer runtimes (attnc-fuzz, sanitizer builds):
+  # only *recommended* by clang-22, so --no-install-recommends leaves it out.
+  libclang-rt-22-dev
   clang-format-22
   libgtest-dev libgmock-dev
 )
