@@ -4,8 +4,8 @@
 # Compiles one block of a .attn spec at build time with attnc and makes
 # <target> a static library holding the kernel's object; linking it gives
 # the block's C function (SPEC §5), and `#include "<target>.h"` its header.
-# BLOCK may be omitted when the spec has a single block. MCPU defaults to
-# attnc's `native`; OPT to 3.
+# BLOCK may be omitted when the spec has a single block. MCPU and OPT are
+# passed only when given, so attnc's defaults apply: the host CPU and -O2.
 #
 # Without PARALLEL the object needs libc only. With PARALLEL it is compiled
 # with `attnc --parallel` and <target> links attnc's small runtime library

@@ -11,9 +11,11 @@
 
 #include "LoadedObject.h"
 
+#include "attnc/Codegen/Compile.h"
 #include "attnc/Gen/SpecToModule.h"
 #include "attnc/InitAttn.h"
 #include "attnc/Runtime/Runtime.h"
+#include "attnc/Version.h"
 
 #include "attnc_rt.h"
 
@@ -21,6 +23,7 @@
 #include "mlir/IR/MLIRContext.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -35,16 +38,13 @@
 
 using namespace attnc;
 
-#ifndef ATTNC_VERSION_STRING
-#error "ATTNC_VERSION_STRING must be defined by the build"
-#endif
-
-// The git revision is read at configure time, so a rebuilt compiler with
-// uncommitted changes would reuse kernels compiled by the old one: the key
-// also names the binary that holds this code, by size and modification time.
+// A rebuilt compiler with uncommitted changes has the same commit as the
+// one before it and must not reuse its kernels: the key also names the
+// binary that holds this code, by size and modification time.
 llvm::StringRef attnc::compilerVersion() {
   static const std::string version = [] {
-    std::string text = ATTNC_VERSION_STRING;
+    std::string text = "attnc " ATTNC_VERSION " " ATTNC_GIT_COMMIT
+                       " LLVM " LLVM_VERSION_STRING;
     Dl_info info;
     llvm::sys::fs::file_status status;
     if (dladdr(reinterpret_cast<void *>(&attnc::compilerVersion), &info) &&

@@ -1,5 +1,4 @@
-//===- GoldenCase.h - A case of tests/data/goldens, ready to run -*- C++
-//-*-===//
+//===- GoldenCase.h - A tests/data/goldens case, ready to run ---*- C++ -*-===//
 //
 // Loads a golden made by the D2L PyTorch code (tests/data/make_goldens.py):
 // the spec, the kernel signature, every input/param (from NAME.npy or the

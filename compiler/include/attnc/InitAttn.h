@@ -1,5 +1,4 @@
-//===- InitAttn.h - Dialect and pass registration for every tool -*- C++
-//-*-===//
+//===- InitAttn.h - Dialect and pass registration for tools -----*- C++ -*-===//
 //
 // The one place where attnc's tools register dialects and passes, so that
 // attn-opt, attnc and the runtime understand exactly the same IR and

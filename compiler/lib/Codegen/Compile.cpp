@@ -1,6 +1,7 @@
 //===- Compile.cpp - attn-level module -> machine code --------------------===//
 
 #include "attnc/Codegen/Compile.h"
+#include "attnc/Codegen/Pipeline.h"
 
 #include "attn/IR/AttnDialect.h"
 

@@ -1,6 +1,7 @@
 //===- KernelSignature.cpp - A kernel's arguments, as hosts see them ------===//
 
-#include "attnc/Codegen/KernelSignature.h"
+#include "attnc/Codegen/Compile.h"
+#include "attnc/Codegen/Target.h"
 
 #include "attn/IR/AttnDialect.h"
 #include "attn/IR/AttnOps.h"
@@ -352,6 +353,13 @@ std::string attnc::emitCHeader(const KernelSignature &signature,
     os << (signature.arguments.empty() ? "" : ", ") << "const float *"
        << packed;
   os << ");\n\n";
+  os << "/* The three entries above with their buffer pointers in one array,\n"
+        "   in the order of their prototypes: for hosts that call kernels of\n"
+        "   any arity (the runtime's JIT, foreign-function interfaces). */\n";
+  for (const char *step : {"", "_prepare", "_prepared"})
+    os << "int " << packedEntryName(signature.name + step)
+       << "(void **args);\n";
+  os << "\n";
   os << "#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n";
   os << "#endif /* ATTNC_KERNEL_" << prefix << "_H */\n";
   return text;

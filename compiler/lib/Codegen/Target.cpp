@@ -8,6 +8,7 @@
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -138,8 +139,10 @@ attnc::createTargetMachine(const TargetOptions &options) {
   if (options.cpu == "native")
     for (const auto &feature : llvm::sys::getHostCPUFeatures())
       features.AddFeature(feature.getKey(), feature.getValue());
+  // Asked with no CPU, so that LLVM does not print its own warning about a
+  // CPU it does not know: the error below is the one message the user sees.
   std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
-      target->createMCSubtargetInfo(triple, cpu, ""));
+      target->createMCSubtargetInfo(triple, "", ""));
   if (!subtarget || !subtarget->isCPUStringValid(cpu))
     return llvm::createStringError(
         "unknown CPU '" + cpu + "' for " + triple.str() +
@@ -158,6 +161,35 @@ attnc::createTargetMachine(const TargetOptions &options) {
 llvm::Error attnc::checkTarget(const TargetOptions &options) {
   auto machine = createTargetMachine(options);
   return machine ? llvm::Error::success() : machine.takeError();
+}
+
+llvm::Error attnc::checkRunsOnHost(const TargetOptions &options) {
+  auto machine = createTargetMachine(options);
+  if (!machine)
+    return machine.takeError();
+  if (options.cpu == "native")
+    return llvm::Error::success();
+  // The CPU's features against the host's, by feature (never by CPU name:
+  // a VM may report a CPU whose AVX-512 is switched off). Features the host
+  // query does not report (tuning flags) are not ISA and are skipped.
+  const llvm::MCSubtargetInfo *subtarget = (*machine)->getMCSubtargetInfo();
+  llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+  llvm::SmallVector<llvm::StringRef> missing;
+  for (const llvm::SubtargetFeatureKV &feature :
+       subtarget->getAllProcessorFeatures()) {
+    auto it = host.find(feature.Key);
+    if (it != host.end() && !it->second &&
+        subtarget->checkFeatures(("+" + llvm::StringRef(feature.Key)).str()))
+      missing.push_back(feature.Key);
+  }
+  if (missing.empty())
+    return llvm::Error::success();
+  return llvm::createStringError(
+      "this machine (" + llvm::sys::getHostCPUName() +
+      ") lacks features of --mcpu=" + options.cpu + ": " +
+      llvm::join(missing, ", ") +
+      "; its code would stop with an illegal instruction (use --mcpu=native "
+      "to run here)");
 }
 
 llvm::Expected<std::unique_ptr<llvm::Module>>

@@ -14,6 +14,7 @@
 #include "mlir/IR/MLIRContext.h"
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/SourceMgr.h"
 
@@ -107,9 +108,27 @@ private:
       func.setArgAttr(i, AttnDialect::kRoleAttr,
                       builder.getStringAttr(decl->isParam ? "param" : "input"));
     }
-    for (auto [i, output] : llvm::enumerate(block.outputs))
+    // An output that is an input or param (`output X`) is a buffer of its
+    // own in the ABI: it is called X_out (X_out_out, ... if taken), so that
+    // the header's parameters and attnc run's files have distinct names.
+    llvm::StringSet<> abiNames;
+    for (const DeclStmt *decl : args)
+      abiNames.insert(decl->name.name);
+    for (const Ident *output : block.outputs)
+      abiNames.insert(output->name);
+    for (auto [i, output] : llvm::enumerate(block.outputs)) {
+      std::string name = output->name;
+      if (llvm::any_of(args, [&name](const DeclStmt *decl) {
+            return decl->name.name == name;
+          })) {
+        do
+          name += "_out";
+        while (abiNames.contains(name));
+        abiNames.insert(name);
+      }
       func.setResultAttr(i, AttnDialect::kNameAttr,
-                         builder.getStringAttr(output->name));
+                         builder.getStringAttr(name));
+    }
     llvm::SmallVector<mlir::Attribute> dimNames;
     llvm::SmallVector<int64_t> dimValues;
     for (const auto &stmt : block.stmts)

@@ -2,6 +2,7 @@
 
 #include "attnc/Sema/Sema.h"
 
+#include "attnc/Sema/CNames.h"
 #include "attnc/Sema/OpTable.h"
 #include "attnc/Support/Diagnostics.h"
 
@@ -292,7 +293,20 @@ std::optional<TensorShape> BlockChecker::checkType(const TypeExpr &type) {
   return shape;
 }
 
+/// Reports a name that would break the kernel's C interface (CNames.h).
+void checkCName(DiagnosticEngine &diag, const Ident &name, CNameUse use,
+                StringRef what) {
+  std::string conflict = cNameConflict(name.name, use);
+  if (!conflict.empty())
+    diag.error(name.range, Twine(what) + " " + quoted(name.name) + " " +
+                               conflict +
+                               "; rename it (the name is part of the "
+                               "kernel's C interface)");
+}
+
 void BlockChecker::checkDecl(DeclStmt &stmt) {
+  checkCName(diag, stmt.name, CNameUse::Parameter,
+             stmt.isParam ? "param" : "input");
   stmt.shape = checkType(stmt.type);
   Symbol symbol{stmt.isParam ? Symbol::Kind::Param : Symbol::Kind::Input,
                 stmt.name.range};
@@ -330,6 +344,8 @@ void BlockChecker::checkOutputs() {
                                   "be outputs");
       continue;
     }
+    if (symbol->kind == Symbol::Kind::Value)
+      checkCName(diag, *name, CNameUse::Parameter, "output");
     block.outputs.push_back(name);
   }
   if (!sawOutputStmt)
@@ -680,6 +696,7 @@ void Sema::checkBlock(Block &block) {
                "redefinition of block " + quoted(block.name.name));
     diag.note(it->second.Start, "first defined here", it->second);
   }
+  checkCName(diag, block.name, CNameUse::Function, "block");
   BlockChecker(diag, block).run();
 }
 
@@ -689,5 +706,22 @@ bool Sema::check(Module &module) {
       break;
     checkBlock(*block);
   }
+  // NAME_prepare and NAME_prepared are exported beside NAME.
+  for (auto &block : module.blocks)
+    for (StringRef suffix : {"_prepare", "_prepared"}) {
+      StringRef base = block->name.name;
+      if (!base.consume_back(suffix))
+        continue;
+      auto other = blockNames.find(base);
+      if (other == blockNames.end())
+        continue;
+      diag.error(block->name.range,
+                 "block " + quoted(block->name.name) +
+                     " has the name of block " + quoted(base) +
+                     "'s exported " + quoted(suffix.drop_front()) +
+                     " step; choose another");
+      diag.note(other->second.Start, quoted(base) + " is defined here",
+                other->second);
+    }
   return !diag.hadErrors();
 }

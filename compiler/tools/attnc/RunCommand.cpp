@@ -22,7 +22,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <random>
+#include <sched.h>
+#include <thread>
 
 using namespace attnc;
 
@@ -106,6 +109,85 @@ std::string preview(const std::vector<float> &values) {
   return text;
 }
 
+/// Writes `array` to DIR/NAME.npy (creating DIR); reports and returns false
+/// on failure.
+bool writeArray(llvm::StringRef dir, llvm::StringRef name,
+                const NpyArray &array, llvm::SmallString<256> &path) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
+    error() << "cannot create the directory '" << dir << "': " << ec.message()
+            << "\n";
+    return false;
+  }
+  path = dir;
+  llvm::sys::path::append(path, name + ".npy");
+  if (llvm::Error failure = writeNpy(path, array)) {
+    error() << llvm::toString(std::move(failure)) << "\n";
+    return false;
+  }
+  return true;
+}
+
+/// --input-dir: reads DIR/NAME.npy for every input and param that has no
+/// value yet, and warns about .npy files that name no argument (a typo
+/// would otherwise be filled by --random-inputs unnoticed).
+bool readInputDir(llvm::StringRef dir, const KernelSignature &signature,
+                  std::vector<std::optional<NpyArray>> &values) {
+  if (!llvm::sys::fs::is_directory(dir)) {
+    error() << "--input-dir " << dir << ": not a directory\n";
+    return false;
+  }
+  const std::vector<KernelArgument> &arguments = signature.arguments;
+  for (unsigned i = 0; i < arguments.size(); ++i) {
+    if (arguments[i].role == ArgumentRole::Output || values[i])
+      continue;
+    llvm::SmallString<256> path(dir);
+    llvm::sys::path::append(path, arguments[i].name + ".npy");
+    if (!llvm::sys::fs::exists(path))
+      continue;
+    auto array = readArgument(arguments[i], path);
+    if (!array) {
+      error() << llvm::toString(array.takeError()) << "\n";
+      return false;
+    }
+    values[i] = std::move(*array);
+  }
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
+       it.increment(ec)) {
+    llvm::StringRef file = llvm::sys::path::filename(it->path());
+    if (!file.consume_back(".npy"))
+      continue;
+    bool known = llvm::any_of(arguments, [&](const KernelArgument &a) {
+      return a.role != ArgumentRole::Output && a.name == file;
+    });
+    if (!known)
+      llvm::WithColor::warning(llvm::errs(), "attnc")
+          << it->path() << " names no input or param of block '"
+          << signature.name << "'; ignored\n";
+  }
+  if (ec) {
+    error() << "--input-dir " << dir << ": " << ec.message() << "\n";
+    return false;
+  }
+  return true;
+}
+
+/// The threads a run uses: --threads, else ATTNC_NUM_THREADS, else every
+/// core this process may run on (its affinity mask, as taskset sets it).
+unsigned defaultThreads(unsigned requested) {
+  if (requested)
+    return requested;
+  if (const char *text = std::getenv("ATTNC_NUM_THREADS")) {
+    unsigned value = 0;
+    if (!llvm::StringRef(text).getAsInteger(10, value) && value > 0)
+      return value;
+  }
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+    return static_cast<unsigned>(CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 } // namespace
 
 int attnc::runCommand(const RunOptions &options) {
@@ -154,6 +236,10 @@ int attnc::runCommand(const RunOptions &options) {
     values[*index] = std::move(*array);
   }
 
+  if (!options.inputDir.empty() &&
+      !readInputDir(options.inputDir, signature, values))
+    return kUserError;
+
   std::mt19937_64 rng(options.seed);
   for (unsigned i = 0; i < arguments.size(); ++i) {
     const KernelArgument &a = arguments[i];
@@ -170,11 +256,24 @@ int attnc::runCommand(const RunOptions &options) {
     if (!options.randomInputs) {
       error() << "missing " << roleName(a.role) << " '" << a.name << "' ("
               << a.typeString() << "): pass --input " << a.name
-              << "=FILE.npy or --random-inputs\n";
+              << "=FILE.npy, --input-dir DIR with " << a.name
+              << ".npy in it, or --random-inputs\n";
       return kUserError;
     }
     values[i] = randomArgument(signature, i, rng);
   }
+
+  if (!options.saveInputsDir.empty())
+    for (unsigned i = 0; i < arguments.size(); ++i) {
+      llvm::SmallString<256> path;
+      if (arguments[i].role != ArgumentRole::Output &&
+          !writeArray(options.saveInputsDir, arguments[i].name, *values[i],
+                      path))
+        return kUserError;
+    }
+
+  Runtime::global().setNumThreads(defaultThreads(options.threads));
+  unsigned threads = Runtime::global().numThreads(); // the pool may cap it
 
   // Params are bound and prepared once, as a host that keeps its weights
   // would; the timed calls pass the inputs and outputs.
@@ -198,7 +297,7 @@ int attnc::runCommand(const RunOptions &options) {
   }
 
   std::vector<double> milliseconds;
-  for (unsigned r = 0; r < std::max(1u, options.repeat); ++r) {
+  for (unsigned r = 0; r < options.repeat; ++r) {
     auto start = std::chrono::steady_clock::now();
     if (llvm::Error failure = (*kernel)->run(buffers)) {
       error() << llvm::toString(std::move(failure)) << "\n";
@@ -213,28 +312,20 @@ int attnc::runCommand(const RunOptions &options) {
   if (milliseconds.size() % 2 == 0)
     median = (median + milliseconds[milliseconds.size() / 2 - 1]) / 2;
 
-  if (std::error_code ec =
-          llvm::sys::fs::create_directories(options.outputDir)) {
-    error() << "cannot create the output directory '" << options.outputDir
-            << "': " << ec.message() << "\n";
-    return kUserError;
-  }
   for (unsigned i = 0; i < arguments.size(); ++i) {
     const KernelArgument &a = arguments[i];
     if (a.role != ArgumentRole::Output)
       continue;
-    llvm::SmallString<256> path(options.outputDir);
-    llvm::sys::path::append(path, a.name + ".npy");
-    if (llvm::Error failure = writeNpy(path, *values[i])) {
-      error() << llvm::toString(std::move(failure)) << "\n";
+    llvm::SmallString<256> path;
+    if (!writeArray(options.outputDir, a.name, *values[i], path))
       return kUserError;
-    }
     llvm::outs() << a.name << ": " << a.typeString() << " -> " << path << "\n";
     if (a.type == ElementType::F32)
       llvm::outs() << "  " << preview(values[i]->toF32()) << "\n";
   }
   llvm::outs() << "time per call: " << llvm::format("%.4f", median)
                << " ms (median of " << milliseconds.size() << " run"
-               << (milliseconds.size() == 1 ? "" : "s") << ")\n";
+               << (milliseconds.size() == 1 ? "" : "s") << ", " << threads
+               << " thread" << (threads == 1 ? "" : "s") << ")\n";
   return kSuccess;
 }

@@ -17,10 +17,16 @@ struct RunOptions {
   std::string block;
   /// NAME=FILE.npy
   std::vector<std::string> inputs;
+  /// Non-empty: DIR/NAME.npy for every input and param not in `inputs`.
+  std::string inputDir;
   bool randomInputs = false;
   uint64_t seed = 0;
+  /// Non-empty: every input and param used is written to DIR/NAME.npy.
+  std::string saveInputsDir;
   std::string outputDir = ".";
   unsigned repeat = 1;
+  /// 0: ATTNC_NUM_THREADS if set, else every core the process may use.
+  unsigned threads = 0;
   CompileOptions compile;
 };
 

@@ -7,11 +7,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "attnc/Codegen/Compile.h"
+#include "attnc/Codegen/Target.h"
 #include "attnc/Frontend/Frontend.h"
 #include "attnc/Gen/MLIRGen.h"
 #include "attnc/InitAttn.h"
 #include "attnc/Runtime/Runtime.h"
 #include "attnc/Support/Diagnostics.h"
+#include "attnc/Version.h"
 
 #include "RunCommand.h"
 
@@ -23,6 +25,7 @@
 #include "mlir/Support/FileUtilities.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/InitLLVM.h"
@@ -33,6 +36,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
+#include "llvm/TargetParser/Host.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace attnc;
@@ -44,29 +48,108 @@ enum ExitCode { kSuccess = 0, kUserError = 1, kInternalError = 2 };
 
 enum class EmitKind { Attn, Lowered, Llvm, Asm, Obj, Header, Ptx };
 enum class Target { Cpu, Nvptx };
+enum class AttentionLowering { Auto, Fused, Decomposed };
 
-cl::OptionCategory attncCategory("attnc options");
+/// A parser for enum flags whose error names the closest valid value and
+/// lists them all (LLVM's says only "Cannot find option named 'X'!").
+template <typename T> struct ListedValuesParser : cl::parser<T> {
+  using cl::parser<T>::parser;
+
+  bool parse(cl::Option &option, llvm::StringRef argName, llvm::StringRef arg,
+             T &value) {
+    llvm::SmallVector<llvm::StringRef> names;
+    for (const auto &known : this->Values) {
+      if (known.Name == arg) {
+        value = known.V.getValue();
+        return false;
+      }
+      names.push_back(known.Name);
+    }
+    std::string message = "invalid value '" + arg.str() + "'";
+    llvm::StringRef closest;
+    unsigned best = 3; // at most 2 edits away
+    for (llvm::StringRef name : names) {
+      unsigned distance = arg.edit_distance(name, true, best);
+      if (distance < best) {
+        best = distance;
+        closest = name;
+      }
+    }
+    if (!closest.empty())
+      message += "; did you mean '" + closest.str() + "'?";
+    message += " (valid values: " + llvm::join(names, ", ") + ")";
+    return option.error(message);
+  }
+};
+
+// --help lists these three groups only (cl::HideUnrelatedOptions): attnc's
+// own options, not the hundreds that LLVM's libraries register.
+cl::OptionCategory outputCategory("Compiling (attnc SPEC)");
+cl::OptionCategory codegenCategory("Common (attnc SPEC and attnc run)");
+cl::OptionCategory runCategory("attnc run");
+
 cl::SubCommand runSubcommand("run",
                              "JIT-compile a block, run it on .npy inputs and "
                              "write its outputs as .npy files");
 
+// Shared by `attnc SPEC` and `attnc run SPEC`.
 cl::opt<std::string> inputFile(cl::Positional, cl::Required,
                                cl::desc("<SPEC.attn>"),
                                cl::sub(cl::SubCommand::getTopLevel()),
-                               cl::sub(runSubcommand), cl::cat(attncCategory));
+                               cl::sub(runSubcommand), cl::cat(outputCategory));
 
 cl::opt<std::string> blockName("block",
                                cl::desc("Compile only the block called NAME"),
                                cl::value_desc("NAME"),
                                cl::sub(cl::SubCommand::getTopLevel()),
-                               cl::sub(runSubcommand), cl::cat(attncCategory));
+                               cl::sub(runSubcommand),
+                               cl::cat(codegenCategory));
 
-// `attnc SPEC` options.
+cl::opt<Target, false, ListedValuesParser<Target>>
+    target("target", cl::desc("Code generation target (default: cpu)"),
+           cl::values(clEnumValN(Target::Cpu, "cpu", "the host CPU"),
+                      clEnumValN(Target::Nvptx, "nvptx",
+                                 "NVIDIA GPUs (not implemented yet)")),
+           cl::init(Target::Cpu), cl::sub(cl::SubCommand::getTopLevel()),
+           cl::sub(runSubcommand), cl::cat(codegenCategory));
+
+cl::opt<std::string>
+    mcpu("mcpu",
+         cl::desc("Target CPU: an LLVM CPU name (znver4, x86-64-v3, ...) or "
+                  "native, the features of this machine (default: native)"),
+         cl::value_desc("CPU"), cl::sub(cl::SubCommand::getTopLevel()),
+         cl::sub(runSubcommand), cl::cat(codegenCategory));
+
+// A string, checked by checkOptLevel: LLVM's char parser reads -Ofast as
+// -Of and -O22 as -O2.
+cl::opt<std::string>
+    optLevel("O",
+             cl::desc("Optimization level: -O0 (scalar loops), -O1, -O2 "
+                      "(LLVM cleans up what attnc vectorized; the default) or "
+                      "-O3 (LLVM's full O3 on top; slower to compile)"),
+             cl::value_desc("0|1|2|3"), cl::Prefix, cl::init("2"),
+             cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runSubcommand),
+             cl::cat(codegenCategory));
+
+cl::opt<AttentionLowering, false, ListedValuesParser<AttentionLowering>>
+    attentionLowering(
+        "attention", cl::desc("How attention is lowered (default: auto)"),
+        cl::values(clEnumValN(AttentionLowering::Auto, "auto",
+                              "fused or decomposed, by shape"),
+                   clEnumValN(AttentionLowering::Fused, "fused",
+                              "flash-style: online softmax over key tiles"),
+                   clEnumValN(AttentionLowering::Decomposed, "decomposed",
+                              "scores materialized, then softmax, then @ v")),
+        cl::init(AttentionLowering::Auto),
+        cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runSubcommand),
+        cl::cat(codegenCategory));
+
+// `attnc SPEC` only.
 cl::opt<std::string> outputFile("o", cl::desc("Output file ('-': stdout)"),
                                 cl::value_desc("OUT"), cl::init("-"),
-                                cl::cat(attncCategory));
+                                cl::cat(outputCategory));
 
-cl::opt<EmitKind> emitKind(
+cl::opt<EmitKind, false, ListedValuesParser<EmitKind>> emitKind(
     "emit", cl::desc("What to produce (default: obj)"),
     cl::values(clEnumValN(EmitKind::Attn, "attn", "MLIR in the attn dialect"),
                clEnumValN(EmitKind::Lowered, "lowered",
@@ -76,66 +159,59 @@ cl::opt<EmitKind> emitKind(
                clEnumValN(EmitKind::Obj, "obj", "an object file"),
                clEnumValN(EmitKind::Header, "header",
                           "the C header of the kernels"),
-               clEnumValN(EmitKind::Ptx, "ptx", "PTX (with --target=nvptx)")),
-    cl::init(EmitKind::Obj), cl::cat(attncCategory));
-
-cl::opt<Target>
-    target("target", cl::desc("Code generation target (default: cpu)"),
-           cl::values(clEnumValN(Target::Cpu, "cpu", "the host CPU"),
-                      clEnumValN(Target::Nvptx, "nvptx", "NVIDIA GPUs (PTX)")),
-           cl::init(Target::Cpu), cl::cat(attncCategory));
-
-cl::opt<std::string> mcpu("mcpu",
-                          cl::desc("Target CPU or GPU (default: the host "
-                                   "CPU, sm_90 for nvptx)"),
-                          cl::value_desc("CPU"), cl::cat(attncCategory));
-
-cl::opt<char> optLevel("O",
-                       cl::desc("Optimization level: -O0 (scalar loops), "
-                                "-O1, -O2 (LLVM cleans up what attnc "
-                                "vectorized) or -O3 (LLVM's full O3 on top; "
-                                "slower to compile) (default: -O2)"),
-                       cl::Prefix, cl::init('2'),
-                       cl::sub(cl::SubCommand::getTopLevel()),
-                       cl::sub(runSubcommand), cl::cat(attncCategory));
-
-cl::opt<std::string> attentionLowering(
-    "attention",
-    cl::desc("How attention is lowered: auto (by shape, the default), fused "
-             "(flash-style) or decomposed (scores materialized)"),
-    cl::value_desc("auto|fused|decomposed"), cl::init("auto"),
-    cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runSubcommand),
-    cl::cat(attncCategory));
+               clEnumValN(EmitKind::Ptx, "ptx",
+                          "PTX (with --target=nvptx; not implemented yet)")),
+    cl::init(EmitKind::Obj), cl::cat(outputCategory));
 
 cl::opt<bool> parallelLoops(
     "parallel",
     cl::desc("Emit parallel loops that run on attnc_rt's thread pool "
              "(ATTNC_NUM_THREADS); the object then links with libattnc_rt.a"),
-    cl::cat(attncCategory));
+    cl::cat(outputCategory));
 
 cl::opt<bool> printIrAfterAll("print-ir-after-all",
                               cl::desc("Print the IR after every pass"),
-                              cl::cat(attncCategory));
+                              cl::cat(outputCategory));
 
-// `attnc run SPEC` options.
+// `attnc run SPEC` only.
 cl::list<std::string> runInputs("input",
-                                cl::desc("Read argument NAME from a .npy file"),
+                                cl::desc("Read argument NAME from a .npy file "
+                                         "(wins over --input-dir)"),
                                 cl::value_desc("NAME=FILE.npy"),
-                                cl::sub(runSubcommand), cl::cat(attncCategory));
+                                cl::sub(runSubcommand), cl::cat(runCategory));
+cl::opt<std::string> inputDir("input-dir",
+                              cl::desc("Read every input and param NAME that "
+                                       "DIR/NAME.npy holds"),
+                              cl::value_desc("DIR"), cl::sub(runSubcommand),
+                              cl::cat(runCategory));
 cl::opt<bool> randomInputs("random-inputs",
                            cl::desc("Fill every argument not given with "
-                                    "random values"),
-                           cl::sub(runSubcommand), cl::cat(attncCategory));
-cl::opt<uint64_t> seed("seed", cl::desc("Seed of --random-inputs"), cl::init(0),
-                       cl::sub(runSubcommand), cl::cat(attncCategory));
+                                    "random values (floats in [-1, 1), "
+                                    "valid_lens in [0, T], ids in range)"),
+                           cl::sub(runSubcommand), cl::cat(runCategory));
+cl::opt<uint64_t> seed("seed", cl::desc("Seed of --random-inputs (default: 0)"),
+                       cl::init(0), cl::sub(runSubcommand),
+                       cl::cat(runCategory));
+cl::opt<std::string> saveInputs(
+    "save-inputs",
+    cl::desc("Also write every input and param the run used to "
+             "DIR/NAME.npy (to reproduce it, e.g. in PyTorch)"),
+    cl::value_desc("DIR"), cl::sub(runSubcommand), cl::cat(runCategory));
 cl::opt<std::string> outputDir("output-dir",
-                               cl::desc("Where NAME.npy outputs are written"),
+                               cl::desc("Where NAME.npy outputs are written "
+                                        "(default: .)"),
                                cl::value_desc("DIR"), cl::init("."),
-                               cl::sub(runSubcommand), cl::cat(attncCategory));
+                               cl::sub(runSubcommand), cl::cat(runCategory));
 cl::opt<unsigned> repeat("repeat",
-                         cl::desc("Run N times and print the median time"),
-                         cl::init(1), cl::sub(runSubcommand),
-                         cl::cat(attncCategory));
+                         cl::desc("Run N times and print the median time "
+                                  "(default: 1)"),
+                         cl::value_desc("N"), cl::init(1),
+                         cl::sub(runSubcommand), cl::cat(runCategory));
+cl::opt<unsigned> threads(
+    "threads",
+    cl::desc("Threads the kernel runs on (default: ATTNC_NUM_THREADS if set, "
+             "else every core this process may use)"),
+    cl::value_desc("N"), cl::sub(runSubcommand), cl::cat(runCategory));
 
 llvm::raw_ostream &error() {
   return llvm::WithColor::error(llvm::errs(), "attnc");
@@ -179,16 +255,44 @@ bool loadSpec(LoadedSpec &spec) {
   return true;
 }
 
-/// The code generation options the flags ask for.
-CompileOptions compileOptions() {
-  CompileOptions options;
-  options.setOptLevel(static_cast<unsigned>(optLevel - '0'));
+/// The -O level, or an error naming the bad flag.
+std::optional<unsigned> checkOptLevel() {
+  if (optLevel.size() == 1 && optLevel[0] >= '0' && optLevel[0] <= '3')
+    return static_cast<unsigned>(optLevel[0] - '0');
+  error() << "invalid optimization level '-O" << optLevel
+          << "'; valid levels: -O0, -O1, -O2, -O3\n";
+  return std::nullopt;
+}
+
+llvm::StringRef attentionName(AttentionLowering lowering) {
+  switch (lowering) {
+  case AttentionLowering::Fused:
+    return "fused";
+  case AttentionLowering::Decomposed:
+    return "decomposed";
+  case AttentionLowering::Auto:
+    break;
+  }
+  return "auto";
+}
+
+/// The target and pipeline options the flags ask for (both commands).
+CompileOptions compileOptions(CompileOptions options, unsigned level) {
+  options.setOptLevel(level);
   if (!mcpu.empty())
     options.target.cpu = mcpu;
-  options.printIRAfterAll = printIrAfterAll;
-  options.pipeline.attention = attentionLowering;
-  options.pipeline.parallel = parallelLoops;
+  options.pipeline.attention = attentionName(attentionLowering).str();
   return options;
+}
+
+/// GPU code generation is not there yet: every command that would need it
+/// says so instead of quietly producing CPU code.
+bool checkTargetFlag() {
+  if (target != Target::Nvptx)
+    return true;
+  error() << "--target=nvptx is not supported yet (GPU code generation has "
+             "not landed); use --target=cpu\n";
+  return false;
 }
 
 /// Writes `text` to -o (stdout by default); binary for objects.
@@ -211,7 +315,7 @@ int writeOutput(llvm::StringRef text, bool binary) {
   return kSuccess;
 }
 
-int emitCode(const LoadedSpec &spec) {
+int emitCode(const LoadedSpec &spec, unsigned optLevelValue) {
   mlir::DialectRegistry registry;
   registerAllDialects(registry);
   mlir::MLIRContext context(registry);
@@ -230,13 +334,11 @@ int emitCode(const LoadedSpec &spec) {
     return writeOutput(text, /*binary=*/false);
   }
 
-  CompileOptions options = compileOptions();
-  // Everything below is code generation: its failures are attnc's, except a
-  // CPU name the user got wrong, which is checked first.
-  if (llvm::Error bad = checkTarget(options.target)) {
-    error() << llvm::toString(std::move(bad)) << "\n";
-    return kUserError;
-  }
+  // Everything below is code generation: its failures are attnc's (a CPU
+  // name the user got wrong was checked before).
+  CompileOptions options = compileOptions(CompileOptions(), optLevelValue);
+  options.printIRAfterAll = printIrAfterAll;
+  options.pipeline.parallel = parallelLoops;
   auto internal = [](llvm::Error error) {
     llvm::errs() << "attnc: internal error: "
                  << llvm::toString(std::move(error)) << "\n";
@@ -279,24 +381,10 @@ int emitCode(const LoadedSpec &spec) {
   return writeOutput(*code, object);
 }
 
-/// Reports a bad --attention value; true when it is fine.
-bool checkAttentionFlag() {
-  if (attentionLowering == "auto" || attentionLowering == "fused" ||
-      attentionLowering == "decomposed")
-    return true;
-  error() << "invalid --attention=" << attentionLowering
-          << "; expected auto, fused or decomposed\n";
-  return false;
-}
-
 int compileMain() {
-  if (!checkAttentionFlag())
+  std::optional<unsigned> level = checkOptLevel();
+  if (!level)
     return kUserError;
-  if (optLevel < '0' || optLevel > '3') {
-    error() << "invalid optimization level -O" << optLevel
-            << "; expected -O0, -O1, -O2 or -O3\n";
-    return kUserError;
-  }
   if (emitKind == EmitKind::Ptx && target != Target::Nvptx) {
     error() << "--emit=ptx needs --target=nvptx\n";
     return kUserError;
@@ -306,20 +394,60 @@ int compileMain() {
   LoadedSpec spec;
   if (!loadSpec(spec))
     return kUserError;
-  if (target == Target::Nvptx && emitKind != EmitKind::Attn &&
-      emitKind != EmitKind::Header) {
-    error() << "--target=nvptx is not supported yet (it lands with the GPU "
-               "code generation work); the CPU target works\n";
+  if (!checkTargetFlag())
+    return kUserError;
+  if (llvm::Error bad = checkTarget(compileOptions({}, *level).target)) {
+    error() << llvm::toString(std::move(bad)) << "\n";
     return kUserError;
   }
-  return emitCode(spec);
+  return emitCode(spec, *level);
+}
+
+/// LLVM's command line lets a subcommand take the top level's options too;
+/// `attnc run` takes only those it uses and rejects the others by name.
+bool checkRunFlags() {
+  struct Unused {
+    const cl::Option &option;
+    const char *why;
+  };
+  const Unused unused[] = {
+      {outputFile, "outputs go to --output-dir DIR as NAME.npy"},
+      {emitKind, "it runs the kernel; use 'attnc SPEC --emit=...' to see "
+                 "its code"},
+      {parallelLoops, "its kernels always run on the thread pool; see "
+                      "--threads"},
+      {printIrAfterAll, "use 'attnc SPEC --emit=... --print-ir-after-all'"},
+  };
+  bool ok = true;
+  for (const Unused &flag : unused) {
+    if (!flag.option.getNumOccurrences())
+      continue;
+    error() << "'attnc run' does not take "
+            << (flag.option.ArgStr.size() == 1 ? "-" : "--")
+            << flag.option.ArgStr << ": " << flag.why << "\n";
+    ok = false;
+  }
+  if (repeat.getNumOccurrences() && repeat == 0) {
+    error() << "--repeat must be at least 1\n";
+    ok = false;
+  }
+  if (threads.getNumOccurrences() && threads == 0) {
+    error() << "--threads must be at least 1\n";
+    ok = false;
+  }
+  return ok;
 }
 
 int runMain() {
-  if (!checkAttentionFlag())
+  if (!checkRunFlags())
+    return kUserError;
+  std::optional<unsigned> level = checkOptLevel();
+  if (!level)
     return kUserError;
   LoadedSpec spec;
   if (!loadSpec(spec))
+    return kUserError;
+  if (!checkTargetFlag())
     return kUserError;
   if (blockName.empty() && spec.module->blocks.size() > 1) {
     llvm::SmallVector<llvm::StringRef> names;
@@ -342,19 +470,28 @@ int runMain() {
   options.specPath = inputFile;
   options.block = blockName;
   options.inputs.assign(runInputs.begin(), runInputs.end());
+  options.inputDir = inputDir;
   options.randomInputs = randomInputs;
   options.seed = seed;
+  options.saveInputsDir = saveInputs;
   options.outputDir = outputDir;
   options.repeat = repeat;
-  if (optLevel < '0' || optLevel > '3') {
-    error() << "invalid optimization level -O" << optLevel
-            << "; expected -O0, -O1, -O2 or -O3\n";
+  options.threads = threads;
+  options.compile = compileOptions(Runtime::defaultOptions(), *level);
+  // The kernel runs here: code for a CPU this machine lacks would stop
+  // with an illegal instruction.
+  if (llvm::Error bad = checkRunsOnHost(options.compile.target)) {
+    error() << llvm::toString(std::move(bad)) << "\n";
     return kUserError;
   }
-  options.compile = Runtime::defaultOptions();
-  options.compile.setOptLevel(static_cast<unsigned>(optLevel - '0'));
-  options.compile.pipeline.attention = attentionLowering;
   return attnc::runCommand(options);
+}
+
+void printVersion(llvm::raw_ostream &os) {
+  os << "attnc " << ATTNC_VERSION << " (git " << ATTNC_GIT_COMMIT << ")\n"
+     << "  LLVM/MLIR " << LLVM_VERSION_STRING << "\n"
+     << "  default target: " << llvm::sys::getDefaultTargetTriple()
+     << ", host CPU: " << llvm::sys::getHostCPUName() << "\n";
 }
 
 } // namespace
@@ -364,16 +501,23 @@ int main(int argc, char **argv) {
   llvm::install_fatal_error_handler(fatalErrorHandler);
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
+  cl::SetVersionPrinter(printVersion);
+  for (cl::SubCommand *sub : {&cl::SubCommand::getTopLevel(), &runSubcommand})
+    cl::HideUnrelatedOptions({&outputCategory, &codegenCategory, &runCategory},
+                             *sub);
   cl::ParseCommandLineOptions(
       argc, argv,
       "attnc: compiles D2L-style attention blocks (.attn specs) into "
       "specialized kernels\n\n"
       "  attnc SPEC.attn [-o OUT] [--emit=KIND] [--block NAME] "
-      "[--target=cpu|nvptx]\n"
-      "        [--mcpu=CPU] [-O0|-O1|-O2|-O3] [--print-ir-after-all]\n"
+      "[--target=cpu]\n"
+      "        [--mcpu=CPU] [-O0|-O1|-O2|-O3] [--attention=auto|fused|"
+      "decomposed] [--parallel]\n"
       "  attnc run SPEC.attn [--block NAME] [--input NAME=FILE.npy]... "
-      "[--random-inputs]\n"
-      "        [--seed N] [--output-dir DIR] [--repeat N]\n");
+      "[--input-dir DIR]\n"
+      "        [--random-inputs [--seed N]] [--save-inputs DIR] "
+      "[--output-dir DIR]\n"
+      "        [--repeat N] [--threads N]   ('attnc run --help' for more)\n");
   if (runSubcommand)
     return runMain();
   return compileMain();

@@ -1,5 +1,4 @@
-//===- NaiveReferenceTest.cpp - The naive reference vs D2L goldens
-//---------===//
+//===- NaiveReferenceTest.cpp - The naive reference vs D2L goldens --------===//
 //
 // Hand-computed tiny cases for each op, then the reference against the
 // PyTorch goldens of tests/data/goldens (made by tests/data/make_goldens.py).

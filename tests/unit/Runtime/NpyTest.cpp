@@ -1,5 +1,4 @@
-//===- NpyTest.cpp - .npy reader/writer tests
-//------------------------------===//
+//===- NpyTest.cpp - .npy reader/writer tests -----------------------------===//
 
 #include "attnc/Runtime/Npy.h"
 

@@ -9,8 +9,8 @@
 #ifndef ATTNC_CODEGEN_COMPILE_H
 #define ATTNC_CODEGEN_COMPILE_H
 
+#include "attnc/Codegen/CompileOptions.h"
 #include "attnc/Codegen/KernelSignature.h"
-#include "attnc/Codegen/Pipeline.h"
 #include "attnc/Codegen/Target.h"
 
 #include "llvm/Support/Error.h"
@@ -20,26 +20,17 @@
 
 namespace mlir {
 class ModuleOp;
+namespace func {
+class FuncOp;
+} // namespace func
 } // namespace mlir
 
 namespace attnc {
 
-struct CompileOptions {
-  TargetOptions target;
-  CpuPipelineOptions pipeline;
-  /// Print the IR after every pass to stderr (--print-ir-after-all).
-  bool printIRAfterAll = false;
-  /// Objects without `pipeline.parallel` keep their large temporaries in a
-  /// cache of their own (libc-only objects). Runtime::defaultOptions turns
-  /// it off: the JIT resolves malloc/free to attnc_rt's cache anyway, and
-  /// the blocks a JIT-ed object holds are not freed when it is unloaded.
-  bool objectBlockCache = true;
-
-  /// -O0 .. -O3: -O0 also turns off tiling/vectorization (scalar loops).
-  void setOptLevel(unsigned level);
-  /// Everything that changes the generated code, for cache keys.
-  std::string fingerprint() const;
-};
+/// Reads the signature of an attn-level kernel function (see the attn
+/// dialect's kNameAttr and friends; unnamed arguments are called argN and
+/// resultN).
+llvm::Expected<KernelSignature> signatureOf(mlir::func::FuncOp kernel);
 
 /// The signatures of every kernel (func.func) of an attn-level module.
 llvm::Expected<std::vector<KernelSignature>>
@@ -65,6 +56,13 @@ llvm::Expected<std::string> compileToLLVMIRText(mlir::ModuleOp module,
 llvm::Expected<std::string> compileToMachineCode(mlir::ModuleOp module,
                                                  const CompileOptions &options,
                                                  MachineCodeKind kind);
+
+/// The C header of a kernel: include guard, `extern "C"`, the prototype of
+/// SPEC §5 and those of NAME_prepare and NAME_prepared, every dim and
+/// argument shape as constants. `origin` names the spec it was compiled
+/// from.
+std::string emitCHeader(const KernelSignature &signature,
+                        llvm::StringRef origin);
 
 /// The C header declaring every kernel of `signatures`.
 std::string emitCHeader(const std::vector<KernelSignature> &signatures,

@@ -1,11 +1,11 @@
-//===- KernelSignature.h - A kernel's arguments, as hosts see them -*- C++
-//-*-===//
+//===- KernelSignature.h - Kernel arguments, as hosts see them --*- C++ -*-===//
 //
 // What a host needs to call a compiled kernel: its buffers in ABI order
 // (inputs and params in declaration order, then outputs), each with name,
 // role, dtype and shape; the block's named dims; and which inputs are
 // embedding ids (checked before a kernel runs). Read off the attn-level
 // function, emitted as the C header, stored as JSON beside cached objects.
+// Part of the public (installed) API: includes LLVM Support headers only.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,10 +19,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-namespace mlir::func {
-class FuncOp;
-} // namespace mlir::func
 
 namespace attnc {
 
@@ -70,18 +66,6 @@ struct KernelSignature {
   std::string toJSON() const;
   static llvm::Expected<KernelSignature> fromJSON(llvm::StringRef text);
 };
-
-/// Reads the signature of an attn-level kernel function (see the attn
-/// dialect's kNameAttr and friends; unnamed arguments are called argN and
-/// resultN).
-llvm::Expected<KernelSignature> signatureOf(mlir::func::FuncOp kernel);
-
-/// The C header of a kernel: include guard, `extern "C"`, the prototype of
-/// SPEC §5 and those of NAME_prepare and NAME_prepared, every dim and
-/// argument shape as constants. `origin` names the spec it was compiled
-/// from.
-std::string emitCHeader(const KernelSignature &signature,
-                        llvm::StringRef origin);
 
 } // namespace attnc
 

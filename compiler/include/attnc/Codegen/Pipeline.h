@@ -1,5 +1,4 @@
-//===- Pipeline.h - The attn -> LLVM dialect lowering pipeline ----*- C++
-//-*-===//
+//===- Pipeline.h - The attn -> LLVM dialect lowering pipeline --*- C++ -*-===//
 //
 // The one definition of how a kernel is lowered, used by attnc, the runtime
 // and, as the registered pipeline `attn-to-llvm`, by attn-opt:
@@ -25,30 +24,13 @@
 #ifndef ATTNC_CODEGEN_PIPELINE_H
 #define ATTNC_CODEGEN_PIPELINE_H
 
-#include <cstdint>
-#include <string>
+#include "attnc/Codegen/CompileOptions.h"
 
 namespace mlir {
 class OpPassManager;
 } // namespace mlir
 
 namespace attnc {
-
-struct CpuPipelineOptions {
-  /// Register block of the GEMMs: rows x columns of the output. 6 x 64
-  /// (24 zmm accumulators) measured fastest on Zen 5 (SGEMM 1024: 172
-  /// GFLOP/s on 1 thread vs 159 for 8 x 32).
-  int64_t rowTile = 6;
-  int64_t columnTile = 64;
-  /// Off: linalg ops become scalar loops (a reference path, -O0), and
-  /// attention is always decomposed.
-  bool vectorize = true;
-  /// attn-decompose's `attention` option: decomposed, fused or auto.
-  std::string attention = "auto";
-  /// Emit OpenMP parallel loops (GEMM blocks, attention batch entries) that
-  /// run on attnc_rt's thread pool; the object then needs libattnc_rt.
-  bool parallel = false;
-};
 
 /// Appends the passes from attn ops to the LLVM dialect to `pm` (anchored on
 /// builtin.module).

@@ -1,5 +1,4 @@
-//===- Target.h - LLVM dialect -> optimized LLVM IR -> machine code -*- C++
-//-*-===//
+//===- Target.h - LLVM dialect -> LLVM IR -> machine code -------*- C++ -*-===//
 //
 // The back half of code generation, shared by `attnc` (objects, assembly)
 // and the runtime (objects loaded by the JIT): one TargetMachine per CPU
@@ -9,6 +8,8 @@
 
 #ifndef ATTNC_CODEGEN_TARGET_H
 #define ATTNC_CODEGEN_TARGET_H
+
+#include "attnc/Codegen/CompileOptions.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -29,17 +30,6 @@ class ModuleOp;
 
 namespace attnc {
 
-struct TargetOptions {
-  /// An LLVM CPU name (`znver4`, `x86-64-v3`, ...) or `native` for the CPU
-  /// this runs on, with its features.
-  std::string cpu = "native";
-  /// -O level for LLVM's optimizer and code generator (0..3). 2 by default:
-  /// the hot loops are vectorized by attnc already, and LLVM's -O3 unrolls
-  /// them further into code that compiled 40% slower and ran ~10% slower
-  /// (BERT-base layer, measured).
-  unsigned optLevel = 2;
-};
-
 /// The host CPU name when `cpu` is `native`, else `cpu` itself.
 std::string resolveCpuName(llvm::StringRef cpu);
 
@@ -50,6 +40,10 @@ createTargetMachine(const TargetOptions &options);
 
 /// Succeeds when createTargetMachine would: the CPU name is known.
 llvm::Error checkTarget(const TargetOptions &options);
+
+/// Succeeds when code for `options` can run on this machine: the CPU name
+/// is known and the host has every ISA feature of that CPU.
+llvm::Error checkRunsOnHost(const TargetOptions &options);
 
 /// Where a kernel's temporaries come from.
 enum class TemporaryAllocator {

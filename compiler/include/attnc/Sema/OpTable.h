@@ -1,5 +1,4 @@
-//===- OpTable.h - The ops of the .attn language and their parameters -*- C++
-//-*-===//
+//===- OpTable.h - The .attn ops and their parameters -----------*- C++ -*-===//
 //
 // One entry per DSL op (SPEC §2): its parameters in signature order, what
 // kind of value each takes, which are required, which may be given

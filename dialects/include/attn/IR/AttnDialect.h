@@ -1,5 +1,4 @@
-//===- AttnDialect.h - The attn dialect ---------------------------*- C++
-//-*-===//
+//===- AttnDialect.h - The attn dialect -------------------------*- C++ -*-===//
 
 #ifndef ATTN_IR_ATTNDIALECT_H
 #define ATTN_IR_ATTNDIALECT_H

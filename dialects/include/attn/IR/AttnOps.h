@@ -1,5 +1,4 @@
-//===- AttnOps.h - Operations of the attn dialect -----------------*- C++
-//-*-===//
+//===- AttnOps.h - Operations of the attn dialect ---------------*- C++ -*-===//
 
 #ifndef ATTN_IR_ATTNOPS_H
 #define ATTN_IR_ATTNOPS_H

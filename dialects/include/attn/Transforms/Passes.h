@@ -1,5 +1,4 @@
-//===- Passes.h - Passes of the attn dialect ----------------------*- C++
-//-*-===//
+//===- Passes.h - Passes of the attn dialect --------------------*- C++ -*-===//
 
 #ifndef ATTN_TRANSFORMS_PASSES_H
 #define ATTN_TRANSFORMS_PASSES_H

@@ -13,7 +13,7 @@
 #ifndef ATTNC_RUNTIME_RUNTIME_H
 #define ATTNC_RUNTIME_RUNTIME_H
 
-#include "attnc/Codegen/Compile.h"
+#include "attnc/Codegen/CompileOptions.h"
 #include "attnc/Codegen/KernelSignature.h"
 
 #include "llvm/ADT/ArrayRef.h"

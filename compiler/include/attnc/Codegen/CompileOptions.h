@@ -1,0 +1,62 @@
+//===- CompileOptions.h - What a kernel is compiled for ---------*- C++ -*-===//
+//
+// The options of one compilation: target, lowering pipeline and code
+// generation. Part of the public (installed) API: the runtime's Runtime.h
+// takes them, so this header includes nothing but the standard library.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNC_CODEGEN_COMPILEOPTIONS_H
+#define ATTNC_CODEGEN_COMPILEOPTIONS_H
+
+#include <cstdint>
+#include <string>
+
+namespace attnc {
+
+struct TargetOptions {
+  /// An LLVM CPU name (`znver4`, `x86-64-v3`, ...) or `native` for the CPU
+  /// this runs on, with its features.
+  std::string cpu = "native";
+  /// -O level for LLVM's optimizer and code generator (0..3). 2 by default:
+  /// the hot loops are vectorized by attnc already, and LLVM's -O3 unrolls
+  /// them further into code that compiles and runs slower
+  /// (docs/performance.md).
+  unsigned optLevel = 2;
+};
+
+struct CpuPipelineOptions {
+  /// Register block of the GEMMs: rows x columns of the output. 6 x 64
+  /// (24 zmm accumulators) measured fastest on Zen 5 (docs/performance.md).
+  int64_t rowTile = 6;
+  int64_t columnTile = 64;
+  /// Off: linalg ops become scalar loops (a reference path, -O0), and
+  /// attention is always decomposed.
+  bool vectorize = true;
+  /// attn-decompose's `attention` option: decomposed, fused or auto.
+  std::string attention = "auto";
+  /// Emit OpenMP parallel loops (GEMM blocks, attention batch entries) that
+  /// run on attnc_rt's thread pool; the object then needs libattnc_rt.
+  bool parallel = false;
+};
+
+struct CompileOptions {
+  TargetOptions target;
+  CpuPipelineOptions pipeline;
+  /// Print the IR after every pass to stderr (--print-ir-after-all).
+  bool printIRAfterAll = false;
+  /// Objects without `pipeline.parallel` keep their large temporaries in a
+  /// cache of their own (libc-only objects). Runtime::defaultOptions turns
+  /// it off: the JIT resolves malloc/free to attnc_rt's cache anyway, and
+  /// the blocks a JIT-ed object holds are not freed when it is unloaded.
+  bool objectBlockCache = true;
+
+  /// -O0 .. -O3: -O0 also turns off tiling/vectorization (scalar loops).
+  void setOptLevel(unsigned level);
+  /// Everything that changes the generated code, for cache keys.
+  std::string fingerprint() const;
+};
+
+} // namespace attnc
+
+#endif // ATTNC_CODEGEN_COMPILEOPTIONS_H
