@@ -688,6 +688,30 @@ std::optional<TensorShape> BlockChecker::applyRules(CallExpr &call) {
 
 } // namespace
 
+/// NAME_prepare and NAME_prepared are exported beside NAME: a block of
+/// such a name clashes with the block NAME, whichever comes first.
+void Sema::checkExportedSteps(const Ident &name) {
+  for (StringRef suffix : {"_prepare", "_prepared"}) {
+    StringRef base = name.name;
+    std::string derived = (name.name + suffix).str();
+    StringRef owner, step = suffix.drop_front();
+    if (base.consume_back(suffix) && blockNames.count(base))
+      owner = base;
+    else if (blockNames.count(derived))
+      owner = name.name;
+    else
+      continue;
+    SMRange other = blockNames.lookup(owner == name.name ? derived : owner);
+    diag.error(name.range, "block " + quoted(name.name) + " clashes with " +
+                               quoted((owner + "_" + step).str()) +
+                               ", the exported " + quoted(step) +
+                               " step of block " + quoted(owner) +
+                               "; choose another name");
+    diag.note(other.Start, "the other block is defined here", other);
+    return;
+  }
+}
+
 void Sema::checkBlock(Block &block) {
   auto [it, inserted] =
       blockNames.try_emplace(block.name.name, block.name.range);
@@ -697,6 +721,7 @@ void Sema::checkBlock(Block &block) {
     diag.note(it->second.Start, "first defined here", it->second);
   }
   checkCName(diag, block.name, CNameUse::Function, "block");
+  checkExportedSteps(block.name);
   BlockChecker(diag, block).run();
 }
 
@@ -706,22 +731,5 @@ bool Sema::check(Module &module) {
       break;
     checkBlock(*block);
   }
-  // NAME_prepare and NAME_prepared are exported beside NAME.
-  for (auto &block : module.blocks)
-    for (StringRef suffix : {"_prepare", "_prepared"}) {
-      StringRef base = block->name.name;
-      if (!base.consume_back(suffix))
-        continue;
-      auto other = blockNames.find(base);
-      if (other == blockNames.end())
-        continue;
-      diag.error(block->name.range,
-                 "block " + quoted(block->name.name) +
-                     " has the name of block " + quoted(base) +
-                     "'s exported " + quoted(suffix.drop_front()) +
-                     " step; choose another");
-      diag.note(other->second.Start, quoted(base) + " is defined here",
-                other->second);
-    }
   return !diag.hadErrors();
 }

@@ -33,6 +33,8 @@ public:
   void checkBlock(ast::Block &block);
 
 private:
+  void checkExportedSteps(const ast::Ident &name);
+
   DiagnosticEngine &diag;
   llvm::StringMap<llvm::SMRange> blockNames;
 };
