@@ -9,11 +9,13 @@
 #
 # Without PARALLEL the object needs libc only. With PARALLEL it is compiled
 # with `attnc --parallel` and <target> links attnc's small runtime library
-# (the `attnc_rt` target in attnc's build, else ATTNC_RT_LIBRARY): its
+# (the `attnc_rt` target in attnc's build, else the installed package's
+# attnc::attnc_rt, else ATTNC_RT_LIBRARY): its
 # thread pool (ATTNC_NUM_THREADS) and its cache of kernel temporaries.
 #
-# attnc is the in-tree `attnc` target when there is one, else
-# ATTNC_EXECUTABLE (found on PATH if unset).
+# attnc is the in-tree `attnc` target when there is one, else the installed
+# package's (find_package(attnc) includes this file), else ATTNC_EXECUTABLE
+# (found on PATH if unset).
 function(attnc_add_kernel target)
   cmake_parse_arguments(ARG "PARALLEL" "SPEC;BLOCK;MCPU;OPT" "" ${ARGN})
   if(NOT ARG_SPEC)
@@ -23,6 +25,9 @@ function(attnc_add_kernel target)
   if(TARGET attnc)
     set(compiler $<TARGET_FILE:attnc>)
     set(compiler_dependency attnc)
+  elseif(TARGET attnc::attnc)
+    set(compiler $<TARGET_FILE:attnc::attnc>)
+    set(compiler_dependency attnc::attnc)
   else()
     if(NOT ATTNC_EXECUTABLE)
       find_program(ATTNC_EXECUTABLE attnc REQUIRED)
@@ -44,6 +49,8 @@ function(attnc_add_kernel target)
     list(APPEND flags --parallel)
     if(TARGET attnc_rt)
       set(runtime attnc_rt)
+    elseif(TARGET attnc::attnc_rt)
+      set(runtime attnc::attnc_rt)
     elseif(ATTNC_RT_LIBRARY)
       set(runtime ${ATTNC_RT_LIBRARY})
     else()
