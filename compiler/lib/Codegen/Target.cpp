@@ -176,9 +176,9 @@ llvm::Error attnc::checkRunsOnHost(const TargetOptions &options) {
   // so are system instructions that only intrinsics reach (VMs hide some:
   // a Zen 3 VM without mwaitx and rdpru runs Zen 3 code).
   static const llvm::StringSet<> intrinsicsOnly = {
-      "mwaitx", "rdpru",   "clzero", "rdpid",    "rdrnd",  "rdseed",
-      "sgx",    "ptwrite", "invpcid", "wbnoinvd", "waitpkg", "pku",
-      "xsave",  "xsaveopt", "xsavec", "xsaves",   "fsgsbase", "shstk"};
+      "mwaitx", "rdpru",    "clzero",  "rdpid",    "rdrnd",    "rdseed",
+      "sgx",    "ptwrite",  "invpcid", "wbnoinvd", "waitpkg",  "pku",
+      "xsave",  "xsaveopt", "xsavec",  "xsaves",   "fsgsbase", "shstk"};
   const llvm::MCSubtargetInfo *subtarget = (*machine)->getMCSubtargetInfo();
   llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
   llvm::SmallVector<llvm::StringRef> missing;

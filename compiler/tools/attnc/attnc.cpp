@@ -36,8 +36,8 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
-#include "llvm/TargetParser/Host.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Host.h"
 
 using namespace attnc;
 namespace cl = llvm::cl;
@@ -98,12 +98,10 @@ cl::opt<std::string> inputFile(cl::Positional, cl::Required,
                                cl::sub(cl::SubCommand::getTopLevel()),
                                cl::sub(runSubcommand), cl::cat(outputCategory));
 
-cl::opt<std::string> blockName("block",
-                               cl::desc("Compile only the block called NAME"),
-                               cl::value_desc("NAME"),
-                               cl::sub(cl::SubCommand::getTopLevel()),
-                               cl::sub(runSubcommand),
-                               cl::cat(codegenCategory));
+cl::opt<std::string>
+    blockName("block", cl::desc("Compile only the block called NAME"),
+              cl::value_desc("NAME"), cl::sub(cl::SubCommand::getTopLevel()),
+              cl::sub(runSubcommand), cl::cat(codegenCategory));
 
 cl::opt<Target, false, ListedValuesParser<Target>>
     target("target", cl::desc("Code generation target (default: cpu)"),
@@ -192,11 +190,12 @@ cl::opt<bool> randomInputs("random-inputs",
 cl::opt<uint64_t> seed("seed", cl::desc("Seed of --random-inputs (default: 0)"),
                        cl::init(0), cl::sub(runSubcommand),
                        cl::cat(runCategory));
-cl::opt<std::string> saveInputs(
-    "save-inputs",
-    cl::desc("Also write every input and param the run used to "
-             "DIR/NAME.npy (to reproduce it, e.g. in PyTorch)"),
-    cl::value_desc("DIR"), cl::sub(runSubcommand), cl::cat(runCategory));
+cl::opt<std::string>
+    saveInputs("save-inputs",
+               cl::desc("Also write every input and param the run used to "
+                        "DIR/NAME.npy (to reproduce it, e.g. in PyTorch)"),
+               cl::value_desc("DIR"), cl::sub(runSubcommand),
+               cl::cat(runCategory));
 cl::opt<std::string> outputDir("output-dir",
                                cl::desc("Where NAME.npy outputs are written "
                                         "(default: .)"),
