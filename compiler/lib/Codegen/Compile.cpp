@@ -3,6 +3,8 @@
 #include "attnc/Codegen/Compile.h"
 #include "attnc/Codegen/Pipeline.h"
 
+#include "attn/Target/CpuTarget.h"
+
 #include "attn/IR/AttnDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -24,7 +26,14 @@ void CompileOptions::setOptLevel(unsigned level) {
 }
 
 std::string CompileOptions::fingerprint() const {
-  return "cpu=" + resolveCpuName(target.cpu) +
+  // The target by its description (features, registers), not its name: a
+  // VM may call a CPU without AVX-512 znver4. The schedule follows from the
+  // description and the overrides below.
+  auto description = describeCpuTarget(target);
+  std::string described = description
+                              ? description->summary()
+                              : llvm::toString(description.takeError());
+  return "cpu=" + resolveCpuName(target.cpu) + " target=" + described +
          " O=" + std::to_string(target.optLevel) +
          " vectorize=" + std::to_string(pipeline.vectorize) +
          " rows=" + std::to_string(pipeline.rowTile) +
@@ -77,6 +86,8 @@ llvm::Error attnc::lowerToLLVMDialect(mlir::ModuleOp module,
         [](mlir::Pass *, mlir::Operation *) { return true; },
         /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false);
   }
+  if (llvm::Error error = attachCpuTarget(module, options.target))
+    return error;
   buildCpuLoweringPipeline(pm, options.pipeline);
   if (mlir::failed(pm.run(module)))
     return llvm::createStringError("lowering to the LLVM dialect failed");

@@ -110,13 +110,15 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
 
 namespace {
 struct CpuPipelineCLOptions : public PassPipelineOptions<CpuPipelineCLOptions> {
-  Option<int64_t> rowTile{*this, "row-tile",
-                          llvm::cl::desc("Rows of a GEMM register block"),
-                          llvm::cl::init(6)};
+  Option<int64_t> rowTile{
+      *this, "row-tile",
+      llvm::cl::desc("Rows of a GEMM register block (0: the target's)"),
+      llvm::cl::init(0)};
   Option<int64_t> columnTile{
       *this, "column-tile",
-      llvm::cl::desc("Columns of a GEMM register block / vector strip"),
-      llvm::cl::init(64)};
+      llvm::cl::desc(
+          "Columns of a GEMM register block / vector strip (0: the target's)"),
+      llvm::cl::init(0)};
   Option<bool> vectorize{*this, "vectorize",
                          llvm::cl::desc("Tile and vectorize linalg ops"),
                          llvm::cl::init(true)};

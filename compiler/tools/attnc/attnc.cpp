@@ -11,6 +11,7 @@
 #include "attnc/Frontend/Frontend.h"
 #include "attnc/Gen/MLIRGen.h"
 #include "attnc/InitAttn.h"
+#include "attn/Target/CpuTarget.h"
 #include "attnc/Runtime/Runtime.h"
 #include "attnc/Support/Diagnostics.h"
 #include "attnc/Version.h"
@@ -93,7 +94,8 @@ cl::SubCommand runSubcommand("run",
                              "write its outputs as .npy files");
 
 // Shared by `attnc SPEC` and `attnc run SPEC`.
-cl::opt<std::string> inputFile(cl::Positional, cl::Required,
+// Required unless --print-schedule (checked in main).
+cl::opt<std::string> inputFile(cl::Positional, cl::Optional,
                                cl::desc("<SPEC.attn>"),
                                cl::sub(cl::SubCommand::getTopLevel()),
                                cl::sub(runSubcommand), cl::cat(outputCategory));
@@ -165,6 +167,12 @@ cl::opt<bool> parallelLoops(
     "parallel",
     cl::desc("Emit parallel loops that run on attnc_rt's thread pool "
              "(ATTNC_NUM_THREADS); the object then links with libattnc_rt.a"),
+    cl::cat(outputCategory));
+
+cl::opt<bool> printSchedule(
+    "print-schedule",
+    cl::desc("Print the target description of --mcpu (default: this "
+             "machine) and the tiling schedule derived from it, then exit"),
     cl::cat(outputCategory));
 
 cl::opt<bool> printIrAfterAll("print-ir-after-all",
@@ -326,6 +334,13 @@ int emitCode(const LoadedSpec &spec, unsigned optLevelValue) {
     return kInternalError;
   }
   if (emitKind == EmitKind::Attn) {
+    // With the target description the CPU passes will read (DLTI).
+    if (llvm::Error error = attachCpuTarget(
+            *module, compileOptions({}, optLevelValue).target)) {
+      llvm::errs() << "attnc: internal error: "
+                   << llvm::toString(std::move(error)) << "\n";
+      return kInternalError;
+    }
     std::string text;
     llvm::raw_string_ostream os(text);
     module->print(os);
@@ -380,10 +395,35 @@ int emitCode(const LoadedSpec &spec, unsigned optLevelValue) {
   return writeOutput(*code, object);
 }
 
+/// --print-schedule: what the CPU passes will use for --mcpu.
+int printScheduleMain(unsigned level) {
+  TargetOptions targetOptions = compileOptions({}, level).target;
+  auto target = describeCpuTarget(targetOptions);
+  if (!target) {
+    error() << llvm::toString(target.takeError()) << "\n";
+    return kUserError;
+  }
+  mlir::attn::CpuSchedule schedule = mlir::attn::deriveCpuSchedule(*target);
+  llvm::outs() << "target: " << target->summary() << "\n"
+               << "schedule:\n";
+  std::string lines = schedule.format();
+  for (llvm::StringRef line : llvm::split(lines, '\n'))
+    if (!line.empty())
+      llvm::outs() << "  " << line << "\n";
+  return kSuccess;
+}
+
 int compileMain() {
   std::optional<unsigned> level = checkOptLevel();
   if (!level)
     return kUserError;
+  if (printSchedule)
+    return printScheduleMain(*level);
+  if (inputFile.empty()) {
+    error() << "no spec given: attnc SPEC.attn [options] (see attnc "
+               "--help)\n";
+    return kUserError;
+  }
   if (emitKind == EmitKind::Ptx && target != Target::Nvptx) {
     error() << "--emit=ptx needs --target=nvptx\n";
     return kUserError;
@@ -416,6 +456,7 @@ bool checkRunFlags() {
       {parallelLoops, "its kernels always run on the thread pool; see "
                       "--threads"},
       {printIrAfterAll, "use 'attnc SPEC --emit=... --print-ir-after-all'"},
+      {printSchedule, "use 'attnc --print-schedule [--mcpu=CPU]'"},
   };
   bool ok = true;
   for (const Unused &flag : unused) {
@@ -440,6 +481,11 @@ bool checkRunFlags() {
 int runMain() {
   if (!checkRunFlags())
     return kUserError;
+  if (inputFile.empty()) {
+    error() << "no spec given: attnc run SPEC.attn [options] (see attnc run "
+               "--help)\n";
+    return kUserError;
+  }
   std::optional<unsigned> level = checkOptLevel();
   if (!level)
     return kUserError;

@@ -29,6 +29,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/IR/AttnOps.h"
+#include "attn/Target/CpuTarget.h"
 #include "attn/Transforms/Passes.h"
 
 #include "PowerOfTwoPieces.h"
@@ -62,22 +63,23 @@ constexpr float kUnderflow = -104.0f;
 /// matter to it (see keyBlockOf).
 constexpr arith::FastMathFlags kPlainMax =
     arith::FastMathFlags::nnan | arith::FastMathFlags::nsz;
-/// Output accumulators of p @ v kept in registers at once (of 32 zmm; the
-/// rest hold a row of v and a weight).
-constexpr int64_t kMaxAccumulators = 24;
-/// Register blocks of rows that share one pass over the keys (their blocks
-/// of k and v then come from L1).
-constexpr int64_t kRowBlocksPerSweep = 8;
 
 /// Emits the loop nest of one fused_attention op at the builder's point.
 class FlashEmitter {
 public:
+  /// `schedule` gives the blocking (attentionRows and attentionKeys as
+  /// rowBlock and keyBlock, the accumulator budget, the chunk lanes, the
+  /// row blocks per sweep, the threads' threshold).
   FlashEmitter(OpBuilder &b, Location loc, FusedAttentionOp op,
-               int64_t rowBlock, int64_t keyBlock, bool parallel)
+               const attn::CpuSchedule &schedule, bool parallel)
       : b(b), loc(loc), q(op.getQ()), k(op.getK()), v(op.getV()),
         lens(op.getValidLens()), out(op.getInit()), causal(op.getCausal()),
-        scale(op.getScale().convertToFloat()), rowBlock(rowBlock),
-        keyBlock(keyBlock), parallel(parallel) {
+        scale(op.getScale().convertToFloat()),
+        rowBlock(schedule.attentionRows), keyBlock(schedule.attentionKeys),
+        maxAccumulators(schedule.attentionAccumulators),
+        chunkLanes(schedule.attentionChunkLanes),
+        rowBlocksPerSweep(schedule.attentionRowBlocksPerSweep),
+        parallelFlops(schedule.parallelFlops), parallel(parallel) {
     auto qs = cast<MemRefType>(q.getType()).getShape();
     auto ks = cast<MemRefType>(k.getType()).getShape();
     auto vs = cast<MemRefType>(v.getType()).getShape();
@@ -92,8 +94,7 @@ public:
 
   void emit() {
     // Threads only pay off past a few microseconds of work.
-    if (4 * batch * queries * keys * std::max(depth, width) <
-        (int64_t(1) << 20))
+    if (4 * batch * queries * keys * std::max(depth, width) < parallelFlops)
       parallel = false;
     if (!parallel) {
       allocateScratch();
@@ -124,11 +125,11 @@ private:
                         f32));
     mean = memref::AllocOp::create(b, loc, MemRefType::get({width}, f32));
     stats = memref::AllocOp::create(
-        b, loc, MemRefType::get({2, rowBlock * kRowBlocksPerSweep}, f32));
+        b, loc, MemRefType::get({2, rowBlock * rowBlocksPerSweep}, f32));
     probs = memref::AllocOp::create(b, loc,
                                     MemRefType::get({rowBlock, keyBlock}, f32));
     queryRows = memref::AllocOp::create(
-        b, loc, MemRefType::get({rowBlock * kRowBlocksPerSweep, depth}, f32));
+        b, loc, MemRefType::get({rowBlock * rowBlocksPerSweep, depth}, f32));
   }
 
   void freeScratch() {
@@ -152,7 +153,7 @@ private:
     }
     transposeKeys(n);
     meanOfValues(n);
-    int64_t super = rowBlock * kRowBlocksPerSweep;
+    int64_t super = rowBlock * rowBlocksPerSweep;
     int64_t full = queries / super, left = queries % super;
     forRange(0, full * super, super,
              [&](Value s0) { superBlockOf(n, s0, super); });
@@ -254,9 +255,10 @@ private:
     return len;
   }
 
-  /// Column chunks of an output row: (offset, lanes) with lanes <= 16.
+  /// Column chunks of an output row: (offset, lanes) with lanes <=
+  /// chunkLanes (one register each).
   SmallVector<std::pair<int64_t, int64_t>> chunks() const {
-    return powerOfTwoPieces(width, 16);
+    return powerOfTwoPieces(width, chunkLanes);
   }
 
   /// The rows of a register block [i0, i0 + rows) and their lengths.
@@ -459,7 +461,7 @@ private:
       vector::StoreOp::create(b, loc, weights[r], probs,
                               ValueRange{index(r), index(0)});
     SmallVector<std::pair<int64_t, int64_t>> all = chunks();
-    int64_t perGroup = std::max<int64_t>(1, kMaxAccumulators / rows);
+    int64_t perGroup = std::max<int64_t>(1, maxAccumulators / rows);
     for (size_t g0 = 0; g0 < all.size(); g0 += perGroup) {
       ArrayRef<std::pair<int64_t, int64_t>> group =
           ArrayRef(all).slice(g0, std::min<size_t>(perGroup, all.size() - g0));
@@ -624,6 +626,14 @@ private:
   bool causal, lens2d = false;
   float scale;
   int64_t rowBlock, keyBlock;
+  /// p @ v accumulators kept in registers at once (the rest of the
+  /// registers hold a row of v and a weight).
+  int64_t maxAccumulators;
+  int64_t chunkLanes;
+  /// Register blocks of rows that share one pass over the keys (their
+  /// blocks of k and v then come from L1).
+  int64_t rowBlocksPerSweep;
+  int64_t parallelFlops;
   bool parallel;
   /// batch x heads entries of `depth`/`width` columns each.
   int64_t heads = 1, batch = 0, queries = 0, depth = 0, keys = 0, width = 0;
@@ -641,14 +651,23 @@ struct AttnLowerFusedAttentionPass
   void runOnOperation() override {
     SmallVector<FusedAttentionOp> ops;
     getOperation().walk([&](FusedAttentionOp op) { ops.push_back(op); });
+    if (ops.empty())
+      return;
+    // The target's schedule; row-block and key-block override it.
+    FailureOr<attn::CpuSchedule> schedule = attn::cpuScheduleOf(getOperation());
+    if (failed(schedule))
+      return signalPassFailure();
+    if (rowBlock)
+      schedule->attentionRows = rowBlock;
+    if (keyBlock)
+      schedule->attentionKeys = keyBlock;
     for (FusedAttentionOp op : ops) {
       if (!op.hasBufferSemantics()) {
         op.emitOpError("must be bufferized before attn-lower-fused-attention");
         return signalPassFailure();
       }
       OpBuilder builder(op);
-      FlashEmitter(builder, op.getLoc(), op, rowBlock, keyBlock, parallel)
-          .emit();
+      FlashEmitter(builder, op.getLoc(), op, *schedule, parallel).emit();
       op.erase();
     }
   }

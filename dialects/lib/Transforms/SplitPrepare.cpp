@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/IR/AttnDialect.h"
+#include "attn/Target/CpuTarget.h"
 #include "attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -30,8 +31,6 @@ namespace {
 
 /// Marks the functions this pass made, so that a second run leaves them.
 constexpr StringLiteral kKernelPartAttr = "attn.kernel_part";
-/// Each prepared value starts at a multiple of 16 floats (64 bytes).
-constexpr int64_t kPackedAlignment = 16;
 
 bool isParam(func::FuncOp kernel, unsigned argument) {
   auto role =
@@ -54,7 +53,9 @@ struct PrepareAnalysis {
   SmallVector<int64_t> offsets;
   int64_t packedElements = 0;
 
-  explicit PrepareAnalysis(func::FuncOp kernel);
+  /// Each packed value starts at a multiple of `alignment` floats (the
+  /// target's packed-alignment-floats: a cache line).
+  PrepareAnalysis(func::FuncOp kernel, int64_t alignment);
 };
 
 /// Whether a linalg op's result is worth preparing: static f32 tensors of
@@ -78,7 +79,7 @@ bool worthPreparing(linalg::LinalgOp op, const DenseSet<Value> &fromParams) {
   return op->getNumResults() > 0;
 }
 
-PrepareAnalysis::PrepareAnalysis(func::FuncOp kernel) {
+PrepareAnalysis::PrepareAnalysis(func::FuncOp kernel, int64_t alignment) {
   Block &body = kernel.getBody().front();
   // Values known from params (and constants) alone; `fromParams` those that
   // actually depend on a param.
@@ -120,7 +121,7 @@ PrepareAnalysis::PrepareAnalysis(func::FuncOp kernel) {
       packed.push_back(result);
       offsets.push_back(packedElements);
       int64_t size = cast<RankedTensorType>(result.getType()).getNumElements();
-      packedElements += llvm::alignTo(size, kPackedAlignment);
+      packedElements += llvm::alignTo(size, alignment);
     }
   }
 }
@@ -270,6 +271,9 @@ struct AttnSplitPreparePass
           !kernel->hasAttr(kKernelPartAttr) &&
           !kernel->hasAttr(AttnDialect::kPackedElementsAttr))
         kernels.push_back(kernel);
+    FailureOr<attn::CpuSchedule> schedule = attn::cpuScheduleOf(module);
+    if (failed(schedule))
+      return signalPassFailure();
     OpBuilder b(&getContext());
     SymbolTable symbols(module);
     for (func::FuncOp kernel : kernels) {
@@ -284,7 +288,7 @@ struct AttnSplitPreparePass
                            "expects the straight-line body of a kernel");
         return signalPassFailure();
       }
-      PrepareAnalysis analysis(kernel);
+      PrepareAnalysis analysis(kernel, schedule->packedAlignmentFloats);
       b.setInsertionPointAfter(kernel);
       func::FuncOp prepare = buildPrepare(b, kernel, analysis);
       func::FuncOp prepared = buildPrepared(b, kernel, analysis);

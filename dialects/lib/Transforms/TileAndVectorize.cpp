@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn/Target/CpuTarget.h"
 #include "attn/Transforms/Passes.h"
 
 #include "GemmEpilogue.h"
@@ -39,11 +40,6 @@ using namespace mlir;
 
 namespace {
 
-/// Loops of less work than this stay on one thread: waking the pool costs
-/// tens of microseconds.
-constexpr int64_t kParallelFlops = int64_t(1) << 20;
-constexpr int64_t kParallelElements = int64_t(1) << 18;
-
 /// The largest candidate that divides `size` (candidates in descending
 /// order, the last one 1).
 int64_t largestDivisor(int64_t size, ArrayRef<int64_t> candidates) {
@@ -53,17 +49,15 @@ int64_t largestDivisor(int64_t size, ArrayRef<int64_t> candidates) {
   return 1;
 }
 
-/// Rows reduced in one vector at most (longer ones stay scalar loops).
-constexpr int64_t kMaxVectorRow = 1024;
-
 /// Tile sizes per loop (0: not tiled) of the ops vectorized as strips, or
 /// empty when the op is left for scalar loops:
 /// - all-parallel ops (elementwise linalg.generic, fill, broadcast, and
 ///   transposes that keep the innermost dimension): strips of the innermost
 ///   dimension;
 /// - reductions over the innermost dimension only (softmax's max and sum,
-///   layer norm's sums) of rows up to kMaxVectorRow: one row per vector.
-SmallVector<int64_t> chooseStripSizes(linalg::LinalgOp op, int64_t width) {
+///   layer norm's sums) of rows up to `maxVectorRow`: one row per vector.
+SmallVector<int64_t> chooseStripSizes(linalg::LinalgOp op, int64_t width,
+                                      int64_t maxVectorRow) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   if (ranges.empty() || llvm::any_of(ranges, ShapedType::isDynamic))
     return {};
@@ -83,7 +77,7 @@ SmallVector<int64_t> chooseStripSizes(linalg::LinalgOp op, int64_t width) {
     SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
     if (op.getNumReductionLoops() != 1 ||
         iterators.back() != utils::IteratorType::reduction ||
-        ranges.back() > kMaxVectorRow)
+        ranges.back() > maxVectorRow)
       return {};
     tiles.back() = 0;
     return tiles;
@@ -96,9 +90,11 @@ SmallVector<int64_t> chooseStripSizes(linalg::LinalgOp op, int64_t width) {
 }
 
 /// Tiles of a transpose that swaps the last two dimensions (a weight
-/// [O, I] -> [I, O] per call), or empty. Its 16 x 16 blocks stay scalar but
-/// are cache-friendly: the naive loop reads one element per cache line.
-SmallVector<int64_t> chooseTransposeBlocks(linalg::LinalgOp op) {
+/// [O, I] -> [I, O] per call), or empty. Its `block` x `block` tiles stay
+/// scalar but are cache-friendly: the naive loop reads one element per cache
+/// line.
+SmallVector<int64_t> chooseTransposeBlocks(linalg::LinalgOp op,
+                                           int64_t block) {
   auto transpose = dyn_cast<linalg::TransposeOp>(op.getOperation());
   if (!transpose)
     return {};
@@ -110,11 +106,11 @@ SmallVector<int64_t> chooseTransposeBlocks(linalg::LinalgOp op) {
     if (perm[d] != d)
       return {};
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  if (llvm::any_of(ranges, ShapedType::isDynamic) || ranges[rank - 2] < 32 ||
-      ranges[rank - 1] < 32)
+  if (llvm::any_of(ranges, ShapedType::isDynamic) ||
+      ranges[rank - 2] < 2 * block || ranges[rank - 1] < 2 * block)
     return {};
   SmallVector<int64_t> tiles(rank, 1);
-  tiles[rank - 2] = tiles[rank - 1] = 16;
+  tiles[rank - 2] = tiles[rank - 1] = block;
   return tiles;
 }
 
@@ -251,7 +247,8 @@ void forEachBlock(OpBuilder &b, Location loc, int64_t begin, int64_t count,
 /// sizes: no masks, no partial vectors.
 LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
                                     int64_t rowTile, int64_t columnTile,
-                                    int64_t depthTile, bool parallel) {
+                                    int64_t depthTile, bool parallel,
+                                    int64_t parallelFlops) {
   bool batched = isa<linalg::BatchMatmulOp>(op);
   if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) ||
       !op.hasPureBufferSemantics())
@@ -269,7 +266,7 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
           depth = ranges[first + 2];
   // Threads only pay off past a few microseconds of work.
   int64_t flops = 2 * rows * columns * depth * (batched ? ranges[0] : 1);
-  parallel = parallel && flops >= kParallelFlops;
+  parallel = parallel && flops >= parallelFlops;
   Value lhs = op.getDpsInputs()[0], rhs = op.getDpsInputs()[1],
         out = op.getDpsInits()[0];
   Location loc = op.getLoc();
@@ -342,6 +339,14 @@ struct AttnTileAndVectorizePass
     func::FuncOp func = getOperation();
     MLIRContext *context = &getContext();
     IRRewriter rewriter(context);
+    // The target's schedule; a pass option set to non-zero overrides it.
+    FailureOr<attn::CpuSchedule> schedule = attn::cpuScheduleOf(func);
+    if (failed(schedule))
+      return signalPassFailure();
+    int64_t rows = rowTile ? rowTile : schedule->gemmRows;
+    int64_t columns = columnTile ? columnTile : schedule->gemmColumns;
+    int64_t depth = depthTile ? depthTile : schedule->gemmDepth;
+    int64_t strip = columnTile ? columnTile : schedule->stripElements;
 
     // GEMMs first: their epilogues take the fills, bias broadcasts and
     // ReLUs next to them out of the IR.
@@ -351,21 +356,22 @@ struct AttnTileAndVectorizePass
         gemms.push_back(op);
     });
     for (linalg::LinalgOp op : gemms)
-      (void)lowerToRegisterBlocks(rewriter, op, rowTile, columnTile, depthTile,
-                                  parallel);
+      (void)lowerToRegisterBlocks(rewriter, op, rows, columns, depth, parallel,
+                                  schedule->parallelFlops);
 
     SmallVector<linalg::LinalgOp> candidates;
     func.walk([&](linalg::LinalgOp op) { candidates.push_back(op); });
     for (linalg::LinalgOp op : candidates) {
       // Cache-blocked (scalar) weight transposes, split over threads.
-      if (SmallVector<int64_t> blocks = chooseTransposeBlocks(op);
+      if (SmallVector<int64_t> blocks =
+              chooseTransposeBlocks(op, schedule->transposeBlock);
           !blocks.empty()) {
         scf::SCFTilingOptions options;
         options.setTileSizes(getAsIndexOpFoldResult(context, blocks));
         int64_t elements = 1;
         for (int64_t range : op.getStaticLoopRanges())
           elements *= range;
-        if (parallel && elements >= kParallelElements)
+        if (parallel && elements >= schedule->parallelElements)
           options.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
         rewriter.setInsertionPoint(op);
         if (succeeded(scf::tileUsingSCF(
@@ -373,7 +379,8 @@ struct AttnTileAndVectorizePass
           rewriter.eraseOp(op);
         continue;
       }
-      SmallVector<int64_t> tiles = chooseStripSizes(op, columnTile);
+      SmallVector<int64_t> tiles =
+          chooseStripSizes(op, strip, schedule->maxVectorRow);
       if (tiles.empty())
         continue;
       scf::SCFTilingOptions options;

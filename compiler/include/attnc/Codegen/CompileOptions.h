@@ -26,10 +26,11 @@ struct TargetOptions {
 };
 
 struct CpuPipelineOptions {
-  /// Register block of the GEMMs: rows x columns of the output. 6 x 64
-  /// (24 zmm accumulators) measured fastest on Zen 5 (docs/performance.md).
-  int64_t rowTile = 6;
-  int64_t columnTile = 64;
+  /// Overrides of the GEMM register block (rows x columns of the output)
+  /// that the target's schedule chooses (attn/Target/CpuTarget.h); 0: the
+  /// schedule's.
+  int64_t rowTile = 0;
+  int64_t columnTile = 0;
   /// Off: linalg ops become scalar loops (a reference path, -O0), and
   /// attention is always decomposed.
   bool vectorize = true;

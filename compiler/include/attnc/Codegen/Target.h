@@ -26,6 +26,9 @@ class raw_pwrite_stream;
 
 namespace mlir {
 class ModuleOp;
+namespace attn {
+struct CpuTargetDescription;
+} // namespace attn
 } // namespace mlir
 
 namespace attnc {
@@ -40,6 +43,17 @@ createTargetMachine(const TargetOptions &options);
 
 /// Succeeds when createTargetMachine would: the CPU name is known.
 llvm::Error checkTarget(const TargetOptions &options);
+
+/// What the CPU schedules need to know of `options`'s target (vector width
+/// and registers, FMA, caches, features), from LLVM's subtarget for that
+/// CPU: for `native`, from this machine's features, never its name.
+llvm::Expected<mlir::attn::CpuTargetDescription>
+describeCpuTarget(const TargetOptions &options);
+
+/// Attaches describeCpuTarget(options) to `module` unless it carries a
+/// description already (hand-written IR pins its own).
+llvm::Error attachCpuTarget(mlir::ModuleOp module,
+                            const TargetOptions &options);
 
 /// Succeeds when code for `options` can run on this machine: the CPU name
 /// is known and the host has every ISA feature of that CPU.

@@ -273,14 +273,17 @@ def AttnTileAndVectorize
     ```
   }];
   let options = [
-    Option<"rowTile", "row-tile", "int64_t", /*default=*/"6",
-           "Most rows of C per register block">,
-    Option<"columnTile", "column-tile", "int64_t", /*default=*/"64",
+    Option<"rowTile", "row-tile", "int64_t", /*default=*/"0",
+           "Most rows of C per register block (0: the target's schedule, "
+           "gemm-rows)">,
+    Option<"columnTile", "column-tile", "int64_t", /*default=*/"0",
            "Most columns of C per register block and elements per vector "
-           "strip (a power of two)">,
-    Option<"depthTile", "depth-tile", "int64_t", /*default=*/"256",
+           "strip, a power of two (0: the target's gemm-columns and "
+           "strip-elements)">,
+    Option<"depthTile", "depth-tile", "int64_t", /*default=*/"0",
            "k per slice: a column block's slice of B (depth-tile x "
-           "column-tile floats) is reused from L1 by every row block">,
+           "column-tile floats) is reused from cache by every row block (0: "
+           "the target's gemm-depth)">,
     Option<"parallel", "parallel", "bool", /*default=*/"false",
            "Make the outermost GEMM block loop (batch, else columns, else "
            "rows) an scf.parallel, for threads">
@@ -335,11 +338,12 @@ def AttnLowerFusedAttention
     Extra memory: about `d * Tk + dv` floats per thread, whatever Tq.
   }];
   let options = [
-    Option<"rowBlock", "row-block", "int64_t", /*default=*/"6",
-           "Query rows per block (score accumulators in registers)">,
-    Option<"keyBlock", "key-block", "int64_t", /*default=*/"64",
-           "Keys per block (row-block x key-block / 16 score accumulators "
-           "in zmm registers: 6 x 64 measured fastest on Zen 5)">,
+    Option<"rowBlock", "row-block", "int64_t", /*default=*/"0",
+           "Query rows per block (score accumulators in registers; 0: the "
+           "target's attention-rows)">,
+    Option<"keyBlock", "key-block", "int64_t", /*default=*/"0",
+           "Keys per block, a power of two (row-block x key-block / lanes "
+           "score accumulators; 0: the target's attention-keys)">,
     Option<"parallel", "parallel", "bool", /*default=*/"false",
            "Make the loop over batch entries an scf.parallel (each iteration "
            "with its own scratch), for threads">

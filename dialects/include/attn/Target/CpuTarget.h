@@ -1,0 +1,112 @@
+//===- CpuTarget.h - The CPU target description and its schedule -*- C++ -*-===//
+//
+// The one place where attnc's CPU code generation decides how to tile: a
+// target description (vector width and registers, FMA, caches, features),
+// filled from LLVM's subtarget for the chosen CPU (attnc/Codegen/Target.h,
+// from the features for `native`, never the CPU's name) and attached to the
+// module as a DLTI target device spec; and the schedule derived from it
+// (deriveCpuSchedule), which every CPU pass reads (cpuScheduleOf). Pass
+// options only override single fields of it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_TARGET_CPUTARGET_H
+#define ATTN_TARGET_CPUTARGET_H
+
+#include "mlir/Support/LLVM.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class ModuleOp;
+class Operation;
+} // namespace mlir
+
+namespace mlir::attn {
+
+/// What the CPU schedules need to know of a machine.
+struct CpuTargetDescription {
+  /// LLVM's architecture name: x86_64, aarch64, ...
+  std::string arch = "x86_64";
+  /// The LLVM CPU the code is for (shown, never decided on).
+  std::string cpu = "generic";
+  /// Width of the widest vector register the code may use, and how many
+  /// there are: 512 x 32 (AVX-512), 256 x 16 (AVX2), 128 x 16 (SSE2),
+  /// 128 x 32 (NEON).
+  int64_t vectorBits = 512;
+  int64_t vectorRegisters = 32;
+  /// Fused multiply-add instructions, and how many issue per cycle.
+  bool fma = true;
+  int64_t fmaUnits = 2;
+  int64_t cacheLineBytes = 64;
+  int64_t l1dBytes = 32 * 1024;
+  int64_t l2BytesPerCore = 1024 * 1024;
+  /// The ISA features that matter to attnc (avx2, avx512f, avx512bf16,
+  /// fma, neon, ...), sorted.
+  std::vector<std::string> features;
+
+  /// f32 lanes of one vector register.
+  int64_t lanes() const { return vectorBits / 32; }
+  bool hasFeature(llvm::StringRef name) const;
+  /// `x86_64 znver4: 512-bit x 32 vector registers, fma x 2, ...`.
+  std::string summary() const;
+};
+
+/// Every tiling and blocking choice of the CPU passes.
+struct CpuSchedule {
+  /// f32 lanes of one vector register.
+  int64_t vectorLanes = 16;
+  /// attn-tile-and-vectorize: register blocks of C (rows x columns, the
+  /// columns a multiple of vectorLanes), k per slice.
+  int64_t gemmRows = 6;
+  int64_t gemmColumns = 64;
+  int64_t gemmDepth = 256;
+  /// Elements per vector strip of elementwise ops.
+  int64_t stripElements = 64;
+  /// Longest row reduced in one vector (longer ones stay scalar loops).
+  int64_t maxVectorRow = 1024;
+  /// Square blocks of the weight transposes (a cache line of floats).
+  int64_t transposeBlock = 16;
+  /// attn-lower-fused-attention: query rows per register block, keys per
+  /// block (a vector of keyBlock lanes per row), accumulators of p @ v,
+  /// lanes of an output chunk, register blocks per sweep over the keys.
+  int64_t attentionRows = 6;
+  int64_t attentionKeys = 64;
+  int64_t attentionAccumulators = 24;
+  int64_t attentionChunkLanes = 16;
+  int64_t attentionRowBlocksPerSweep = 8;
+  /// Loops of less work than this stay on one thread.
+  int64_t parallelFlops = int64_t(1) << 20;
+  int64_t parallelElements = int64_t(1) << 18;
+  /// Alignment of packed params, in floats (a cache line).
+  int64_t packedAlignmentFloats = 16;
+
+  /// One `name = value` per line.
+  std::string format() const;
+};
+
+/// The schedule for `target`.
+CpuSchedule deriveCpuSchedule(const CpuTargetDescription &target);
+
+/// The DLTI device id under which the description is attached.
+constexpr llvm::StringLiteral kCpuDeviceId = "CPU";
+
+/// Attaches `target` to `module` as
+/// `dlti.target_system_spec = #dlti.target_system_spec<"CPU" = ...>`.
+void attachCpuTarget(ModuleOp module, const CpuTargetDescription &target);
+
+/// The description attached to `op`'s enclosing module (or `op` itself);
+/// without one, the default description (512-bit x 32 registers). A
+/// malformed entry is an error at the module.
+FailureOr<CpuTargetDescription> cpuTargetOf(Operation *op);
+
+/// deriveCpuSchedule(cpuTargetOf(op)).
+FailureOr<CpuSchedule> cpuScheduleOf(Operation *op);
+
+} // namespace mlir::attn
+
+#endif // ATTN_TARGET_CPUTARGET_H

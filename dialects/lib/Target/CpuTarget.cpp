@@ -1,0 +1,220 @@
+//===- CpuTarget.cpp - The CPU target description and its schedule -------===//
+
+#include "attn/Target/CpuTarget.h"
+
+#include "mlir/Dialect/DLTI/DLTI.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace mlir::attn;
+
+bool CpuTargetDescription::hasFeature(llvm::StringRef name) const {
+  return llvm::is_contained(features, name);
+}
+
+std::string CpuTargetDescription::summary() const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << arch << " " << cpu << ": " << vectorBits << "-bit x "
+     << vectorRegisters << " vector registers, "
+     << (fma ? "fma x " + std::to_string(fmaUnits) : std::string("no fma"))
+     << ", " << cacheLineBytes << " B lines, L1d " << l1dBytes / 1024
+     << " KiB, L2 " << l2BytesPerCore / 1024 << " KiB; features "
+     << (features.empty() ? std::string("(none)") : llvm::join(features, ","));
+  return text;
+}
+
+std::string CpuSchedule::format() const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  auto line = [&](llvm::StringRef name, int64_t value) {
+    os << name << " = " << value << "\n";
+  };
+  line("vector-lanes", vectorLanes);
+  line("gemm-rows", gemmRows);
+  line("gemm-columns", gemmColumns);
+  line("gemm-depth", gemmDepth);
+  line("strip-elements", stripElements);
+  line("max-vector-row", maxVectorRow);
+  line("transpose-block", transposeBlock);
+  line("attention-rows", attentionRows);
+  line("attention-keys", attentionKeys);
+  line("attention-accumulators", attentionAccumulators);
+  line("attention-chunk-lanes", attentionChunkLanes);
+  line("attention-row-blocks-per-sweep", attentionRowBlocksPerSweep);
+  line("parallel-flops", parallelFlops);
+  line("parallel-elements", parallelElements);
+  line("packed-alignment-floats", packedAlignmentFloats);
+  return text;
+}
+
+CpuSchedule attn::deriveCpuSchedule(const CpuTargetDescription &target) {
+  CpuSchedule s;
+  s.vectorLanes = std::max<int64_t>(1, target.lanes());
+  // A register block of C keeps rows x columnVectors accumulators live
+  // across the k loop; the remaining quarter of the registers holds the
+  // vectors of B and the broadcasts of A (BLIS and MLAS do the same: 24 of
+  // 32 zmm on AVX-512, 12 of 16 ymm on AVX2, 24 of 32 on NEON).
+  int64_t accumulators = std::max<int64_t>(1, target.vectorRegisters * 3 / 4);
+  int64_t columnVectors = std::max<int64_t>(1, target.vectorRegisters / 8);
+  s.gemmRows = std::max<int64_t>(1, accumulators / columnVectors);
+  s.gemmColumns = columnVectors * s.vectorLanes;
+  s.gemmDepth = 256;
+  // Four vectors per strip: enough independent work per iteration to hide
+  // load latency, few enough to stay in registers.
+  s.stripElements = 4 * s.vectorLanes;
+  s.maxVectorRow = 1024;
+  s.transposeBlock = std::max<int64_t>(1, target.cacheLineBytes / 4);
+  // Flash attention: the scores of a row block against a key block are
+  // rows x (keys / lanes) accumulators, the same budget as a GEMM block.
+  s.attentionRows = s.gemmRows;
+  s.attentionKeys = columnVectors * s.vectorLanes;
+  s.attentionAccumulators = accumulators;
+  s.attentionChunkLanes = s.vectorLanes;
+  s.attentionRowBlocksPerSweep = 8;
+  s.parallelFlops = int64_t(1) << 20;
+  s.parallelElements = int64_t(1) << 18;
+  s.packedAlignmentFloats = std::max<int64_t>(1, target.cacheLineBytes / 4);
+  return s;
+}
+
+namespace {
+
+// The keys of the DLTI device spec. Upstream's names where upstream has
+// them (max_vector_op_width, L1_cache_size_in_bytes).
+constexpr llvm::StringLiteral kArch = "arch";
+constexpr llvm::StringLiteral kCpu = "cpu";
+constexpr llvm::StringLiteral kVectorBits = "max_vector_op_width";
+constexpr llvm::StringLiteral kVectorRegisters = "vector_registers";
+constexpr llvm::StringLiteral kFma = "fma";
+constexpr llvm::StringLiteral kFmaUnits = "fma_units";
+constexpr llvm::StringLiteral kCacheLine = "cache_line_size_in_bytes";
+constexpr llvm::StringLiteral kL1d = "L1_cache_size_in_bytes";
+constexpr llvm::StringLiteral kL2 = "L2_cache_size_in_bytes";
+constexpr llvm::StringLiteral kFeatures = "features";
+
+} // namespace
+
+void attn::attachCpuTarget(ModuleOp module, const CpuTargetDescription &t) {
+  MLIRContext *context = module.getContext();
+  context->getOrLoadDialect<DLTIDialect>();
+  Builder b(context);
+  SmallVector<DataLayoutEntryInterface> entries;
+  auto add = [&](llvm::StringRef key, Attribute value) {
+    entries.push_back(DataLayoutEntryAttr::get(b.getStringAttr(key), value));
+  };
+  add(kArch, b.getStringAttr(t.arch));
+  add(kCpu, b.getStringAttr(t.cpu));
+  add(kVectorBits, b.getI64IntegerAttr(t.vectorBits));
+  add(kVectorRegisters, b.getI64IntegerAttr(t.vectorRegisters));
+  add(kFma, b.getBoolAttr(t.fma));
+  add(kFmaUnits, b.getI64IntegerAttr(t.fmaUnits));
+  add(kCacheLine, b.getI64IntegerAttr(t.cacheLineBytes));
+  add(kL1d, b.getI64IntegerAttr(t.l1dBytes));
+  add(kL2, b.getI64IntegerAttr(t.l2BytesPerCore));
+  add(kFeatures, b.getStringAttr(llvm::join(t.features, ",")));
+  auto device = TargetDeviceSpecAttr::get(context, entries);
+  DataLayoutEntryInterface system =
+      DataLayoutEntryAttr::get(b.getStringAttr(kCpuDeviceId), device);
+  module->setAttr(DLTIDialect::kTargetSystemDescAttrName,
+                  TargetSystemSpecAttr::get(context, {system}));
+}
+
+FailureOr<CpuTargetDescription> attn::cpuTargetOf(Operation *op) {
+  ModuleOp module = isa<ModuleOp>(op) ? cast<ModuleOp>(op)
+                                      : op->getParentOfType<ModuleOp>();
+  CpuTargetDescription target;
+  if (!module)
+    return target;
+  auto system = module->getAttrOfType<TargetSystemSpecAttr>(
+      DLTIDialect::kTargetSystemDescAttrName);
+  if (!system)
+    return target;
+  std::optional<TargetDeviceSpecInterface> device =
+      system.getDeviceSpecForDeviceID(
+          StringAttr::get(module.getContext(), kCpuDeviceId));
+  if (!device)
+    return target;
+  for (DataLayoutEntryInterface entry : device->getEntries()) {
+    auto key = dyn_cast<StringAttr>(entry.getKey());
+    if (!key)
+      continue;
+    Attribute value = entry.getValue();
+    auto integer = [&](int64_t &field, int64_t least) -> LogicalResult {
+      auto attr = dyn_cast<IntegerAttr>(value);
+      if (!attr || attr.getInt() < least)
+        return module.emitError()
+               << "the CPU target description's '" << key.getValue()
+               << "' must be an integer >= " << least << ", got " << value;
+      field = attr.getInt();
+      return success();
+    };
+    auto string = [&](std::string &field) -> LogicalResult {
+      auto attr = dyn_cast<StringAttr>(value);
+      if (!attr)
+        return module.emitError()
+               << "the CPU target description's '" << key.getValue()
+               << "' must be a string, got " << value;
+      field = attr.getValue().str();
+      return success();
+    };
+    LogicalResult ok = success();
+    llvm::StringRef name = key.getValue();
+    std::string features;
+    if (name == kArch)
+      ok = string(target.arch);
+    else if (name == kCpu)
+      ok = string(target.cpu);
+    else if (name == kVectorBits)
+      ok = integer(target.vectorBits, 32);
+    else if (name == kVectorRegisters)
+      ok = integer(target.vectorRegisters, 1);
+    else if (name == kFmaUnits)
+      ok = integer(target.fmaUnits, 0);
+    else if (name == kCacheLine)
+      ok = integer(target.cacheLineBytes, 4);
+    else if (name == kL1d)
+      ok = integer(target.l1dBytes, 1);
+    else if (name == kL2)
+      ok = integer(target.l2BytesPerCore, 1);
+    else if (name == kFma) {
+      auto attr = dyn_cast<BoolAttr>(value);
+      if (!attr)
+        return module.emitError()
+               << "the CPU target description's 'fma' must be a bool, got "
+               << value;
+      target.fma = attr.getValue();
+    } else if (name == kFeatures) {
+      ok = string(features);
+      target.features.clear();
+      for (llvm::StringRef f : llvm::split(features, ','))
+        if (!f.empty())
+          target.features.push_back(f.str());
+      llvm::sort(target.features);
+    }
+    // Other keys are other tools' business.
+    if (failed(ok))
+      return failure();
+  }
+  if (target.vectorBits % 32 != 0)
+    return module.emitError()
+           << "the CPU target description's vector width ("
+           << target.vectorBits << " bits) is not a whole number of f32 lanes";
+  return target;
+}
+
+FailureOr<CpuSchedule> attn::cpuScheduleOf(Operation *op) {
+  FailureOr<CpuTargetDescription> target = cpuTargetOf(op);
+  if (failed(target))
+    return failure();
+  return deriveCpuSchedule(*target);
+}
