@@ -1,4 +1,4 @@
-# Writes OUTPUT, a header with attnc's version and the git commit it is
+# Writes OUTPUT, the file Version.cpp includes, with attnc's version and the git commit it is
 # built from, when its content changes (so a build after a commit names the
 # new commit, and a build without one recompiles nothing). Run as
 # cmake -DSOURCE_DIR=... -DOUTPUT=... -DVERSION=... -P GenerateVersion.cmake
@@ -11,7 +11,8 @@ if(failed OR NOT commit)
 else()
   # Tracked files changed since the commit: say so.
   execute_process(
-    COMMAND git -C "${SOURCE_DIR}" status --porcelain --untracked-files=no
+    COMMAND git -C "${SOURCE_DIR}" --no-optional-locks status --porcelain
+      --untracked-files=no
     OUTPUT_VARIABLE changes OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
   if(changes)
     string(APPEND commit "-dirty")

@@ -15,7 +15,7 @@
 #include "attnc/Gen/SpecToModule.h"
 #include "attnc/InitAttn.h"
 #include "attnc/Runtime/Runtime.h"
-#include "attnc/Version.h"
+#include "attnc/Support/Version.h"
 
 #include "attnc_rt.h"
 
@@ -43,8 +43,8 @@ using namespace attnc;
 // binary that holds this code, by size and modification time.
 llvm::StringRef attnc::compilerVersion() {
   static const std::string version = [] {
-    std::string text = "attnc " ATTNC_VERSION " " ATTNC_GIT_COMMIT
-                       " LLVM " LLVM_VERSION_STRING;
+    std::string text = std::string("attnc ") + attnc::version() + " " +
+                       gitCommit() + " LLVM " LLVM_VERSION_STRING;
     Dl_info info;
     llvm::sys::fs::file_status status;
     if (dladdr(reinterpret_cast<void *>(&attnc::compilerVersion), &info) &&

@@ -315,10 +315,11 @@ std::string attnc::emitCHeader(const KernelSignature &signature,
   os << ");\n\n";
 
   // The same kernel in two steps, for params that stay the same over many
-  // calls. `packed` is renamed if an argument has that name.
+  // calls. `packed` is renamed if an argument has that name, or one that
+  // gives its macro (PACKED).
   std::string packed = "packed";
   while (llvm::any_of(signature.arguments, [&](const KernelArgument &a) {
-    return a.name == packed;
+    return macroName(a.name) == macroName(packed);
   }))
     packed += "_";
   std::string packedNumel = prefix + "_" + macroName(packed) + "_NUMEL";

@@ -2,6 +2,8 @@
 
 #include "attnc/Sema/CNames.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 
 using namespace attnc;
@@ -31,20 +33,40 @@ const llvm::StringSet<> &keywords() {
   return set;
 }
 
-/// Macros and types that <stdint.h> and the usual C headers a host
-/// includes beside the kernel's define: a parameter so named would not
-/// parse, or would change meaning.
-const llvm::StringSet<> &macrosAndTypes() {
+/// Object-like macros of the C headers a host includes beside the kernel's
+/// (<stdint.h> is the header's own), the compilers' predefined ones, and
+/// the types the header itself uses: a parameter so named would not parse.
+/// (Other typedef names and function-like macros are valid parameter
+/// names.)
+const llvm::StringSet<> &objectMacros() {
   static const llvm::StringSet<> set = {
-      "NULL",          "EOF",          "errno",        "assert",   "offsetof",
-      "stdin",         "stdout",       "stderr",       "INFINITY", "NAN",
-      "HUGE_VAL",      "EXIT_SUCCESS", "EXIT_FAILURE", "RAND_MAX", "BUFSIZ",
-      "FILE",          "size_t",       "ptrdiff_t",    "wchar_t",  "intptr_t",
-      "uintptr_t",     "intmax_t",     "uintmax_t",    "int8_t",   "int16_t",
-      "int32_t",       "int64_t",      "uint8_t",      "uint16_t", "uint32_t",
-      "uint64_t",      "complex",      "imaginary",    "I",        "noreturn",
-      "static_assert", "alignas",      "alignof"};
+      "NULL", "EOF", "errno", "stdin", "stdout", "stderr", "INFINITY", "NAN",
+      "HUGE_VAL", "HUGE_VALF", "EXIT_SUCCESS", "EXIT_FAILURE", "RAND_MAX",
+      "BUFSIZ", "FILENAME_MAX", "CHAR_BIT", "CHAR_MAX", "CHAR_MIN", "INT_MAX",
+      "INT_MIN", "UINT_MAX", "LONG_MAX", "LONG_MIN", "ULONG_MAX", "FLT_MAX",
+      "FLT_MIN", "FLT_EPSILON", "DBL_MAX", "DBL_MIN", "DBL_EPSILON", "complex",
+      "imaginary", "I", "noreturn",
+      // predefined by GCC and Clang in their default gnu modes
+      "unix", "linux", "i386",
+      // the header's own types
+      "int32_t"};
   return set;
+}
+
+/// <stdint.h>'s limit and constant macros: INT32_MAX, UINT8_C, SIZE_MAX,
+/// INT_LEAST16_MIN, INTPTR_MAX, ...
+bool isStdintMacro(llvm::StringRef name) {
+  llvm::StringRef stem = name;
+  if (!stem.consume_back("_MAX") && !stem.consume_back("_MIN") &&
+      !stem.consume_back("_C"))
+    return false;
+  stem.consume_front("U");
+  for (llvm::StringRef prefix :
+       {"INT_LEAST", "INT_FAST", "INTPTR", "INTMAX", "INT", "SIZE", "PTRDIFF",
+        "WCHAR", "WINT", "SIG_ATOMIC"})
+    if (stem.consume_front(prefix))
+      return stem.empty() || llvm::all_of(stem, llvm::isDigit);
+  return false;
 }
 
 /// Functions of the C standard library (C11 and the math library) and the
@@ -86,9 +108,21 @@ const llvm::StringSet<> &libraryFunctions() {
       "modf", "nan", "nanf", "pow", "powf", "round", "roundf", "sin", "sinf",
       "sinh", "sinhf", "sqrt", "sqrtf", "tan", "tanf", "tanh", "tanhf", "trunc",
       "truncf",
-      // POSIX threads and memory the runtime and parallel objects use
-      "pthread_create", "pthread_join", "sched_yield", "mmap", "munmap",
-      "main"};
+      // math.h's function-like macros and more of libm
+      "isnan", "isinf", "isfinite", "isnormal", "signbit", "fpclassify",
+      "isgreater", "isless", "isunordered", "copysign", "copysignf", "rint",
+      "rintf", "nearbyint", "lrint", "remainder", "scalbn",
+      // ctype.h
+      "isalnum", "isalpha", "isblank", "iscntrl", "isdigit", "isgraph",
+      "islower", "isprint", "ispunct", "isspace", "isupper", "isxdigit",
+      "tolower", "toupper",
+      // POSIX: files, processes, threads, memory (libc exports them)
+      "open", "close", "read", "write", "lseek", "pread", "pwrite", "dup",
+      "pipe", "poll", "select", "ioctl", "fcntl", "stat", "fstat", "unlink",
+      "access", "chdir", "getcwd", "fork", "execv", "execve", "kill", "wait",
+      "waitpid", "sleep", "usleep", "nanosleep", "getpid", "index", "rindex",
+      "bzero", "bcopy", "pthread_create", "pthread_join", "sched_yield", "mmap",
+      "munmap", "mprotect", "sysconf", "dlopen", "dlsym", "dlclose", "main"};
   return set;
 }
 
@@ -100,9 +134,15 @@ std::string attnc::cNameConflict(llvm::StringRef name, CNameUse use) {
   if (name.starts_with("__") ||
       (name.size() > 1 && name[0] == '_' && name[1] >= 'A' && name[1] <= 'Z'))
     return "is reserved in C (it begins with '__' or '_' and a capital)";
-  if (macrosAndTypes().contains(name))
-    return "is a macro or type of the C library";
+  if (objectMacros().contains(name) || isStdintMacro(name))
+    return "is a macro of the C headers or a type of the kernel's header";
   if (use == CNameUse::Function) {
+    // File-scope names beginning with '_' are reserved in C; C++ reserves
+    // every name with '__' anywhere.
+    if (name.starts_with("_"))
+      return "is reserved in C at file scope (it begins with '_')";
+    if (name.contains("__"))
+      return "is reserved in C++ (it contains '__')";
     if (libraryFunctions().contains(name))
       return "is a C library function, which an exported kernel of that "
              "name would replace";

@@ -95,6 +95,10 @@ private:
   // Statements.
   void checkDims(DimStmt &stmt);
   void checkDecl(DeclStmt &stmt);
+  /// The C header names each dim, input, param and output in macros
+  /// (BLOCK_NAME, BLOCK_NAME_SHAPE, ...), upper-cased: two names that give
+  /// one macro are an error at the later one.
+  void checkHeaderMacros();
   void checkAssign(AssignStmt &stmt);
   std::optional<TensorShape> checkType(const TypeExpr &type);
   void checkOutputs();
@@ -211,6 +215,7 @@ void BlockChecker::run() {
     }
   }
   checkOutputs();
+  checkHeaderMacros();
   // Without outputs everything is unused: that is one error, not many.
   if (!block.hadSyntaxErrors && sawOutputStmt)
     checkUnused();
@@ -352,6 +357,43 @@ void BlockChecker::checkOutputs() {
     diag.error(block.name.range,
                "block " + quoted(block.name.name) +
                    " has no outputs; list its results with 'output NAME'");
+}
+
+void BlockChecker::checkHeaderMacros() {
+  llvm::StringMap<const Ident *> macros;
+  // False when `name` + `suffix` is another name's macro (reported).
+  auto claim = [&](const Ident &name, StringRef suffix) {
+    std::string macro = StringRef(name.name).upper() + suffix.str();
+    auto [it, inserted] = macros.try_emplace(macro, &name);
+    if (inserted || it->second->name == name.name)
+      return true;
+    diag.error(name.range,
+               quoted(name.name) + " and " + quoted(it->second->name) +
+                   " both give the header macro " +
+                   quoted(StringRef(block.name.name).upper() + "_" + macro) +
+                   "; rename one");
+    diag.note(it->second->range.Start, quoted(it->second->name) + " is here",
+              it->second->range);
+    return false;
+  };
+  // One report per name.
+  auto claimTensor = [&](const Ident &name) {
+    for (StringRef suffix : {"_RANK", "_SHAPE", "_NUMEL"})
+      if (!claim(name, suffix))
+        return;
+  };
+  for (const auto &stmt : block.stmts) {
+    if (auto *dims = llvm::dyn_cast<DimStmt>(stmt.get()))
+      for (const DimStmt::Def &def : dims->defs)
+        claim(def.name, "");
+    else if (auto *decl = llvm::dyn_cast<DeclStmt>(stmt.get()))
+      claimTensor(decl->name);
+  }
+  for (const Ident *output : block.outputs) {
+    auto it = scope.find(output->name);
+    if (it != scope.end() && it->second.kind == Symbol::Kind::Value)
+      claimTensor(*output);
+  }
 }
 
 void BlockChecker::checkUnused() {
@@ -719,6 +761,20 @@ void Sema::checkBlock(Block &block) {
     diag.error(block.name.range,
                "redefinition of block " + quoted(block.name.name));
     diag.note(it->second.Start, "first defined here", it->second);
+  } else {
+    // The header's include guard and macros upper-case the block's name.
+    auto [other, fresh] = blockMacros.try_emplace(
+        StringRef(block.name.name).upper(), &block.name);
+    if (!fresh) {
+      diag.error(block.name.range,
+                 "blocks " + quoted(block.name.name) + " and " +
+                     quoted(other->second->name) +
+                     " give the same header macros (" +
+                     quoted(("ATTNC_KERNEL_" + other->first() + "_H").str()) +
+                     ", ...); rename one");
+      diag.note(other->second->range.Start, "the other block is defined here",
+                other->second->range);
+    }
   }
   checkCName(diag, block.name, CNameUse::Function, "block");
   checkExportedSteps(block.name);

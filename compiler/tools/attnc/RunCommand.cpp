@@ -181,6 +181,9 @@ unsigned defaultThreads(unsigned requested) {
     unsigned value = 0;
     if (!llvm::StringRef(text).getAsInteger(10, value) && value > 0)
       return value;
+    llvm::WithColor::warning(llvm::errs(), "attnc")
+        << "ATTNC_NUM_THREADS='" << text
+        << "' is not a positive number; ignored\n";
   }
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)

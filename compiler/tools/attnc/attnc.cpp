@@ -6,15 +6,15 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn/Target/CpuTarget.h"
 #include "attnc/Codegen/Compile.h"
 #include "attnc/Codegen/Target.h"
 #include "attnc/Frontend/Frontend.h"
 #include "attnc/Gen/MLIRGen.h"
 #include "attnc/InitAttn.h"
-#include "attn/Target/CpuTarget.h"
 #include "attnc/Runtime/Runtime.h"
 #include "attnc/Support/Diagnostics.h"
-#include "attnc/Version.h"
+#include "attnc/Support/Version.h"
 
 #include "RunCommand.h"
 
@@ -70,7 +70,7 @@ template <typename T> struct ListedValuesParser : cl::parser<T> {
     llvm::StringRef closest;
     unsigned best = 3; // at most 2 edits away
     for (llvm::StringRef name : names) {
-      unsigned distance = arg.edit_distance(name, true, best);
+      unsigned distance = arg.edit_distance_insensitive(name, true, best);
       if (distance < best) {
         best = distance;
         closest = name;
@@ -471,8 +471,9 @@ bool checkRunFlags() {
     error() << "--repeat must be at least 1\n";
     ok = false;
   }
-  if (threads.getNumOccurrences() && threads == 0) {
-    error() << "--threads must be at least 1\n";
+  if (threads.getNumOccurrences() && (threads == 0 || threads > 256)) {
+    error() << "--threads must be in [1, 256] (attnc_rt's pool), got "
+            << threads << "\n";
     ok = false;
   }
   return ok;
@@ -533,7 +534,7 @@ int runMain() {
 }
 
 void printVersion(llvm::raw_ostream &os) {
-  os << "attnc " << ATTNC_VERSION << " (git " << ATTNC_GIT_COMMIT << ")\n"
+  os << "attnc " << version() << " (git " << gitCommit() << ")\n"
      << "  LLVM/MLIR " << LLVM_VERSION_STRING << "\n"
      << "  default target: " << llvm::sys::getDefaultTargetTriple()
      << ", host CPU: " << llvm::sys::getHostCPUName() << "\n";

@@ -24,8 +24,8 @@ bool CpuTargetDescription::hasFeature(llvm::StringRef name) const {
 std::string CpuTargetDescription::summary() const {
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << arch << " " << cpu << ": " << vectorBits << "-bit x "
-     << vectorRegisters << " vector registers, "
+  os << arch << " " << cpu << ": " << vectorBits << "-bit x " << vectorRegisters
+     << " vector registers, "
      << (fma ? "fma x " + std::to_string(fmaUnits) : std::string("no fma"))
      << ", " << cacheLineBytes << " B lines, L1d " << l1dBytes / 1024
      << " KiB, L2 " << l2BytesPerCore / 1024 << " KiB; features "
@@ -130,8 +130,8 @@ void attn::attachCpuTarget(ModuleOp module, const CpuTargetDescription &t) {
 }
 
 FailureOr<CpuTargetDescription> attn::cpuTargetOf(Operation *op) {
-  ModuleOp module = isa<ModuleOp>(op) ? cast<ModuleOp>(op)
-                                      : op->getParentOfType<ModuleOp>();
+  ModuleOp module =
+      isa<ModuleOp>(op) ? cast<ModuleOp>(op) : op->getParentOfType<ModuleOp>();
   CpuTargetDescription target;
   if (!module)
     return target;
@@ -207,8 +207,8 @@ FailureOr<CpuTargetDescription> attn::cpuTargetOf(Operation *op) {
   }
   if (target.vectorBits % 32 != 0)
     return module.emitError()
-           << "the CPU target description's vector width ("
-           << target.vectorBits << " bits) is not a whole number of f32 lanes";
+           << "the CPU target description's vector width (" << target.vectorBits
+           << " bits) is not a whole number of f32 lanes";
   return target;
 }
 

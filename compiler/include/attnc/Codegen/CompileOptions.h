@@ -20,8 +20,7 @@ struct TargetOptions {
   std::string cpu = "native";
   /// -O level for LLVM's optimizer and code generator (0..3). 2 by default:
   /// the hot loops are vectorized by attnc already, and LLVM's -O3 unrolls
-  /// them further into code that compiles and runs slower
-  /// (docs/performance.md).
+  /// them further into bigger code that takes longer to compile.
   unsigned optLevel = 2;
 };
 

@@ -37,6 +37,8 @@ private:
 
   DiagnosticEngine &diag;
   llvm::StringMap<llvm::SMRange> blockNames;
+  /// Upper-cased block names (the header's macros), for clashes.
+  llvm::StringMap<const ast::Ident *> blockMacros;
 };
 
 } // namespace attnc

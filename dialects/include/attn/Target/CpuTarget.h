@@ -1,4 +1,5 @@
-//===- CpuTarget.h - The CPU target description and its schedule -*- C++ -*-===//
+//===- CpuTarget.h - The CPU target description and its schedule -*- C++
+//-*-===//
 //
 // The one place where attnc's CPU code generation decides how to tile: a
 // target description (vector width and registers, FMA, caches, features),
