@@ -43,6 +43,7 @@ std::string CpuSchedule::format() const {
   line("gemm-rows", gemmRows);
   line("gemm-columns", gemmColumns);
   line("gemm-depth", gemmDepth);
+  line("gemm-pack-row-blocks", gemmPackRowBlocks);
   line("strip-elements", stripElements);
   line("max-vector-row", maxVectorRow);
   line("transpose-block", transposeBlock);
@@ -68,7 +69,12 @@ CpuSchedule attn::deriveCpuSchedule(const CpuTargetDescription &target) {
   int64_t columnVectors = std::max<int64_t>(1, target.vectorRegisters / 8);
   s.gemmRows = std::max<int64_t>(1, accumulators / columnVectors);
   s.gemmColumns = columnVectors * s.vectorLanes;
-  s.gemmDepth = 256;
+  // k per slice, measured (no formula found yet): 256 on Zen 5 with 32 zmm
+  // (B read in place, 64 columns); with 16 registers (16 columns, B's
+  // slices packed) the whole k up to 1024 at once: fewer loads and stores
+  // of C, and the packed slice streams from L2 (docs/performance.md).
+  s.gemmDepth = target.vectorRegisters >= 32 ? 256 : 1024;
+  s.gemmPackRowBlocks = 4;
   // Four vectors per strip: enough independent work per iteration to hide
   // load latency, few enough to stay in registers.
   s.stripElements = 4 * s.vectorLanes;

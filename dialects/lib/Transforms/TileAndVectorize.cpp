@@ -93,8 +93,7 @@ SmallVector<int64_t> chooseStripSizes(linalg::LinalgOp op, int64_t width,
 /// [O, I] -> [I, O] per call), or empty. Its `block` x `block` tiles stay
 /// scalar but are cache-friendly: the naive loop reads one element per cache
 /// line.
-SmallVector<int64_t> chooseTransposeBlocks(linalg::LinalgOp op,
-                                           int64_t block) {
+SmallVector<int64_t> chooseTransposeBlocks(linalg::LinalgOp op, int64_t block) {
   auto transpose = dyn_cast<linalg::TransposeOp>(op.getOperation());
   if (!transpose)
     return {};
@@ -121,11 +120,13 @@ SmallVector<int64_t> chooseTransposeBlocks(linalg::LinalgOp op,
 /// `rows` FMAs, and the block is stored back. `batch` is empty for a plain
 /// matmul. With an epilogue, the first k slice (of `totalDepth`) starts from
 /// zeros or the bias instead of C, and the last stores max(C, 0) into the
-/// ReLU's output instead of C into C.
+/// ReLU's output instead of C into C. With `packedB`, B is read from that
+/// [depth, width] copy of the slice instead (see packSliceOfB).
 void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
                        Value out, ValueRange batch, Value m, Value n,
                        int64_t rows, int64_t width, Value kBegin, int64_t depth,
-                       int64_t totalDepth, const attn::GemmEpilogue &epilogue) {
+                       int64_t totalDepth, const attn::GemmEpilogue &epilogue,
+                       Value packedB) {
   auto vectorType = VectorType::get({width}, b.getF32Type());
   auto at = [&](ValueRange tail) {
     SmallVector<Value> indices(batch);
@@ -176,7 +177,12 @@ void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
       b, loc, kBegin, kEnd, one, accumulators,
       [&](OpBuilder &nb, Location nl, Value k, ValueRange acc) {
         Value bRow =
-            vector::LoadOp::create(nb, nl, vectorType, rhs, at({k, n}));
+            packedB
+                ? vector::LoadOp::create(
+                      nb, nl, vectorType, packedB,
+                      ValueRange{arith::SubIOp::create(nb, nl, k, kBegin),
+                                 arith::ConstantIndexOp::create(nb, nl, 0)})
+                : vector::LoadOp::create(nb, nl, vectorType, rhs, at({k, n}));
         SmallVector<Value> next;
         for (int64_t r = 0; r < rows; ++r) {
           Value a = memref::LoadOp::create(nb, nl, lhs, at({rowIndex[r], k}));
@@ -208,6 +214,31 @@ void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
         epilogue.reluOutput, ValueRange{rowIndex[r], n});
   OpBuilder elseBuilder = finish.getElseBodyBuilder();
   storeC(elseBuilder);
+}
+
+/// Copies the slice B[batch, k0 : k0 + depth, n : n + width] into the
+/// contiguous `packed` [depth, width] buffer. Rows of B are `columns` floats
+/// apart: for a power-of-two row length every row of a slice falls into the
+/// same few L1 sets, so the register blocks would read B from L2; the copy
+/// is read from L1 by all of them.
+void packSliceOfB(OpBuilder &b, Location loc, Value rhs, ValueRange batch,
+                  Value k0, Value n, int64_t depth, int64_t width,
+                  Value packed) {
+  auto vectorType = VectorType::get({width}, b.getF32Type());
+  scf::ForOp::create(
+      b, loc, arith::ConstantIndexOp::create(b, loc, 0),
+      arith::ConstantIndexOp::create(b, loc, depth),
+      arith::ConstantIndexOp::create(b, loc, 1), ValueRange{},
+      [&](OpBuilder &nb, Location nl, Value kk, ValueRange) {
+        SmallVector<Value> indices(batch);
+        indices.push_back(arith::AddIOp::create(nb, nl, k0, kk));
+        indices.push_back(n);
+        Value row = vector::LoadOp::create(nb, nl, vectorType, rhs, indices);
+        vector::StoreOp::create(
+            nb, nl, row, packed,
+            ValueRange{kk, arith::ConstantIndexOp::create(nb, nl, 0)});
+        scf::YieldOp::create(nb, nl);
+      });
 }
 
 /// Covers [begin, begin + count * step) of one dimension with a loop of
@@ -248,7 +279,8 @@ void forEachBlock(OpBuilder &b, Location loc, int64_t begin, int64_t count,
 LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
                                     int64_t rowTile, int64_t columnTile,
                                     int64_t depthTile, bool parallel,
-                                    int64_t parallelFlops) {
+                                    int64_t parallelFlops,
+                                    int64_t packRowBlocks) {
   bool batched = isa<linalg::BatchMatmulOp>(op);
   if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) ||
       !op.hasPureBufferSemantics())
@@ -301,25 +333,51 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
     int64_t fullDepth = depth / depthTile, leftDepth = depth % depthTile;
     Span depthSpans[] = {{0, fullDepth, depthTile},
                          {fullDepth * depthTile, leftDepth ? 1 : 0, leftDepth}};
+    // B's slice under a column block is copied to a contiguous buffer
+    // when enough row blocks read it to pay for the copy.
+    bool packB = packRowBlocks > 0 && rows >= packRowBlocks * rowTile;
+    int64_t sliceDepth = std::min(depth, depthTile);
     for (const Span &cs : colSpans) {
       bool splitColumns = innerParallel && cs.count > 1;
-      forEachBlock(b, loc, cs.begin, cs.count, cs.size, splitColumns,
-                   [&](OpBuilder &b, Value n) {
-                     for (const Span &ks : depthSpans)
-                       forEachBlock(
-                           b, loc, ks.begin, ks.count, ks.size,
-                           /*parallel=*/false, [&](OpBuilder &b, Value k0) {
-                             for (const Span &rs : rowSpans)
-                               forEachBlock(b, loc, rs.begin, rs.count, rs.size,
-                                            innerParallel && !splitColumns,
-                                            [&](OpBuilder &b, Value m) {
-                                              emitRegisterBlock(
-                                                  b, loc, lhs, rhs, out, batch,
-                                                  m, n, rs.size, cs.size, k0,
-                                                  ks.size, depth, epilogue);
-                                            });
-                           });
-                   });
+      forEachBlock(
+          b, loc, cs.begin, cs.count, cs.size, splitColumns,
+          [&](OpBuilder &b, Value n) {
+            Value packed;
+            if (packB && sliceDepth > 0)
+              packed = memref::AllocOp::create(
+                  b, loc,
+                  MemRefType::get({sliceDepth, cs.size}, b.getF32Type()),
+                  b.getI64IntegerAttr(64));
+            for (const Span &ks : depthSpans)
+              forEachBlock(
+                  b, loc, ks.begin, ks.count, ks.size,
+                  /*parallel=*/false, [&](OpBuilder &b, Value k0) {
+                    Value view = packed;
+                    if (packed && ks.size != sliceDepth)
+                      view = memref::SubViewOp::create(
+                          b, loc, packed,
+                          ArrayRef<OpFoldResult>{b.getIndexAttr(0),
+                                                 b.getIndexAttr(0)},
+                          ArrayRef<OpFoldResult>{b.getIndexAttr(ks.size),
+                                                 b.getIndexAttr(cs.size)},
+                          ArrayRef<OpFoldResult>{b.getIndexAttr(1),
+                                                 b.getIndexAttr(1)});
+                    if (view)
+                      packSliceOfB(b, loc, rhs, batch, k0, n, ks.size, cs.size,
+                                   view);
+                    for (const Span &rs : rowSpans)
+                      forEachBlock(b, loc, rs.begin, rs.count, rs.size,
+                                   innerParallel && !splitColumns,
+                                   [&](OpBuilder &b, Value m) {
+                                     emitRegisterBlock(b, loc, lhs, rhs, out,
+                                                       batch, m, n, rs.size,
+                                                       cs.size, k0, ks.size,
+                                                       depth, epilogue, view);
+                                   });
+                  });
+            if (packed)
+              memref::DeallocOp::create(b, loc, packed);
+          });
     }
   };
   if (batched)
@@ -357,7 +415,8 @@ struct AttnTileAndVectorizePass
     });
     for (linalg::LinalgOp op : gemms)
       (void)lowerToRegisterBlocks(rewriter, op, rows, columns, depth, parallel,
-                                  schedule->parallelFlops);
+                                  schedule->parallelFlops,
+                                  schedule->gemmPackRowBlocks);
 
     SmallVector<linalg::LinalgOp> candidates;
     func.walk([&](linalg::LinalgOp op) { candidates.push_back(op); });

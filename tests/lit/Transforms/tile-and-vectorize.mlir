@@ -191,3 +191,24 @@ func.func @left_alone(%x: memref<4x64xf32>, %c: memref<64xf32>, %long: memref<2x
   linalg.transpose ins(%x : memref<4x64xf32>) outs(%t : memref<64x4xf32>) permutation = [1, 0]
   return
 }
+
+// -----
+
+// Enough row blocks (64 rows: 8 blocks of 8, at least gemm-pack-row-blocks
+// = 4) read each slice of B: it is copied once into a contiguous buffer
+// (B's rows are 128 floats apart, its slice's rows would share L1 sets),
+// and every register block reads B from the copy.
+// CHECK-LABEL: func.func @matmul_packs_b
+// CHECK-SAME: (%[[A:.*]]: memref<64x8xf32>, %[[B:.*]]: memref<8x128xf32>, %[[C:.*]]: memref<64x128xf32>)
+// CHECK: %[[P:.*]] = memref.alloc() {alignment = 64 : i64} : memref<8x32xf32>
+// CHECK: scf.for %[[KK:.*]] =
+// CHECK: %[[ROW:.*]] = vector.load %[[B]][%{{.*}}, %{{.*}}] : memref<8x128xf32>, vector<32xf32>
+// CHECK: vector.store %[[ROW]], %[[P]][%[[KK]], %{{.*}}] : memref<8x32xf32>, vector<32xf32>
+// CHECK: scf.for {{.*}} -> (vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32>)
+// CHECK: vector.load %[[P]][%{{.*}}, %{{.*}}] : memref<8x32xf32>, vector<32xf32>
+// CHECK-NOT: vector.load %[[B]]
+// CHECK: memref.dealloc %[[P]]
+func.func @matmul_packs_b(%a: memref<64x8xf32>, %b: memref<8x128xf32>, %c: memref<64x128xf32>) {
+  linalg.matmul ins(%a, %b : memref<64x8xf32>, memref<8x128xf32>) outs(%c : memref<64x128xf32>)
+  return
+}

@@ -66,6 +66,9 @@ struct CpuSchedule {
   int64_t gemmRows = 6;
   int64_t gemmColumns = 64;
   int64_t gemmDepth = 256;
+  /// A GEMM copies each slice of B under a column block into a contiguous
+  /// buffer when at least this many row blocks read it (0: never).
+  int64_t gemmPackRowBlocks = 4;
   /// Elements per vector strip of elementwise ops.
   int64_t stripElements = 64;
   /// Longest row reduced in one vector (longer ones stay scalar loops).
