@@ -9,6 +9,7 @@
 
 #include "GoldenCase.h"
 
+#include "attnc/Codegen/Target.h"
 #include "attnc/Runtime/Runtime.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -32,17 +33,28 @@ Runtime &testRuntime() {
   return *runtime;
 }
 
-/// How a case is compiled: -O level and attention lowering.
+/// How a case is compiled: -O level, attention lowering, and the CPU whose
+/// target description (hence schedule) is used: the host's, and each class
+/// of x86 CPU -- AVX-512 (32 zmm), AVX2 (16 ymm), the SSE2 baseline -- that
+/// the host can run.
 struct Variant {
   const char *name;
   int optLevel;
   const char *attention;
+  const char *cpu = "native";
 };
-const Variant kVariants[] = {{"O3_auto", 3, "auto"},
-                             {"O3_parallel", 3, "auto"},
-                             {"O3_fused", 3, "fused"},
-                             {"O3_decomposed", 3, "decomposed"},
-                             {"O0", 0, "decomposed"}};
+const Variant kVariants[] = {
+    {"O3_auto", 3, "auto"},
+    {"O3_parallel", 3, "auto"},
+    {"O3_fused", 3, "fused"},
+    {"O3_decomposed", 3, "decomposed"},
+    {"O0", 0, "decomposed"},
+    {"O2_avx512", 2, "auto", "x86-64-v4"},
+    {"O2_avx512_fused", 2, "fused", "x86-64-v4"},
+    {"O2_avx2", 2, "auto", "x86-64-v3"},
+    {"O2_avx2_fused", 2, "fused", "x86-64-v3"},
+    {"O2_sse2", 2, "auto", "x86-64"},
+    {"O2_sse2_fused", 2, "fused", "x86-64"}};
 
 /// The case's buffers, named as its kernel's arguments.
 std::vector<HostBuffer> buffersOf(GoldenCase &golden,
@@ -66,6 +78,11 @@ TEST_P(JitGolden, MatchesPyTorch) {
   ASSERT_TRUE(!!golden) << llvm::toString(golden.takeError());
   CompileOptions options;
   options.setOptLevel(optLevel);
+  options.target.cpu = variant.cpu;
+  if (llvm::Error lacks = checkRunsOnHost(options.target))
+    GTEST_SKIP() << "this machine cannot run " << variant.cpu
+                 << " code: " << llvm::toString(std::move(lacks))
+                 << " (lit checks its code: tests/lit/attnc/isa-classes.test)";
   options.pipeline.attention = variant.attention;
   options.pipeline.parallel = std::string(variant.name) == "O3_parallel";
   auto kernel =
