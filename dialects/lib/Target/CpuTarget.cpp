@@ -81,10 +81,17 @@ CpuSchedule attn::deriveCpuSchedule(const CpuTargetDescription &target) {
   s.maxVectorRow = 1024;
   s.transposeBlock = std::max<int64_t>(1, target.cacheLineBytes / 4);
   // Flash attention: the scores of a row block against a key block are
-  // rows x (keys / lanes) accumulators, the same budget as a GEMM block.
-  s.attentionRows = s.gemmRows;
+  // rows x (keys / lanes) accumulators, and p @ v keeps its own. The online
+  // softmax holds more live vectors than a GEMM (masks, maxima, sums): with
+  // 32 registers three quarters still fit (6 x 64 on AVX-512), with 16 only
+  // half (4 x 16 on AVX2, measured; 6 x 16 spilled).
+  int64_t attentionBudget =
+      target.vectorRegisters >= 32
+          ? accumulators
+          : std::max<int64_t>(1, target.vectorRegisters / 2);
   s.attentionKeys = columnVectors * s.vectorLanes;
-  s.attentionAccumulators = accumulators;
+  s.attentionRows = std::max<int64_t>(1, attentionBudget / columnVectors);
+  s.attentionAccumulators = attentionBudget;
   s.attentionChunkLanes = s.vectorLanes;
   s.attentionRowBlocksPerSweep = 8;
   s.parallelFlops = int64_t(1) << 20;
