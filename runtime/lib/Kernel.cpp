@@ -2,6 +2,7 @@
 
 #include "LoadedObject.h"
 
+#include "attnc/Codegen/Dispatch.h"
 #include "attnc/Runtime/Runtime.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -13,6 +14,18 @@
 using namespace attnc;
 
 namespace {
+
+/// The error of a kernel that returned `status` (buffers were checked
+/// before, so only the CPU guard or an embedding id can fail it).
+llvm::Error statusError(llvm::StringRef kernel, int status) {
+  if (status == kUnsupportedCpuStatus)
+    return llvm::createStringError(
+        "kernel '" + kernel +
+        "': this machine lacks the instruction set the kernel was compiled "
+        "for (--mcpu); nothing ran");
+  return llvm::createStringError("kernel '" + kernel + "' failed with status " +
+                                 llvm::Twine(status));
+}
 
 std::string shapeText(ElementType type, llvm::ArrayRef<int64_t> shape) {
   KernelArgument a;
@@ -109,10 +122,7 @@ llvm::Error Kernel::preparePacked() const {
            (kAlignment - address / sizeof(float) % kAlignment) % kAlignment;
   pointers.push_back(packed);
   if (int status = object->call(LoadedObject::Entry::Prepare, pointers.data()))
-    return llvm::createStringError("kernel '" + kernelSignature.name +
-                                   "': preparing its params failed with "
-                                   "status " +
-                                   llvm::Twine(status));
+    return statusError(kernelSignature.name, status);
   prepared = true;
   return llvm::Error::success();
 }
@@ -203,8 +213,6 @@ llvm::Error Kernel::run(llvm::ArrayRef<HostBuffer> buffers) const {
     entry = LoadedObject::Entry::Prepared;
   }
   if (int status = object->call(entry, pointers.data()))
-    return llvm::createStringError("kernel '" + kernelSignature.name +
-                                   "' failed with status " +
-                                   llvm::Twine(status));
+    return statusError(kernelSignature.name, status);
   return llvm::Error::success();
 }

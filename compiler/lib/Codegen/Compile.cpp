@@ -1,12 +1,14 @@
 //===- Compile.cpp - attn-level module -> machine code --------------------===//
 
 #include "attnc/Codegen/Compile.h"
+#include "attnc/Codegen/Dispatch.h"
 #include "attnc/Codegen/Pipeline.h"
 
 #include "attn/Target/CpuTarget.h"
 
 #include "attn/IR/AttnDialect.h"
 
+#include "mlir/Dialect/DLTI/DLTI.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -15,6 +17,7 @@
 
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Linker/Linker.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 
@@ -29,10 +32,15 @@ std::string CompileOptions::fingerprint() const {
   // The target by its description (features, registers), not its name: a
   // VM may call a CPU without AVX-512 znver4. The schedule follows from the
   // description and the overrides below.
-  auto description = describeCpuTarget(target);
-  std::string described = description
-                              ? description->summary()
-                              : llvm::toString(description.takeError());
+  std::string described;
+  for (const std::string &cpu : cpuList(target)) {
+    TargetOptions one = target;
+    one.cpu = cpu;
+    auto description = describeCpuTarget(one);
+    described += (description ? description->summary()
+                              : llvm::toString(description.takeError())) +
+                 "; ";
+  }
   return "cpu=" + resolveCpuName(target.cpu) + " target=" + described +
          " O=" + std::to_string(target.optLevel) +
          " vectorize=" + std::to_string(pipeline.vectorize) +
@@ -118,21 +126,75 @@ toOptimizedLLVMIR(mlir::ModuleOp module, const CompileOptions &options,
                            allocator);
 }
 
-/// Lowers, translates and optimizes `module` for the options' target, then
-/// hands the LLVM module and its TargetMachine to `emit`.
+/// Lowers, translates and optimizes `module` once per CPU of the options'
+/// target (a --mcpu list), links the variants into one LLVM module behind
+/// dispatchers (Dispatch.h) when the target is x86, then hands it and the
+/// TargetMachine of the last CPU to `emit`.
 static llvm::Expected<std::string> withOptimizedLLVMIR(
     mlir::ModuleOp module, const CompileOptions &options,
     llvm::function_ref<llvm::Expected<std::string>(llvm::Module &,
                                                    llvm::TargetMachine &)>
         emit) {
-  auto machine = createTargetMachine(options.target);
-  if (!machine)
-    return machine.takeError();
+  std::vector<std::string> cpus = cpuList(options.target);
+  std::vector<std::unique_ptr<llvm::TargetMachine>> machines;
+  for (const std::string &cpu : cpus) {
+    TargetOptions one = options.target;
+    one.cpu = cpu;
+    auto machine = createTargetMachine(one);
+    if (!machine)
+      return machine.takeError();
+    machines.push_back(std::move(*machine));
+  }
+  bool x86 = machines.front()->getTargetTriple().isX86();
+  if (!x86 && cpus.size() > 1)
+    return llvm::createStringError(
+        "a --mcpu list (one object, a variant per CPU) is for x86-64 only");
+  if (cpus.size() > 1 && isLowered(module))
+    return llvm::createStringError(
+        "a module lowered already has one CPU's schedule; a --mcpu list "
+        "needs the attn-level module");
+
   llvm::LLVMContext context;
-  auto llvmModule = toOptimizedLLVMIR(module, options, context, **machine);
-  if (!llvmModule)
-    return llvmModule.takeError();
-  return emit(**llvmModule, **machine);
+  std::unique_ptr<llvm::Module> combined;
+  std::vector<std::string> exported, suffixes;
+  std::vector<CpuRequirements> requirements;
+  for (auto [i, cpu] : llvm::enumerate(cpus)) {
+    CompileOptions one = options;
+    one.target.cpu = cpu;
+    // Each variant lowers its own copy, with its own target description.
+    mlir::OwningOpRef<mlir::ModuleOp> copy;
+    mlir::ModuleOp variant = module;
+    if (cpus.size() > 1) {
+      copy = module.clone();
+      variant = *copy;
+      variant->removeAttr(mlir::DLTIDialect::kTargetSystemDescAttrName);
+    }
+    auto llvmModule = toOptimizedLLVMIR(variant, one, context, *machines[i]);
+    if (!llvmModule)
+      return llvmModule.takeError();
+    if (!x86) {
+      combined = std::move(*llvmModule);
+      break;
+    }
+    auto required = cpuRequirements(*machines[i]->getMCSubtargetInfo(), cpu);
+    if (!required)
+      return required.takeError();
+    requirements.push_back(std::move(*required));
+    suffixes.push_back("v" + std::to_string(i));
+    std::vector<std::string> names =
+        makeVariant(**llvmModule, suffixes.back(), machines[i]->getTargetCPU(),
+                    machines[i]->getTargetFeatureString());
+    if (i == 0) {
+      exported = std::move(names);
+      combined = std::move(*llvmModule);
+    } else if (llvm::Linker::linkModules(*combined, std::move(*llvmModule))) {
+      return llvm::createStringError("linking the variant for " + cpu +
+                                     " failed");
+    }
+  }
+  if (x86)
+    addDispatchers(*combined, exported, suffixes, requirements);
+  return emit(*combined, *machines.back());
 }
 
 llvm::Expected<std::string>

@@ -1,6 +1,7 @@
 //===- KernelSignature.cpp - A kernel's arguments, as hosts see them ------===//
 
 #include "attnc/Codegen/Compile.h"
+#include "attnc/Codegen/Dispatch.h"
 #include "attnc/Codegen/Target.h"
 
 #include "attn/IR/AttnDialect.h"
@@ -303,8 +304,17 @@ std::string attnc::emitCHeader(const KernelSignature &signature,
     os << "#define " << arg << "_NUMEL " << a.numElements() << "\n";
   }
   os << "\n/* Buffers are dense, row-major, any alignment, and must not\n"
-        "   overlap. Returns 0, or non-zero on a run-time error (an\n"
-        "   embedding id out of range). Safe to call from many threads. */\n";
+        "   overlap. Returns 0, or non-zero on a run-time error: the number\n"
+        "   of embeddings given an id out of range, or "
+     << prefix
+     << "_STATUS_UNSUPPORTED_CPU\n"
+        "   when the machine lacks the instruction set of every CPU the\n"
+        "   object was compiled for (x86-64: checked at the first call;\n"
+        "   ATTNC_CPU_VARIANT=I in the environment picks the I-th CPU of the\n"
+        "   --mcpu list, if the machine can run it). Safe to call from many\n"
+        "   threads. */\n"
+     << "#define " << prefix << "_STATUS_UNSUPPORTED_CPU ("
+     << kUnsupportedCpuStatus << ")\n";
   auto pointer = [&](const KernelArgument &a) {
     bool output = a.role == ArgumentRole::Output;
     os << (output ? "" : "const ")

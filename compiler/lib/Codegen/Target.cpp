@@ -15,12 +15,12 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/IR/IRBuilder.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
@@ -130,8 +130,21 @@ std::string attnc::resolveCpuName(llvm::StringRef cpu) {
   return cpu.str();
 }
 
+std::vector<std::string> attnc::cpuList(const TargetOptions &options) {
+  std::vector<std::string> cpus;
+  for (llvm::StringRef cpu : llvm::split(options.cpu, ','))
+    cpus.push_back(cpu.trim().str());
+  return cpus;
+}
+
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 attnc::createTargetMachine(const TargetOptions &options) {
+  if (llvm::StringRef(options.cpu).contains(','))
+    return llvm::createStringError("--mcpu=" + options.cpu +
+                                   " names several CPUs where one is needed");
+  if (llvm::StringRef(options.cpu).trim().empty())
+    return llvm::createStringError(
+        "an empty CPU name in --mcpu (write --mcpu=CPU[,CPU...])");
   initializeNativeTarget();
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   std::string error;
@@ -165,8 +178,14 @@ attnc::createTargetMachine(const TargetOptions &options) {
 }
 
 llvm::Error attnc::checkTarget(const TargetOptions &options) {
-  auto machine = createTargetMachine(options);
-  return machine ? llvm::Error::success() : machine.takeError();
+  for (const std::string &cpu : cpuList(options)) {
+    TargetOptions one = options;
+    one.cpu = cpu;
+    auto machine = createTargetMachine(one);
+    if (!machine)
+      return machine.takeError();
+  }
+  return llvm::Error::success();
 }
 
 namespace {
@@ -187,7 +206,7 @@ std::pair<int64_t, int64_t> hostCacheSizes() {
     if (level.empty())
       break;
     llvm::StringRef text(size);
-    int64_t scale = text.consume_back("K") ? 1024
+    int64_t scale = text.consume_back("K")   ? 1024
                     : text.consume_back("M") ? 1024 * 1024
                                              : 1;
     int64_t value = 0;
@@ -219,9 +238,9 @@ attnc::describeCpuTarget(const TargetOptions &options) {
   llvm::ArrayRef<llvm::StringRef> interesting;
   if (triple.isX86()) {
     static const llvm::StringRef x86[] = {
-        "sse2",     "sse4.2",   "avx",       "avx2",       "fma",
-        "f16c",     "avx512f",  "avx512bw",  "avx512dq",   "avx512vl",
-        "avx512bf16", "avx512vnni", "avx512fp16"};
+        "sse2",     "sse4.1",     "sse4.2",     "avx",       "avx2",
+        "fma",      "f16c",       "avx512f",    "avx512bw",  "avx512dq",
+        "avx512vl", "avx512bf16", "avx512vnni", "avx512fp16"};
     interesting = x86;
     // The widest registers the features allow: AVX-512 has 32 of 512 bits,
     // AVX 16 of 256, SSE2 16 of 128.
@@ -229,8 +248,8 @@ attnc::describeCpuTarget(const TargetOptions &options) {
     target.vectorRegisters = has("avx512f") ? 32 : 16;
     target.fma = has("fma") || has("avx512f");
   } else if (triple.isAArch64()) {
-    static const llvm::StringRef arm[] = {"neon", "fullfp16", "dotprod",
-                                          "bf16", "sve"};
+    static const llvm::StringRef arm[] = {"neon", "fullfp16", "dotprod", "bf16",
+                                          "sve"};
     interesting = arm;
     target.vectorBits = 128;
     target.vectorRegisters = 32;
@@ -241,6 +260,7 @@ attnc::describeCpuTarget(const TargetOptions &options) {
     target.fma = false;
   }
   target.fmaUnits = target.fma ? 2 : 0;
+  target.features.clear();
   for (llvm::StringRef feature : interesting)
     if (has(feature))
       target.features.push_back(feature.str());
@@ -262,7 +282,9 @@ llvm::Error attnc::attachCpuTarget(mlir::ModuleOp module,
                                    const TargetOptions &options) {
   if (module->hasAttr(mlir::DLTIDialect::kTargetSystemDescAttrName))
     return llvm::Error::success();
-  auto target = describeCpuTarget(options);
+  TargetOptions first = options;
+  first.cpu = cpuList(options).front();
+  auto target = describeCpuTarget(first);
   if (!target)
     return target.takeError();
   mlir::attn::attachCpuTarget(module, *target);

@@ -208,7 +208,7 @@ FailureOr<CpuTargetDescription> attn::cpuTargetOf(Operation *op) {
       target.fma = attr.getValue();
     } else if (name == kFeatures) {
       ok = string(features);
-      target.features.clear();
+      target.features.clear(); // what the description lists, only
       for (llvm::StringRef f : llvm::split(features, ','))
         if (!f.empty())
           target.features.push_back(f.str());

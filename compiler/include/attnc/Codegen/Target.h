@@ -16,6 +16,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace llvm {
 class LLVMContext;
@@ -36,12 +37,16 @@ namespace attnc {
 /// The host CPU name when `cpu` is `native`, else `cpu` itself.
 std::string resolveCpuName(llvm::StringRef cpu);
 
-/// A TargetMachine for the host triple and `options.cpu`; an error names an
-/// unknown CPU.
+/// The CPUs of `options.cpu`, a comma-separated list (best first: one
+/// variant each in a multi-ISA object), or the one CPU.
+std::vector<std::string> cpuList(const TargetOptions &options);
+
+/// A TargetMachine for the host triple and `options.cpu` (one CPU, not a
+/// list); an error names an unknown CPU.
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 createTargetMachine(const TargetOptions &options);
 
-/// Succeeds when createTargetMachine would: the CPU name is known.
+/// Succeeds when createTargetMachine would for every CPU of the list.
 llvm::Error checkTarget(const TargetOptions &options);
 
 /// What the CPU schedules need to know of `options`'s target (vector width
@@ -50,8 +55,9 @@ llvm::Error checkTarget(const TargetOptions &options);
 llvm::Expected<mlir::attn::CpuTargetDescription>
 describeCpuTarget(const TargetOptions &options);
 
-/// Attaches describeCpuTarget(options) to `module` unless it carries a
-/// description already (hand-written IR pins its own).
+/// Attaches describeCpuTarget(options) to `module` (for a --mcpu list: the
+/// first CPU's) unless it carries a description already (hand-written IR
+/// pins its own).
 llvm::Error attachCpuTarget(mlir::ModuleOp module,
                             const TargetOptions &options);
 

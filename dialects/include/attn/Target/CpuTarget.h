@@ -47,8 +47,10 @@ struct CpuTargetDescription {
   int64_t l1dBytes = 32 * 1024;
   int64_t l2BytesPerCore = 1024 * 1024;
   /// The ISA features that matter to attnc (avx2, avx512f, avx512bf16,
-  /// fma, neon, ...), sorted.
-  std::vector<std::string> features;
+  /// fma, neon, ...), sorted. The default is x86-64-v4's.
+  std::vector<std::string> features = {
+      "avx",  "avx2", "avx512bw", "avx512dq", "avx512f", "avx512vl",
+      "f16c", "fma",  "sse2",     "sse4.1",   "sse4.2"};
 
   /// f32 lanes of one vector register.
   int64_t lanes() const { return vectorBits / 32; }
