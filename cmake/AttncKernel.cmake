@@ -6,6 +6,9 @@
 # the block's C function (SPEC §5), and `#include "<target>.h"` its header.
 # BLOCK may be omitted when the spec has a single block. MCPU and OPT are
 # passed only when given, so attnc's defaults apply: the host CPU and -O2.
+# MCPU may be a comma-separated list, best first
+# (x86-64-v4,x86-64-v3,x86-64): one object, a variant per CPU, picked at
+# run time from what the machine has.
 #
 # Without PARALLEL the object needs libc only. With PARALLEL it is compiled
 # with `attnc --parallel` and <target> links attnc's small runtime library
