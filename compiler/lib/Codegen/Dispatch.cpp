@@ -196,6 +196,14 @@ std::vector<std::string> attnc::makeVariant(llvm::Module &variant,
 
 namespace {
 
+/// The selector and the dispatchers run before anything is known about the
+/// machine: they are compiled for the x86-64 baseline whatever CPU the
+/// object's TargetMachine is for (a function's attributes override it).
+void compileForBaseline(llvm::Function &function) {
+  function.addFnAttr("target-cpu", "x86-64");
+  function.addFnAttr("target-features", "");
+}
+
 /// {eax, ebx, ecx, edx} = cpuid(leaf, subleaf).
 llvm::Value *cpuid(llvm::IRBuilder<> &b, uint32_t leaf, uint32_t subleaf) {
   llvm::Type *i32 = b.getInt32Ty();
@@ -223,6 +231,7 @@ llvm::Function *addSelector(llvm::Module &module,
                                           llvm::GlobalValue::InternalLinkage,
                                           "__attnc_select_cpu_variant", module);
   selector->addFnAttr(llvm::Attribute::NoInline);
+  compileForBaseline(*selector);
   auto *entry = llvm::BasicBlock::Create(context, "entry", selector);
   auto *compute = llvm::BasicBlock::Create(context, "compute", selector);
   auto *withXcr0 = llvm::BasicBlock::Create(context, "xgetbv", selector);
@@ -345,6 +354,7 @@ void attnc::addDispatchers(llvm::Module &module,
     auto *dispatcher = llvm::Function::Create(
         first->getFunctionType(), llvm::GlobalValue::ExternalLinkage, name,
         module);
+    compileForBaseline(*dispatcher);
     llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", dispatcher));
     llvm::SmallVector<llvm::Value *> args;
     for (llvm::Argument &arg : dispatcher->args())
