@@ -22,7 +22,8 @@ llvm::Error statusError(llvm::StringRef kernel, int status) {
     return llvm::createStringError(
         "kernel '" + kernel +
         "': this machine lacks the instruction set the kernel was compiled "
-        "for (--mcpu); nothing ran");
+        "for (--mcpu), or ATTNC_CPU_VARIANT names a CPU it lacks; nothing "
+        "ran");
   return llvm::createStringError("kernel '" + kernel + "' failed with status " +
                                  llvm::Twine(status));
 }

@@ -38,8 +38,14 @@ std::string CompileOptions::fingerprint() const {
     one.cpu = cpu;
     auto description = describeCpuTarget(one);
     described += (description ? description->summary()
-                              : llvm::toString(description.takeError())) +
-                 "; ";
+                              : llvm::toString(description.takeError()));
+    // Every feature, not only the described ones: the CPU guard checks
+    // them all, and two VMs of one CPU name may mask different ones.
+    if (auto machine = createTargetMachine(one))
+      described += " [" + (*machine)->getTargetFeatureString().str() + "]";
+    else
+      llvm::consumeError(machine.takeError());
+    described += "; ";
   }
   return "cpu=" + resolveCpuName(target.cpu) + " target=" + described +
          " O=" + std::to_string(target.optLevel) +
@@ -176,14 +182,15 @@ static llvm::Expected<std::string> withOptimizedLLVMIR(
       combined = std::move(*llvmModule);
       break;
     }
-    auto required = cpuRequirements(*machines[i]->getMCSubtargetInfo(), cpu);
-    if (!required)
-      return required.takeError();
-    requirements.push_back(std::move(*required));
+    CpuRequirements required =
+        cpuRequirements(*machines[i]->getMCSubtargetInfo(), cpu);
+    std::string features = machines[i]->getTargetFeatureString().str();
+    for (const std::string &off : required.disabled)
+      features += (features.empty() ? "" : ",") + off;
+    requirements.push_back(std::move(required));
     suffixes.push_back("v" + std::to_string(i));
-    std::vector<std::string> names =
-        makeVariant(**llvmModule, suffixes.back(), machines[i]->getTargetCPU(),
-                    machines[i]->getTargetFeatureString());
+    std::vector<std::string> names = makeVariant(
+        **llvmModule, suffixes.back(), machines[i]->getTargetCPU(), features);
     if (i == 0) {
       exported = std::move(names);
       combined = std::move(*llvmModule);

@@ -144,25 +144,37 @@ bool needsAvxState(llvm::StringRef feature) {
 
 } // namespace
 
-llvm::Expected<CpuRequirements>
-attnc::cpuRequirements(const llvm::MCSubtargetInfo &subtarget,
-                       llvm::StringRef cpu) {
+bool attnc::isIntrinsicsOnlyFeature(llvm::StringRef feature) {
+  static const llvm::StringSet<> set = {
+      "mwaitx",   "rdpru",     "clzero",   "rdpid",    "rdrnd",    "rdseed",
+      "sgx",      "ptwrite",   "invpcid",  "wbnoinvd", "waitpkg",  "pku",
+      "xsave",    "xsaveopt",  "xsavec",   "xsaves",   "fsgsbase", "shstk",
+      "uintr",    "serialize", "hreset",   "enqcmd",   "movdiri",  "movdir64b",
+      "cldemote", "pconfig",   "tsxldtrk", "rtm",      "kl",       "widekl",
+      "usermsr"};
+  return set.contains(feature);
+}
+
+CpuRequirements attnc::cpuRequirements(const llvm::MCSubtargetInfo &subtarget,
+                                       llvm::StringRef cpu) {
   CpuRequirements requirements;
   requirements.cpu = cpu.str();
-  // ISA features are the ones the host query names (tuning flags are not);
-  // every machine's query names the same set.
+  // ISA features are the ones the host query names (tuning flags are not;
+  // every x86 machine's query names the same set) and the table's.
   llvm::StringMap<bool> isa = llvm::sys::getHostCPUFeatures();
   for (const llvm::SubtargetFeatureKV &kv :
        subtarget.getAllProcessorFeatures()) {
     llvm::StringRef feature = kv.Key;
-    if (!isa.count(feature) || !subtarget.checkFeatures(("+" + feature).str()))
-      continue;
     auto it = featureBits().find(feature);
-    if (it == featureBits().end())
-      return llvm::createStringError(
-          "--mcpu=" + cpu + " has the feature '" + feature +
-          "', which attnc cannot check at run time (its objects never run "
-          "code the machine may lack); choose a CPU without it");
+    if ((!isa.count(feature) && it == featureBits().end()) ||
+        !subtarget.checkFeatures(("+" + feature).str()))
+      continue;
+    if (it == featureBits().end() || isIntrinsicsOnlyFeature(feature)) {
+      // Not checked at run time, so not usable by the variant (AMX, AVX10,
+      // APX, SHA512, system instructions: attnc's code uses none of them).
+      requirements.disabled.push_back(("-" + feature).str());
+      continue;
+    }
     requirements.words[it->second.word] |= uint32_t(1) << it->second.bit;
     if (needsAvxState(feature))
       requirements.xcr0 |=
@@ -180,8 +192,7 @@ std::vector<std::string> attnc::makeVariant(llvm::Module &variant,
     if (function.isDeclaration())
       continue;
     function.addFnAttr("target-cpu", cpu);
-    if (!features.empty())
-      function.addFnAttr("target-features", features);
+    function.addFnAttr("target-features", features);
     if (!function.hasExternalLinkage())
       continue;
     exported.push_back(function.getName().str());
@@ -262,13 +273,20 @@ llvm::Function *addSelector(llvm::Module &module,
   words[kLeaf7Ebx] = leafWord(7, 0, 1);
   words[kLeaf7Ecx] = leafWord(7, 0, 2);
   words[kLeaf7Edx] = leafWord(7, 0, 3);
-  words[kLeaf7s1Eax] = leafWord(7, 1, 0);
+  // Subleaf 1 of leaf 7 exists when CPUID.(7,0):EAX >= 1 (some CPUs do not
+  // report zeros for subleaves they lack).
+  llvm::Value *leaf7Subleaves = leafWord(7, 0, 0);
+  auto subleaf1 = [&](unsigned reg) {
+    return b.CreateSelect(b.CreateICmpUGE(leaf7Subleaves, b.getInt32(1)),
+                          leafWord(7, 1, reg), b.getInt32(0));
+  };
+  words[kLeaf7s1Eax] = subleaf1(0);
   words[kExt1Ecx] = leafWord(0x80000001u, 0, 2);
   words[kExt1Edx] = leafWord(0x80000001u, 0, 3);
   words[kLeafDs1Eax] = leafWord(0xd, 1, 0);
   words[kExt8Ebx] = leafWord(0x80000008u, 0, 1);
   words[kLeaf14Ebx] = leafWord(0x14, 0, 1);
-  words[kLeaf7s1Edx] = leafWord(7, 1, 3);
+  words[kLeaf7s1Edx] = subleaf1(3);
   // XGETBV is there only with OSXSAVE (CPUID.1:ECX bit 27).
   llvm::Value *osxsave = b.CreateICmpNE(
       b.CreateAnd(words[kLeaf1Ecx], b.getInt32(1u << 27)), b.getInt32(0));
@@ -318,12 +336,24 @@ llvm::Function *addSelector(llvm::Module &module,
   b.CreateCondBr(b.CreateIsNull(text), store, forced);
 
   b.SetInsertPoint(forced);
-  llvm::Value *index = b.CreateSub(
-      b.CreateZExt(b.CreateLoad(b.getInt8Ty(), text), i32), b.getInt32('0'));
+  // Exactly one digit naming a variant of the list; anything else is
+  // ignored (the automatic choice stands). The second byte is read only
+  // past a non-terminator.
+  llvm::Type *i8 = b.getInt8Ty();
+  llvm::Value *first = b.CreateZExt(b.CreateLoad(i8, text), i32);
+  llvm::Value *secondAt =
+      b.CreateSelect(b.CreateICmpNE(first, b.getInt32(0)),
+                     b.CreateConstInBoundsGEP1_64(i8, text, 1), text);
+  llvm::Value *second = b.CreateZExt(b.CreateLoad(i8, secondAt), i32);
+  llvm::Value *index = b.CreateSub(first, b.getInt32('0'));
+  llvm::Value *valid =
+      b.CreateAnd(b.CreateICmpEQ(second, b.getInt32(0)),
+                  b.CreateICmpULT(index, b.getInt32(variants.size())));
   llvm::Value *pick = b.getInt32(-1);
   for (auto [i, ok] : llvm::enumerate(runnable))
     pick = b.CreateSelect(b.CreateAnd(ok, b.CreateICmpEQ(index, b.getInt32(i))),
                           b.getInt32(i), pick);
+  pick = b.CreateSelect(valid, pick, selected);
   b.CreateBr(store);
 
   b.SetInsertPoint(store);

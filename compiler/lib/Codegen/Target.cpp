@@ -2,6 +2,8 @@
 
 #include "attnc/Codegen/Target.h"
 
+#include "attnc/Codegen/Dispatch.h"
+
 #include "attn/Target/CpuTarget.h"
 
 #include "mlir/Dialect/DLTI/DLTI.h"
@@ -302,10 +304,6 @@ llvm::Error attnc::checkRunsOnHost(const TargetOptions &options) {
   // query does not report (tuning flags) are not ISA and are skipped, and
   // so are system instructions that only intrinsics reach (VMs hide some:
   // a Zen 3 VM without mwaitx and rdpru runs Zen 3 code).
-  static const llvm::StringSet<> intrinsicsOnly = {
-      "mwaitx", "rdpru",    "clzero",  "rdpid",    "rdrnd",    "rdseed",
-      "sgx",    "ptwrite",  "invpcid", "wbnoinvd", "waitpkg",  "pku",
-      "xsave",  "xsaveopt", "xsavec",  "xsaves",   "fsgsbase", "shstk"};
   const llvm::MCSubtargetInfo *subtarget = (*machine)->getMCSubtargetInfo();
   llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
   llvm::SmallVector<llvm::StringRef> missing;
@@ -313,7 +311,7 @@ llvm::Error attnc::checkRunsOnHost(const TargetOptions &options) {
        subtarget->getAllProcessorFeatures()) {
     auto it = host.find(feature.Key);
     if (it != host.end() && !it->second &&
-        !intrinsicsOnly.contains(feature.Key) &&
+        !isIntrinsicsOnlyFeature(feature.Key) &&
         subtarget->checkFeatures(("+" + llvm::StringRef(feature.Key)).str()))
       missing.push_back(feature.Key);
   }

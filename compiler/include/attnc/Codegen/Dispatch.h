@@ -41,18 +41,25 @@ struct CpuRequirements {
   uint32_t xcr0 = 0;
   /// The CPU, for messages and variant names.
   std::string cpu;
+  /// `-feature` for each ISA feature of the CPU that is not required (one
+  /// only intrinsics reach, or one attnc has no CPUID bit for): the
+  /// variant is compiled without it, so it never needs it.
+  std::vector<std::string> disabled;
 };
 
-/// The requirements of the ISA features `subtarget` enables; an error names
-/// a feature whose CPUID bit attnc does not know (it cannot check it, so it
-/// will not emit code that needs it).
-llvm::Expected<CpuRequirements>
-cpuRequirements(const llvm::MCSubtargetInfo &subtarget, llvm::StringRef cpu);
+/// System instructions that only intrinsics reach (compiled code never
+/// uses them; VMs hide some): neither required of the machine nor enabled.
+bool isIntrinsicsOnlyFeature(llvm::StringRef feature);
+
+/// The requirements of the ISA features `subtarget` enables.
+CpuRequirements cpuRequirements(const llvm::MCSubtargetInfo &subtarget,
+                                llvm::StringRef cpu);
 
 /// Renames every function `variant` defines for export to NAME.attnc.SUFFIX
 /// (internal once addDispatchers ran), tags every defined function with the
-/// variant's target-cpu and target-features, and returns the exported names, in
-/// order.
+/// variant's target-cpu and target-features (always both: an absent
+/// attribute would mean the emitting TargetMachine's), and returns the
+/// exported names, in order.
 std::vector<std::string> makeVariant(llvm::Module &variant,
                                      llvm::StringRef suffix,
                                      llvm::StringRef cpu,
