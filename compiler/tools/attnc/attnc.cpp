@@ -371,6 +371,10 @@ int emitCode(const LoadedSpec &spec, unsigned optLevelValue) {
         emitCHeader(*signatures, llvm::sys::path::filename(inputFile)),
         /*binary=*/false);
   }
+  if (emitKind == EmitKind::Lowered && cpuList(options.target).size() > 1) {
+    error() << "--emit=lowered shows one CPU's MLIR; give one --mcpu\n";
+    return kUserError;
+  }
   if (emitKind == EmitKind::Lowered) {
     if (llvm::Error error = lowerToLLVMDialect(*module, options))
       return internal(std::move(error));
@@ -395,21 +399,25 @@ int emitCode(const LoadedSpec &spec, unsigned optLevelValue) {
   return writeOutput(*code, object);
 }
 
-/// --print-schedule: what the CPU passes will use for --mcpu.
+/// --print-schedule: what the CPU passes will use for each CPU of --mcpu.
 int printScheduleMain(unsigned level) {
   TargetOptions targetOptions = compileOptions({}, level).target;
-  auto target = describeCpuTarget(targetOptions);
-  if (!target) {
-    error() << llvm::toString(target.takeError()) << "\n";
-    return kUserError;
+  for (const std::string &cpu : cpuList(targetOptions)) {
+    TargetOptions one = targetOptions;
+    one.cpu = cpu;
+    auto target = describeCpuTarget(one);
+    if (!target) {
+      error() << llvm::toString(target.takeError()) << "\n";
+      return kUserError;
+    }
+    mlir::attn::CpuSchedule schedule = mlir::attn::deriveCpuSchedule(*target);
+    llvm::outs() << "target: " << target->summary() << "\n"
+                 << "schedule:\n";
+    std::string lines = schedule.format();
+    for (llvm::StringRef line : llvm::split(lines, '\n'))
+      if (!line.empty())
+        llvm::outs() << "  " << line << "\n";
   }
-  mlir::attn::CpuSchedule schedule = mlir::attn::deriveCpuSchedule(*target);
-  llvm::outs() << "target: " << target->summary() << "\n"
-               << "schedule:\n";
-  std::string lines = schedule.format();
-  for (llvm::StringRef line : llvm::split(lines, '\n'))
-    if (!line.empty())
-      llvm::outs() << "  " << line << "\n";
   return kSuccess;
 }
 

@@ -218,6 +218,12 @@ FailureOr<CpuTargetDescription> attn::cpuTargetOf(Operation *op) {
     if (failed(ok))
       return failure();
   }
+  // Bounds that no machine exceeds keep the derivation's arithmetic sane.
+  if (target.vectorBits > 2048 || target.vectorRegisters > 256)
+    return module.emitError()
+           << "the CPU target description's vector registers ("
+           << target.vectorRegisters << " x " << target.vectorBits
+           << " bits) exceed 256 x 2048";
   if (target.vectorBits % 32 != 0)
     return module.emitError()
            << "the CPU target description's vector width (" << target.vectorBits

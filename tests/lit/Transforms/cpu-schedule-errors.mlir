@@ -18,3 +18,13 @@ module attributes {dlti.target_system_spec = #dlti.target_system_spec<"CPU" = #d
     return
   }
 }
+
+// -----
+
+// expected-error @+1 {{the CPU target description's vector registers (4611686018427387904 x 512 bits) exceed 256 x 2048}}
+module attributes {dlti.target_system_spec = #dlti.target_system_spec<"CPU" = #dlti.target_device_spec<"vector_registers" = 4611686018427387904 : i64>>} {
+  func.func @f(%a: memref<8x8xf32>, %b: memref<8x8xf32>, %c: memref<8x8xf32>) {
+    linalg.matmul ins(%a, %b : memref<8x8xf32>, memref<8x8xf32>) outs(%c : memref<8x8xf32>)
+    return
+  }
+}
