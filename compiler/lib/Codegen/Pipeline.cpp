@@ -36,6 +36,9 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
   pm.addPass(attn::createAttnSplitPrepare());
   pm.addPass(attn::createAttnFuseElementwise());
   pm.addPass(createCanonicalizerPass());
+  // A value returned twice gets a copy (after the last CSE, which would
+  // merge the copies again).
+  pm.addNestedPass<func::FuncOp>(attn::createAttnDistinctResults());
 
   // Tensors -> buffers. Function boundaries get plain identity-layout
   // memrefs, outputs become out-parameters written in place.

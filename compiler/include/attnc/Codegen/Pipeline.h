@@ -8,6 +8,7 @@
 //   canonicalize, cse
 //   attn-split-prepare                  NAME_prepare, NAME_prepared, NAME
 //   attn-fuse-elementwise
+//   attn-distinct-results               a value returned twice is copied
 //   one-shot-bufferize, canonicalize, buffer-results-to-out-params,
 //   attn-forward-call-outputs, deallocation
 //   attn-lower-fused-attention                   flash-style attention

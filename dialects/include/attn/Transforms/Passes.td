@@ -166,6 +166,30 @@ def AttnSplitPrepare : Pass<"attn-split-prepare", "::mlir::ModuleOp"> {
   ];
 }
 
+def AttnDistinctResults
+    : Pass<"attn-distinct-results", "::mlir::func::FuncOp"> {
+  let summary = "Give a value returned more than once a copy per extra result";
+  let description = [{
+    A block may list one value as two outputs (`Y1 = Y0; output Y0, Y1`, or
+    two identical calls that CSE merged). Each output is its own buffer in
+    the ABI, but `buffer-results-to-out-params` cannot write one buffer
+    into two out-params. Before bufferization, every repeat of a returned
+    tensor becomes a `linalg.copy` into a fresh tensor.
+
+    Before: `return %y, %y : tensor<2xf32>, tensor<2xf32>`
+
+    After:
+
+    ```mlir
+    %e = tensor.empty() : tensor<2xf32>
+    %c = linalg.copy ins(%y : tensor<2xf32>) outs(%e : tensor<2xf32>) -> tensor<2xf32>
+    return %y, %c : tensor<2xf32>, tensor<2xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def AttnForwardCallOutputs
     : Pass<"attn-forward-call-outputs", "::mlir::func::FuncOp"> {
   let summary = "Let a call write a function's output argument directly";
