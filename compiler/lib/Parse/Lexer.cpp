@@ -137,6 +137,17 @@ Token Lexer::lexNumber(const char *begin) {
     diag.error(bad.range(), "malformed number " + quoted(bad.spelling));
     return bad;
   }
+  // No f32 needs more digits, and LLVM's decimal parser (APFloat) crashed
+  // on literals of ~35,000 digits: longer ones are an error, not parsed.
+  if (cur - begin > kMaxNumberLength) {
+    Token bad = make(TokenKind::Error, begin);
+    diag.error(llvm::SMRange(llvm::SMLoc::getFromPointer(begin),
+                             llvm::SMLoc::getFromPointer(begin + 16)),
+               "number literal of " + llvm::Twine(cur - begin) +
+                   " characters; at most " + llvm::Twine(kMaxNumberLength) +
+                   " are allowed");
+    return bad;
+  }
   return make(isFloat ? TokenKind::Float : TokenKind::Integer, begin);
 }
 

@@ -18,6 +18,9 @@ class DiagnosticEngine;
 
 class Lexer {
 public:
+  /// The longest number literal accepted (docs/language.md).
+  static constexpr long kMaxNumberLength = 256;
+
   Lexer(DiagnosticEngine &diag, unsigned bufferId);
   /// Lexes a whole string (tests, the fuzzer): `diag`'s SourceMgr must own it.
   Lexer(DiagnosticEngine &diag, llvm::StringRef buffer);
