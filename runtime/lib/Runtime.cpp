@@ -101,8 +101,12 @@ llvm::Error writeAtomically(llvm::StringRef path, llvm::StringRef contents) {
     os << contents;
     os.close();
     if (os.has_error()) {
+      std::error_code ec = os.error();
+      // A stream destroyed with its error set calls report_fatal_error: a
+      // full disk would kill the host program.
+      os.clear_error();
       llvm::sys::fs::remove(temp);
-      return llvm::createStringError(os.error(), "cannot write '" + temp + "'");
+      return llvm::createStringError(ec, "cannot write '" + temp + "'");
     }
   }
   if (std::error_code ec = llvm::sys::fs::rename(temp, path)) {

@@ -12,7 +12,9 @@
 
 #include <atomic>
 #include <cmath>
+#include <csignal>
 #include <random>
+#include <sys/resource.h>
 #include <thread>
 
 using namespace attnc;
@@ -314,6 +316,31 @@ TEST_F(RuntimeTest, DiskCacheIsReusedAndCorruptEntriesAreRebuilt) {
   std::fill(y.begin(), y.end(), NAN);
   ASSERT_EQ(message((*kernel)->run(buffers())), "");
   expectCorrect(y);
+}
+
+/// A cache that cannot be written (a full disk: here a file-size limit
+/// that makes every write fail with EFBIG) costs speed, never the host
+/// program: the kernel compiles and runs (a stream left in its error state
+/// used to end in report_fatal_error).
+TEST_F(RuntimeTest, AFullCacheDiskIsNotFatal) {
+  struct rlimit saved;
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  void (*oldHandler)(int) = signal(SIGXFSZ, SIG_IGN);
+  struct rlimit tiny = saved;
+  tiny.rlim_cur = 64; // bytes: far below any object
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &tiny), 0);
+  Runtime runtime(cacheDir);
+  auto kernel = runtime.compile(kSpec, "small.attn", "");
+  setrlimit(RLIMIT_FSIZE, &saved);
+  signal(SIGXFSZ, oldHandler);
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  ASSERT_EQ(message((*kernel)->run(buffers())), "");
+  expectCorrect(y);
+  // Nothing half-written was left for a later process to trust.
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(cacheDir, ec), end;
+       it != end && !ec; it.increment(ec))
+    EXPECT_FALSE(llvm::StringRef(it->path()).ends_with(".json")) << it->path();
 }
 
 TEST_F(RuntimeTest, SpecErrorsComeBackAsErrors) {
