@@ -102,25 +102,34 @@ int attnc_rt_get_num_threads(void) {
 }
 
 /* microtask(&gtid, &btid, args[0], ...) for the argc pointers MLIR's
- * lowering passes (one: the captured values). */
+ * lowering passes (one: the captured values). Microtasks are not variadic:
+ * each is called through its own, non-variadic type (calling one through
+ * the variadic attnc_microtask is undefined behaviour; UBSan's function
+ * check reports it). */
+typedef void (*microtask0)(int32_t *, int32_t *);
+typedef void (*microtask1)(int32_t *, int32_t *, void *);
+typedef void (*microtask2)(int32_t *, int32_t *, void *, void *);
+typedef void (*microtask3)(int32_t *, int32_t *, void *, void *, void *);
+typedef void (*microtask4)(int32_t *, int32_t *, void *, void *, void *,
+                           void *);
 static void call_microtask(attnc_microtask microtask, int32_t index,
                            int32_t argc, void *const *args) {
   int32_t gtid = index, btid = index;
   switch (argc) {
   case 0:
-    microtask(&gtid, &btid);
+    ((microtask0)microtask)(&gtid, &btid);
     break;
   case 1:
-    microtask(&gtid, &btid, args[0]);
+    ((microtask1)microtask)(&gtid, &btid, args[0]);
     break;
   case 2:
-    microtask(&gtid, &btid, args[0], args[1]);
+    ((microtask2)microtask)(&gtid, &btid, args[0], args[1]);
     break;
   case 3:
-    microtask(&gtid, &btid, args[0], args[1], args[2]);
+    ((microtask3)microtask)(&gtid, &btid, args[0], args[1], args[2]);
     break;
   default:
-    microtask(&gtid, &btid, args[0], args[1], args[2], args[3]);
+    ((microtask4)microtask)(&gtid, &btid, args[0], args[1], args[2], args[3]);
     break;
   }
 }

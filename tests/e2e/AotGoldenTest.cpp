@@ -98,7 +98,7 @@ TEST_P(AotGolden, PreparedParamsGiveTheSameBits) {
   ASSERT_EQ(entries.prepared(pointers.data()), 0);
   EXPECT_LE(golden->maxError(prepared), golden->tolerance) << name;
   for (size_t i = 0; i < plain.size(); ++i)
-    EXPECT_EQ(0, std::memcmp(plain[i].data(), prepared[i].data(),
+    EXPECT_EQ(0, bytesDiffer(plain[i].data(), prepared[i].data(),
                              plain[i].size() * sizeof(float)))
         << "output " << i;
 }

@@ -13,6 +13,8 @@
 
 #include "llvm/Support/Error.h"
 
+#include <cstddef>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -41,6 +43,11 @@ struct GoldenCase {
 std::vector<std::string> goldenCaseNames();
 
 llvm::Expected<GoldenCase> loadGoldenCase(const std::string &name);
+
+/// memcmp, but defined for empty (possibly null) buffers too.
+inline int bytesDiffer(const void *a, const void *b, size_t size) {
+  return size == 0 ? 0 : std::memcmp(a, b, size);
+}
 
 } // namespace attnc::test
 

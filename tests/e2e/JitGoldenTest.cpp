@@ -43,18 +43,17 @@ struct Variant {
   const char *attention;
   const char *cpu = "native";
 };
-const Variant kVariants[] = {
-    {"O3_auto", 3, "auto"},
-    {"O3_parallel", 3, "auto"},
-    {"O3_fused", 3, "fused"},
-    {"O3_decomposed", 3, "decomposed"},
-    {"O0", 0, "decomposed"},
-    {"O2_avx512", 2, "auto", "x86-64-v4"},
-    {"O2_avx512_fused", 2, "fused", "x86-64-v4"},
-    {"O2_avx2", 2, "auto", "x86-64-v3"},
-    {"O2_avx2_fused", 2, "fused", "x86-64-v3"},
-    {"O2_sse2", 2, "auto", "x86-64"},
-    {"O2_sse2_fused", 2, "fused", "x86-64"}};
+const Variant kVariants[] = {{"O3_auto", 3, "auto"},
+                             {"O3_parallel", 3, "auto"},
+                             {"O3_fused", 3, "fused"},
+                             {"O3_decomposed", 3, "decomposed"},
+                             {"O0", 0, "decomposed"},
+                             {"O2_avx512", 2, "auto", "x86-64-v4"},
+                             {"O2_avx512_fused", 2, "fused", "x86-64-v4"},
+                             {"O2_avx2", 2, "auto", "x86-64-v3"},
+                             {"O2_avx2_fused", 2, "fused", "x86-64-v3"},
+                             {"O2_sse2", 2, "auto", "x86-64"},
+                             {"O2_sse2_fused", 2, "fused", "x86-64"}};
 
 /// The case's buffers, named as its kernel's arguments.
 std::vector<HostBuffer> buffersOf(GoldenCase &golden,
@@ -118,7 +117,7 @@ TEST_P(JitThreads, OneAndTwoThreadsAgreeBitwise) {
   }
   testRuntime().setNumThreads(saved);
   for (size_t i = 0; i < results[0].size(); ++i)
-    EXPECT_EQ(0, std::memcmp(results[0][i].data(), results[1][i].data(),
+    EXPECT_EQ(0, bytesDiffer(results[0][i].data(), results[1][i].data(),
                              results[0][i].size() * sizeof(float)))
         << "output " << i;
 }
@@ -176,7 +175,7 @@ TEST_P(JitPrepared, BoundParamsGiveTheSameBits) {
   ASSERT_FALSE(!!error) << llvm::toString(std::move(error));
   EXPECT_LE(golden->maxError(prepared), golden->tolerance);
   for (size_t i = 0; i < plain.size(); ++i)
-    EXPECT_EQ(0, std::memcmp(plain[i].data(), prepared[i].data(),
+    EXPECT_EQ(0, bytesDiffer(plain[i].data(), prepared[i].data(),
                              plain[i].size() * sizeof(float)))
         << "output " << i;
 }

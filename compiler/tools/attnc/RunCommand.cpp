@@ -194,8 +194,8 @@ unsigned defaultThreads(unsigned requested) {
 } // namespace
 
 int attnc::runCommand(const RunOptions &options) {
-  auto kernel = Runtime::global().compileFile(options.specPath, options.block,
-                                              options.compile);
+  auto kernel = Runtime::global().compile(options.specText, options.specPath,
+                                          options.block, options.compile);
   if (!kernel) {
     // The front end accepted the spec: a failure here is attnc's own.
     llvm::errs() << "attnc: internal error: "

@@ -13,6 +13,8 @@ namespace attnc {
 
 struct RunOptions {
   std::string specPath;
+  /// The spec's text as read once (a spec from stdin cannot be read again).
+  std::string specText;
   /// Empty: the spec's only block.
   std::string block;
   /// NAME=FILE.npy

@@ -522,6 +522,10 @@ int runMain() {
   }
   RunOptions options;
   options.specPath = inputFile;
+  options.specText =
+      spec.sourceMgr.getMemoryBuffer(spec.sourceMgr.getMainFileID())
+          ->getBuffer()
+          .str();
   options.block = blockName;
   options.inputs.assign(runInputs.begin(), runInputs.end());
   options.inputDir = inputDir;
