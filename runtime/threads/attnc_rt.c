@@ -74,6 +74,35 @@ static int spin_while_equal(atomic_ulong *value, unsigned long old) {
 static _Thread_local int my_index = 0;
 static _Thread_local int my_team = 1;
 
+/* fork(): the child has only the forking thread, not the parent's workers.
+ * The pool is quiesced around fork (no region running, its mutex held) and
+ * the child starts from an empty pool, so that its first parallel region
+ * starts workers of its own instead of waiting for the parent's. */
+static void before_fork(void) {
+  pthread_mutex_lock(&region_mutex);
+  pthread_mutex_lock(&pool_mutex);
+}
+
+static void after_fork_in_parent(void) {
+  pthread_mutex_unlock(&pool_mutex);
+  pthread_mutex_unlock(&region_mutex);
+}
+
+static void after_fork_in_child(void) {
+  started_workers = 0;
+  atomic_store(&pending, 0);
+  atomic_store(&barrier_count, 0);
+  pthread_cond_init(&pool_wake, 0);
+  pthread_cond_init(&pool_done, 0);
+  pthread_mutex_unlock(&pool_mutex);
+  pthread_mutex_unlock(&region_mutex);
+}
+
+static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
+static void install_fork_handlers(void) {
+  pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
+}
+
 static int threads_from_environment(void) {
   const char *text = getenv("ATTNC_NUM_THREADS");
   if (!text)
@@ -189,6 +218,7 @@ void __kmpc_fork_call(void *loc, int32_t argc, attnc_microtask microtask, ...) {
     return;
   }
 
+  pthread_once(&fork_handlers_once, install_fork_handlers);
   pthread_mutex_lock(&pool_mutex);
   while (started_workers < threads - 1) {
     pthread_t thread;

@@ -12,6 +12,9 @@
 #include <thread>
 #include <vector>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 extern "C" {
 typedef void (*Microtask)(int32_t *, int32_t *, ...);
 void __kmpc_fork_call(void *, int32_t, Microtask, ...);
@@ -172,3 +175,34 @@ TEST(BlockCacheTest, LargeBlocksAreReusedAndSmallOnesAreNot) {
 }
 
 } // namespace
+
+/// A child forked after the parent used a 2-thread pool starts a pool of its
+/// own: its first parallel region completes (it used to wait forever for
+/// the parent's workers, which a child does not have).
+TEST_F(ThreadPoolTest, AForkedChildRunsParallelRegions) {
+  attnc_rt_set_num_threads(2);
+  Region parent;
+  runRegion(parent);
+  ASSERT_EQ(parent.threads.size(), 2u);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    alarm(20); // a hang ends the child with SIGALRM, not the test run
+    Region region;
+    runRegion(region);
+    bool ok = region.threads.size() == 2 && region.barrierHeld.load();
+    for (int i = 0; i < 1000; ++i)
+      ok = ok && region.hits[i] == 1;
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status))
+      << "the child died of signal "
+      << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  // The parent's pool still works.
+  Region after;
+  runRegion(after);
+  EXPECT_EQ(after.threads.size(), 2u);
+}
