@@ -2,7 +2,8 @@
 //
 // A kernel is keyed by SHA-256 of (compiler version, spec text, block,
 // code-generation options with the resolved CPU). The disk cache holds
-// KEY.o (the object) and KEY.json (signature, object digest); both are
+// KEY.o (the object) and KEY.json (signature, the object's digest and the
+// whole entry's); both are
 // written to temporary files and renamed into place, JSON last, so a reader
 // sees a complete entry or none. An entry that does not parse, does not
 // match its digest or does not load is rebuilt, never trusted.
@@ -122,6 +123,15 @@ struct DiskEntry {
   std::string object;
 };
 
+/// The digest of a whole entry: its key, the compiler, the object's digest
+/// and the signature's text. A signature edited on disk (a shrunk output
+/// shape, a smaller packed size) must not be trusted any more than a
+/// changed object.
+std::string entryDigest(llvm::StringRef key, llvm::StringRef objectDigest,
+                        llvm::StringRef signatureText) {
+  return sha256Hex({key, compilerVersion(), objectDigest, signatureText});
+}
+
 /// Reads and validates a cache entry; any mismatch is an error.
 llvm::Expected<DiskEntry> readEntry(llvm::StringRef jsonPath,
                                     llvm::StringRef objectPath,
@@ -138,8 +148,11 @@ llvm::Expected<DiskEntry> readEntry(llvm::StringRef jsonPath,
     return llvm::createStringError("entry does not belong to this key");
   std::optional<llvm::StringRef> digest = root->getString("object_sha256");
   std::optional<llvm::StringRef> signatureText = root->getString("signature");
-  if (!digest || !signatureText)
+  std::optional<llvm::StringRef> whole = root->getString("entry_sha256");
+  if (!digest || !signatureText || !whole)
     return llvm::createStringError("entry lacks a digest or a signature");
+  if (entryDigest(key, *digest, *signatureText) != *whole)
+    return llvm::createStringError("entry does not match its digest");
   auto objectBuffer = llvm::MemoryBuffer::getFile(objectPath);
   if (!objectBuffer)
     return llvm::errorCodeToError(objectBuffer.getError());
@@ -162,11 +175,15 @@ llvm::Error writeEntry(llvm::StringRef directory, llvm::StringRef jsonPath,
                                            directory + "'");
   if (llvm::Error error = writeAtomically(objectPath, entry.object))
     return error;
-  llvm::json::Object root{{"key", key},
-                          {"version", compilerVersion()},
-                          {"kernel", entry.signature.name},
-                          {"object_sha256", sha256Hex({entry.object})},
-                          {"signature", entry.signature.toJSON()}};
+  std::string objectDigest = sha256Hex({entry.object});
+  std::string signatureText = entry.signature.toJSON();
+  llvm::json::Object root{
+      {"key", key},
+      {"version", compilerVersion()},
+      {"kernel", entry.signature.name},
+      {"object_sha256", objectDigest},
+      {"signature", signatureText},
+      {"entry_sha256", entryDigest(key, objectDigest, signatureText)}};
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::json::Value(std::move(root)) << "\n";

@@ -318,6 +318,45 @@ TEST_F(RuntimeTest, DiskCacheIsReusedAndCorruptEntriesAreRebuilt) {
   expectCorrect(y);
 }
 
+/// The whole entry is covered by its digest: a signature edited on disk
+/// (here its packed size, which sizes the buffer the kernel writes) makes
+/// the entry corrupt and rebuilt, never trusted.
+TEST_F(RuntimeTest, AnEditedSignatureIsRebuiltNotTrusted) {
+  {
+    Runtime runtime(cacheDir);
+    ASSERT_TRUE(!!runtime.compile(kSpec, "small.attn", ""));
+  }
+  std::error_code ec;
+  int edited = 0;
+  for (llvm::sys::fs::directory_iterator it(cacheDir, ec), end;
+       it != end && !ec; it.increment(ec)) {
+    if (!llvm::StringRef(it->path()).ends_with(".json"))
+      continue;
+    auto buffer = llvm::MemoryBuffer::getFile(it->path());
+    ASSERT_TRUE(!!buffer);
+    std::string text = (*buffer)->getBuffer().str();
+    size_t at = text.find("packed_elements");
+    ASSERT_NE(at, std::string::npos);
+    at = text.find_first_of("0123456789", at);
+    ASSERT_NE(at, std::string::npos);
+    text[at] = text[at] == '1' ? '2' : '1';
+    llvm::raw_fd_ostream os(it->path(), ec);
+    os << text;
+    ++edited;
+  }
+  ASSERT_EQ(edited, 1);
+  Runtime second(cacheDir);
+  auto kernel = second.compile(kSpec, "small.attn", "");
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  EXPECT_EQ(second.statistics().corruptEntries, 1u);
+  EXPECT_EQ(second.statistics().compilations, 1u);
+  ASSERT_EQ(
+      message((*kernel)->bindParam({"w", w.data(), ElementType::F32, {4, 5}})),
+      "");
+  ASSERT_EQ(message((*kernel)->run(buffers())), "");
+  expectCorrect(y);
+}
+
 /// A cache that cannot be written (a full disk: here a file-size limit
 /// that makes every write fail with EFBIG) costs speed, never the host
 /// program: the kernel compiles and runs (a stream left in its error state
