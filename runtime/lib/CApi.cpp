@@ -102,6 +102,8 @@ attnc_kernel *attnc_compile_file(const char *path, const char *block,
 
 void attnc_kernel_free(attnc_kernel *kernel) { delete kernel; }
 
+void attnc_clear_memory_cache(void) { Runtime::global().clearMemoryCache(); }
+
 const char *attnc_last_error(void) { return lastError.c_str(); }
 
 const char *attnc_kernel_name(const attnc_kernel *kernel) {

@@ -63,6 +63,11 @@ int attnc_kernel_prepare_params(attnc_kernel *kernel);
 int attnc_kernel_run(const attnc_kernel *kernel, const attnc_buffer *buffers,
                      int count);
 
+/* Forgets every kernel compiled so far from the in-memory cache, which
+   otherwise keeps each distinct kernel for the life of the process. Kernels
+   the host still holds stay valid; the disk cache stays. */
+void attnc_clear_memory_cache(void);
+
 void attnc_set_num_threads(int threads);
 int attnc_get_num_threads(void);
 

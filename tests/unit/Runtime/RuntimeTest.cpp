@@ -318,6 +318,28 @@ TEST_F(RuntimeTest, DiskCacheIsReusedAndCorruptEntriesAreRebuilt) {
   expectCorrect(y);
 }
 
+/// Both APIs can empty the in-memory cache; a kernel the host holds stays
+/// valid, and the next compile comes from the disk cache.
+TEST_F(RuntimeTest, TheMemoryCacheCanBeClearedFromC) {
+  Runtime &runtime = Runtime::global();
+  attnc_kernel *held = attnc_compile_string(kSpec, nullptr, nullptr, 2);
+  ASSERT_NE(held, nullptr) << attnc_last_error();
+  attnc_kernel *again = attnc_compile_string(kSpec, nullptr, nullptr, 2);
+  ASSERT_NE(again, nullptr) << attnc_last_error();
+  RuntimeStatistics before = runtime.statistics();
+  attnc_clear_memory_cache();
+  attnc_kernel *third = attnc_compile_string(kSpec, nullptr, nullptr, 2);
+  ASSERT_NE(third, nullptr) << attnc_last_error();
+  RuntimeStatistics after = runtime.statistics();
+  EXPECT_EQ(after.memoryHits, before.memoryHits);
+  EXPECT_EQ(after.diskHits + after.compilations,
+            before.diskHits + before.compilations + 1);
+  EXPECT_STREQ(attnc_kernel_name(held), "small");
+  attnc_kernel_free(held);
+  attnc_kernel_free(again);
+  attnc_kernel_free(third);
+}
+
 /// The whole entry is covered by its digest: a signature edited on disk
 /// (here its packed size, which sizes the buffer the kernel writes) makes
 /// the entry corrupt and rebuilt, never trusted.
