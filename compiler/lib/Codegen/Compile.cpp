@@ -15,11 +15,14 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassManager.h"
 
+#include "llvm/ADT/StringMap.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Linker/Linker.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
+
+#include <mutex>
 
 using namespace attnc;
 
@@ -28,25 +31,38 @@ void CompileOptions::setOptLevel(unsigned level) {
   pipeline.vectorize = level > 0;
 }
 
-std::string CompileOptions::fingerprint() const {
-  // The target by its description (features, registers), not its name: a
-  // VM may call a CPU without AVX-512 znver4. The schedule follows from the
-  // description and the overrides below.
-  std::string described;
+/// The target part of the cache key for a --mcpu value: each CPU by its
+/// description and its full feature string (the CPU guard checks every
+/// feature, and two VMs of one CPU name may mask different ones). Building
+/// it takes TargetMachines and sysfs reads, so it is computed once per
+/// value: the key is asked for on every compile, memory-cache hits too.
+static std::string describeForKey(const TargetOptions &target) {
+  static std::mutex mutex;
+  static llvm::StringMap<std::string> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [it, inserted] = known.try_emplace(target.cpu);
+  if (!inserted)
+    return it->second;
   for (const std::string &cpu : cpuList(target)) {
     TargetOptions one = target;
     one.cpu = cpu;
     auto description = describeCpuTarget(one);
-    described += (description ? description->summary()
-                              : llvm::toString(description.takeError()));
-    // Every feature, not only the described ones: the CPU guard checks
-    // them all, and two VMs of one CPU name may mask different ones.
+    it->second += description ? description->summary()
+                              : llvm::toString(description.takeError());
     if (auto machine = createTargetMachine(one))
-      described += " [" + (*machine)->getTargetFeatureString().str() + "]";
+      it->second += " [" + (*machine)->getTargetFeatureString().str() + "]";
     else
       llvm::consumeError(machine.takeError());
-    described += "; ";
+    it->second += "; ";
   }
+  return it->second;
+}
+
+std::string CompileOptions::fingerprint() const {
+  // The target by its description (features, registers), not its name: a
+  // VM may call a CPU without AVX-512 znver4. The schedule follows from the
+  // description and the overrides below.
+  std::string described = describeForKey(target);
   return "cpu=" + resolveCpuName(target.cpu) + " target=" + described +
          " O=" + std::to_string(target.optLevel) +
          " vectorize=" + std::to_string(pipeline.vectorize) +
