@@ -271,7 +271,8 @@ def build_aot(attnc, case, spec, workdir, parallel):
         obj, header
 
 
-def attnc_aot(attnc, case, spec, protocol, workdir, threads, rt_lib=None):
+def attnc_aot(attnc, case, spec, protocol, workdir, threads, rt_lib=None,
+              processes=1):
     try:
         alloc, prepare, call, obj, header = build_aot(
             attnc, case, spec, workdir, rt_lib is not None)
@@ -290,11 +291,25 @@ def attnc_aot(attnc, case, spec, protocol, workdir, threads, rt_lib=None):
         proc = run([cc, "-O2", source, obj, "-o", exe] + libs + ["-lm"])
         if proc.returncode != 0:
             raise RuntimeError("%s: %s" % (cc, failure(proc)))
-        proc = run([exe], env=thread_env(threads))
-        if proc.returncode != 0:
-            raise RuntimeError(failure(proc))
-        m = re.search(r"median_ms ([0-9.]+) runs (\d+)", proc.stdout)
-        return {"ms": float(m.group(1)), "runs": int(m.group(2))}
+        # Fresh processes whose environments differ in 8-byte steps, so
+        # that the stack starts at different offsets (ASLR moves it too):
+        # the figure is the median of their medians, min-max beside it.
+        per_process, runs = [], 0
+        for i in range(processes):
+            env = thread_env(threads)
+            env["ATTNC_BENCH_PAD"] = "x" * (8 * i)
+            proc = run([exe], env=env)
+            if proc.returncode != 0:
+                raise RuntimeError(failure(proc))
+            m = re.search(r"median_ms ([0-9.]+) runs (\d+)", proc.stdout)
+            per_process.append(float(m.group(1)))
+            runs += int(m.group(2))
+        ordered = sorted(per_process)
+        mid = len(ordered) // 2
+        median = ordered[mid] if len(ordered) % 2 else \
+            (ordered[mid - 1] + ordered[mid]) / 2
+        return {"ms": median, "runs": runs, "min_ms": ordered[0],
+                "max_ms": ordered[-1], "per_process_ms": per_process}
     except Exception as e:
         return {"error": str(e)}
 
@@ -398,7 +413,11 @@ def render(report):
         for key in ("jit", "aot"):
             r = row[key]
             if "ms" in r:
-                cells.append(fmt_ms(r["ms"]))
+                spread = ""
+                if r.get("per_process_ms", [0])[1:]:
+                    spread = " (%s-%s)" % (fmt_ms(r["min_ms"]),
+                                           fmt_ms(r["max_ms"]))
+                cells.append(fmt_ms(r["ms"]) + spread)
                 attnc.append(r["ms"])
             else:
                 cells.append("failed: " + r["error"][:60])
@@ -493,6 +512,9 @@ def main():
                     help="fewer repeats, a subset of the shapes")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--cases", help="comma-separated case ids")
+    ap.add_argument("--processes", type=int,
+                    help="fresh processes per attnc AOT figure, their "
+                    "environments 8 bytes apart (default: 5, --quick: 1)")
     ap.add_argument("--build-dir", default=DEFAULT_BUILD)
     ap.add_argument("--venv", default=DEFAULT_VENV,
                     help="venv with PyPI torch / onnxruntime / onnx")
@@ -509,6 +531,10 @@ def main():
     args = ap.parse_args()
 
     protocol = QUICK_PROTOCOL if args.quick else FULL_PROTOCOL
+    if args.processes is None:
+        args.processes = 1 if args.quick else 5
+    if args.processes < 1:
+        ap.error("--processes must be at least 1")
     wanted = args.cases.split(",") if args.cases else (
         QUICK_CASES if args.quick else [c["id"] for c in CASES])
     cases = [c for c in CASES if c["id"] in wanted]
@@ -559,6 +585,7 @@ def main():
               "machine": machine(), "protocol": protocol,
               "quick": args.quick, "blas_link": blas_link(),
               "attnc_tree": git_state(), "aot_mode": report_aot,
+              "processes": args.processes,
               "rows": [],
               "peers": {}}
 
@@ -577,7 +604,8 @@ def main():
                 row["jit"] = attnc_jit(attnc, specs[case["id"]], t, protocol,
                                        os.path.join(tmp, "out"))
                 row["aot"] = attnc_aot(attnc, case, specs[case["id"]],
-                                       protocol, workdir, t, aot_rt)
+                                       protocol, workdir, t, aot_rt,
+                                       args.processes)
             log("   jit %s | aot %s" % (row["jit"], row["aot"]))
             report["rows"].append(row)
 
@@ -629,8 +657,11 @@ def format_report(report):
             report["load"]["start"][0], report["load"]["end"][0],
             report["elapsed_s"]),
         "",
-        "attnc: built from %s; AOT: %s." % (
-            report["attnc_tree"], report.get("aot_mode", "?")),
+        "attnc: built from %s; AOT: %s; each AOT figure is the median of "
+        "%d fresh processes, environments 8 bytes apart (min-max in "
+        "brackets)." % (
+            report["attnc_tree"], report.get("aot_mode", "?"),
+            report.get("processes", 1)),
     ]
     cpus = int(m.get("CPU(s)", "1") or 1)
     peak = max(report["load"]["start"][0], report["load"]["end"][0])

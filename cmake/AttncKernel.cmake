@@ -1,5 +1,5 @@
 # attnc_add_kernel(<target> SPEC <spec.attn> [BLOCK <name>] [MCPU <cpu>]
-#                  [OPT 0|1|2|3] [PARALLEL])
+#                  [TRIPLE <triple>] [OPT 0|1|2|3] [PARALLEL])
 #
 # Compiles one block of a .attn spec at build time with attnc and makes
 # <target> a static library holding the kernel's object; linking it gives
@@ -8,7 +8,9 @@
 # passed only when given, so attnc's defaults apply: the host CPU and -O2.
 # MCPU may be a comma-separated list, best first
 # (x86-64-v4,x86-64-v3,x86-64): one object, a variant per CPU, picked at
-# run time from what the machine has.
+# run time from what the machine has. TRIPLE cross-compiles
+# (aarch64-linux-gnu, ...): for a project built with that triple's
+# toolchain (MCPU then names a CPU of it; default: generic).
 #
 # Without PARALLEL the object needs libc only. With PARALLEL it is compiled
 # with `attnc --parallel` and <target> links attnc's small runtime library
@@ -20,7 +22,8 @@
 # package's (find_package(attnc) includes this file), else ATTNC_EXECUTABLE
 # (found on PATH if unset).
 function(attnc_add_kernel target)
-  cmake_parse_arguments(ARG "PARALLEL" "SPEC;BLOCK;MCPU;OPT" "" ${ARGN})
+  cmake_parse_arguments(ARG "PARALLEL" "SPEC;BLOCK;MCPU;TRIPLE;OPT" ""
+    ${ARGN})
   if(NOT ARG_SPEC)
     message(FATAL_ERROR "attnc_add_kernel(${target}): SPEC is required")
   endif()
@@ -44,6 +47,9 @@ function(attnc_add_kernel target)
   endif()
   if(ARG_MCPU)
     list(APPEND flags --mcpu=${ARG_MCPU})
+  endif()
+  if(ARG_TRIPLE)
+    list(APPEND flags --triple=${ARG_TRIPLE})
   endif()
   if(DEFINED ARG_OPT)
     list(APPEND flags -O${ARG_OPT})

@@ -12,6 +12,9 @@ packages=(
   libclang-rt-22-dev
   clang-format-22
   libgtest-dev libgmock-dev
+  # AArch64 goldens (tests/e2e/cross): a cross gcc to link them, its libc
+  # (only recommended by the gcc, so named here) and qemu-aarch64 to run them.
+  gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
 )
 
 missing=()

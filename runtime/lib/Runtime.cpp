@@ -13,6 +13,7 @@
 #include "LoadedObject.h"
 
 #include "attnc/Codegen/Compile.h"
+#include "attnc/Codegen/Target.h"
 #include "attnc/Gen/SpecToModule.h"
 #include "attnc/InitAttn.h"
 #include "attnc/Runtime/Runtime.h"
@@ -275,6 +276,12 @@ void Runtime::clearMemoryCache() {
 llvm::Expected<std::shared_ptr<Kernel>>
 Runtime::compile(llvm::StringRef text, llvm::StringRef sourceName,
                  llvm::StringRef block, const CompileOptions &options) {
+  // The JIT loads what it compiles into this process: another triple's code
+  // cannot run here (attnc SPEC --triple=... -o OBJ cross-compiles).
+  if (!isHostTriple(options.target))
+    return llvm::createStringError(
+        "the JIT runs kernels on this machine; --triple=" +
+        options.target.triple + " is for objects (attnc SPEC -o OBJ)");
   std::string key =
       sha256Hex({compilerVersion(), text, block, options.fingerprint()});
   {

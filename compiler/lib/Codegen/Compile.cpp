@@ -40,7 +40,8 @@ static std::string describeForKey(const TargetOptions &target) {
   static std::mutex mutex;
   static llvm::StringMap<std::string> known;
   std::lock_guard<std::mutex> lock(mutex);
-  auto [it, inserted] = known.try_emplace(target.cpu);
+  auto [it, inserted] =
+      known.try_emplace(targetTriple(target) + " " + target.cpu);
   if (!inserted)
     return it->second;
   for (const std::string &cpu : cpuList(target)) {
@@ -63,8 +64,8 @@ std::string CompileOptions::fingerprint() const {
   // VM may call a CPU without AVX-512 znver4. The schedule follows from the
   // description and the overrides below.
   std::string described = describeForKey(target);
-  return "cpu=" + resolveCpuName(target.cpu) + " target=" + described +
-         " O=" + std::to_string(target.optLevel) +
+  return "triple=" + targetTriple(target) + " cpu=" + resolveCpuName(target) +
+         " target=" + described + " O=" + std::to_string(target.optLevel) +
          " vectorize=" + std::to_string(pipeline.vectorize) +
          " rows=" + std::to_string(pipeline.rowTile) +
          " cols=" + std::to_string(pipeline.columnTile) +
@@ -157,6 +158,8 @@ static llvm::Expected<std::string> withOptimizedLLVMIR(
     llvm::function_ref<llvm::Expected<std::string>(llvm::Module &,
                                                    llvm::TargetMachine &)>
         emit) {
+  if (llvm::Error error = checkTarget(options.target))
+    return std::move(error);
   std::vector<std::string> cpus = cpuList(options.target);
   std::vector<std::unique_ptr<llvm::TargetMachine>> machines;
   for (const std::string &cpu : cpus) {
@@ -168,9 +171,6 @@ static llvm::Expected<std::string> withOptimizedLLVMIR(
     machines.push_back(std::move(*machine));
   }
   bool x86 = machines.front()->getTargetTriple().isX86();
-  if (!x86 && cpus.size() > 1)
-    return llvm::createStringError(
-        "a --mcpu list (one object, a variant per CPU) is for x86-64 only");
   if (cpus.size() > 1 && isLowered(module))
     return llvm::createStringError(
         "a module lowered already has one CPU's schedule; a --mcpu list "

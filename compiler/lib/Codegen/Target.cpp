@@ -38,12 +38,16 @@ using namespace attnc;
 
 namespace {
 
-void initializeNativeTarget() {
+/// Every target of the LLVM attnc links (Debian's libLLVM has them all):
+/// --triple cross-compiles.
+void initializeTargets() {
   static std::once_flag once;
   std::call_once(once, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    llvm::InitializeNativeTargetAsmParser();
+    llvm::InitializeAllTargetInfos();
+    llvm::InitializeAllTargets();
+    llvm::InitializeAllTargetMCs();
+    llvm::InitializeAllAsmPrinters();
+    llvm::InitializeAllAsmParsers();
   });
 }
 
@@ -126,10 +130,28 @@ std::string attnc::packedEntryName(llvm::StringRef kernel) {
   return ("__attnc_packed_" + kernel).str();
 }
 
-std::string attnc::resolveCpuName(llvm::StringRef cpu) {
-  if (cpu == "native")
-    return llvm::sys::getHostCPUName().str();
-  return cpu.str();
+std::string attnc::targetTriple(const TargetOptions &options) {
+  return llvm::Triple::normalize(options.triple.empty()
+                                     ? llvm::sys::getDefaultTargetTriple()
+                                     : options.triple);
+}
+
+bool attnc::isHostTriple(const TargetOptions &options) {
+  if (options.triple.empty())
+    return true;
+  llvm::Triple host(llvm::sys::getDefaultTargetTriple());
+  llvm::Triple target(targetTriple(options));
+  // x86_64-linux-gnu and x86_64-pc-linux-gnu are one machine: the vendor
+  // does not change the code.
+  return host.getArch() == target.getArch() && host.getOS() == target.getOS() &&
+         host.getEnvironment() == target.getEnvironment();
+}
+
+std::string attnc::resolveCpuName(const TargetOptions &options) {
+  if (options.cpu != "native")
+    return options.cpu;
+  return isHostTriple(options) ? llvm::sys::getHostCPUName().str()
+                               : std::string("generic");
 }
 
 std::vector<std::string> attnc::cpuList(const TargetOptions &options) {
@@ -147,17 +169,17 @@ attnc::createTargetMachine(const TargetOptions &options) {
   if (llvm::StringRef(options.cpu).trim().empty())
     return llvm::createStringError(
         "an empty CPU name in --mcpu (write --mcpu=CPU[,CPU...])");
-  initializeNativeTarget();
-  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  initializeTargets();
+  llvm::Triple triple(targetTriple(options));
   std::string error;
   const llvm::Target *target =
       llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
-    return llvm::createStringError(error);
+    return llvm::createStringError("--triple=" + options.triple + ": " + error);
 
-  std::string cpu = resolveCpuName(options.cpu);
+  std::string cpu = resolveCpuName(options);
   llvm::SubtargetFeatures features;
-  if (options.cpu == "native")
+  if (options.cpu == "native" && isHostTriple(options))
     for (const auto &feature : llvm::sys::getHostCPUFeatures())
       features.AddFeature(feature.getKey(), feature.getValue());
   // Asked with no CPU, so that LLVM does not print its own warning about a
@@ -167,7 +189,9 @@ attnc::createTargetMachine(const TargetOptions &options) {
   if (!subtarget || !subtarget->isCPUStringValid(cpu))
     return llvm::createStringError(
         "unknown CPU '" + cpu + "' for " + triple.str() +
-        " (use an LLVM CPU name such as znver4, x86-64-v3, or native)");
+        (triple.isX86()
+             ? " (use an LLVM CPU name such as znver4, x86-64-v3, or native)"
+             : " (use an LLVM CPU name of that triple, or generic)"));
 
   llvm::TargetOptions targetOptions;
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
@@ -180,12 +204,19 @@ attnc::createTargetMachine(const TargetOptions &options) {
 }
 
 llvm::Error attnc::checkTarget(const TargetOptions &options) {
-  for (const std::string &cpu : cpuList(options)) {
+  std::vector<std::string> cpus = cpuList(options);
+  for (const std::string &cpu : cpus) {
     TargetOptions one = options;
     one.cpu = cpu;
     auto machine = createTargetMachine(one);
     if (!machine)
       return machine.takeError();
+    // The dispatcher reads x86's cpuid and xgetbv (Dispatch.h).
+    if (cpus.size() > 1 && !(*machine)->getTargetTriple().isX86())
+      return llvm::createStringError(
+          "a --mcpu list (one object, a variant per CPU) is for x86-64 "
+          "only; " +
+          targetTriple(options) + " takes one CPU");
   }
   return llvm::Error::success();
 }
@@ -270,7 +301,7 @@ attnc::describeCpuTarget(const TargetOptions &options) {
   target.cacheLineBytes = 64;
   target.l1dBytes = 32 * 1024;
   target.l2BytesPerCore = 1024 * 1024;
-  if (options.cpu == "native") {
+  if (options.cpu == "native" && isHostTriple(options)) {
     auto [l1d, l2] = hostCacheSizes();
     if (l1d)
       target.l1dBytes = l1d;
@@ -297,6 +328,12 @@ llvm::Error attnc::checkRunsOnHost(const TargetOptions &options) {
   auto machine = createTargetMachine(options);
   if (!machine)
     return machine.takeError();
+  if (!isHostTriple(options))
+    return llvm::createStringError(
+        "code for --triple=" + options.triple + " cannot run on this " +
+        llvm::sys::getDefaultTargetTriple() +
+        " machine (compile it with 'attnc SPEC --triple=" + options.triple +
+        " -o OBJ' and run it there)");
   if (options.cpu == "native")
     return llvm::Error::success();
   // The CPU's features against the host's, by feature (never by CPU name:

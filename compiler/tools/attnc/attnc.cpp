@@ -120,6 +120,14 @@ cl::opt<std::string>
          cl::value_desc("CPU"), cl::sub(cl::SubCommand::getTopLevel()),
          cl::sub(runSubcommand), cl::cat(codegenCategory));
 
+// `attnc SPEC` only: a kernel for another machine is not run here.
+cl::opt<std::string> triple(
+    "triple",
+    cl::desc("Target triple to cross-compile for (aarch64-linux-gnu, ...; "
+             "default: this machine's). --mcpu then names a CPU of that "
+             "triple (default: generic)"),
+    cl::value_desc("TRIPLE"), cl::cat(outputCategory));
+
 // A string, checked by checkOptLevel: LLVM's char parser reads -Ofast as
 // -Of and -O22 as -O2.
 cl::opt<std::string>
@@ -288,6 +296,7 @@ CompileOptions compileOptions(CompileOptions options, unsigned level) {
   options.setOptLevel(level);
   if (!mcpu.empty())
     options.target.cpu = mcpu;
+  options.target.triple = triple;
   options.pipeline.attention = attentionName(attentionLowering).str();
   return options;
 }
@@ -465,6 +474,8 @@ bool checkRunFlags() {
                       "--threads"},
       {printIrAfterAll, "use 'attnc SPEC --emit=... --print-ir-after-all'"},
       {printSchedule, "use 'attnc --print-schedule [--mcpu=CPU]'"},
+      {triple, "it runs the kernel on this machine; cross-compile with "
+               "'attnc SPEC --triple=TRIPLE -o OBJ'"},
   };
   bool ok = true;
   for (const Unused &flag : unused) {
@@ -569,8 +580,8 @@ int main(int argc, char **argv) {
       "specialized kernels\n\n"
       "  attnc SPEC.attn [-o OUT] [--emit=KIND] [--block NAME] "
       "[--target=cpu]\n"
-      "        [--mcpu=CPU] [-O0|-O1|-O2|-O3] [--attention=auto|fused|"
-      "decomposed] [--parallel]\n"
+      "        [--mcpu=CPU[,CPU...]] [--triple=TRIPLE] [-O0|-O1|-O2|-O3]\n"
+      "        [--attention=auto|fused|decomposed] [--parallel]\n"
       "  attnc run SPEC.attn [--block NAME] [--input NAME=FILE.npy]... "
       "[--input-dir DIR]\n"
       "        [--random-inputs [--seed N]] [--save-inputs DIR] "

@@ -7,6 +7,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Host.h"
 
 #include "gtest/gtest.h"
 
@@ -413,6 +414,23 @@ TEST_F(RuntimeTest, SpecErrorsComeBackAsErrors) {
   std::string text = llvm::toString(kernel.takeError());
   EXPECT_NE(text.find("bad.attn:4:"), std::string::npos) << text;
   EXPECT_NE(text.find("unknown op 'frobnicate'"), std::string::npos) << text;
+}
+
+// The JIT loads its objects into this process: another triple's code is
+// refused before anything is compiled, whatever the cache holds.
+TEST_F(RuntimeTest, AnotherTripleIsRefused) {
+  Runtime runtime(cacheDir);
+  CompileOptions options = Runtime::defaultOptions();
+  options.target.triple = "aarch64-linux-gnu";
+  auto kernel = runtime.compile(kSpec, "small.attn", "", options);
+  ASSERT_FALSE(!!kernel);
+  std::string text = llvm::toString(kernel.takeError());
+  EXPECT_NE(text.find("--triple=aarch64-linux-gnu is for objects"),
+            std::string::npos)
+      << text;
+  // The host's own triple, spelled out, is this machine.
+  options.target.triple = llvm::sys::getDefaultTargetTriple();
+  EXPECT_TRUE(!!runtime.compile(kSpec, "small.attn", "", options));
 }
 
 TEST_F(RuntimeTest, KernelsRunConcurrently) {

@@ -15,8 +15,13 @@
 namespace attnc {
 
 struct TargetOptions {
+  /// The LLVM target triple to compile for (`aarch64-linux-gnu`, ...);
+  /// empty: this machine's. Kernels for another triple are compiled, never
+  /// run here.
+  std::string triple;
   /// An LLVM CPU name (`znver4`, `x86-64-v3`, ...) or `native` for the CPU
-  /// this runs on, with its features.
+  /// this runs on, with its features (with another triple, `native` means
+  /// LLVM's `generic` CPU of that triple).
   std::string cpu = "native";
   /// -O level for LLVM's optimizer and code generator (0..3). 2 by default:
   /// the hot loops are vectorized by attnc already, and LLVM's -O3 unrolls

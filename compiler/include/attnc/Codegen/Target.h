@@ -34,15 +34,24 @@ struct CpuTargetDescription;
 
 namespace attnc {
 
-/// The host CPU name when `cpu` is `native`, else `cpu` itself.
-std::string resolveCpuName(llvm::StringRef cpu);
+/// The triple `options` compile for, normalized: `options.triple`, or this
+/// machine's when that is empty.
+std::string targetTriple(const TargetOptions &options);
+
+/// True when `options` compile for this machine's triple (their code may
+/// run here).
+bool isHostTriple(const TargetOptions &options);
+
+/// The LLVM CPU name of `options.cpu` (one CPU): for `native`, the host's
+/// name on the host triple and `generic` on another.
+std::string resolveCpuName(const TargetOptions &options);
 
 /// The CPUs of `options.cpu`, a comma-separated list (best first: one
 /// variant each in a multi-ISA object), or the one CPU.
 std::vector<std::string> cpuList(const TargetOptions &options);
 
-/// A TargetMachine for the host triple and `options.cpu` (one CPU, not a
-/// list); an error names an unknown CPU.
+/// A TargetMachine for targetTriple(options) and `options.cpu` (one CPU,
+/// not a list); an error names an unknown triple or CPU.
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 createTargetMachine(const TargetOptions &options);
 
@@ -61,8 +70,9 @@ describeCpuTarget(const TargetOptions &options);
 llvm::Error attachCpuTarget(mlir::ModuleOp module,
                             const TargetOptions &options);
 
-/// Succeeds when code for `options` can run on this machine: the CPU name
-/// is known and the host has every ISA feature of that CPU.
+/// Succeeds when code for `options` can run on this machine: the triple is
+/// the host's, the CPU name is known and the host has every ISA feature of
+/// that CPU.
 llvm::Error checkRunsOnHost(const TargetOptions &options);
 
 /// Where a kernel's temporaries come from.
