@@ -271,45 +271,61 @@ def build_aot(attnc, case, spec, workdir, parallel):
         obj, header
 
 
+def aot_driver(attnc, case, spec, protocol, workdir, rt_lib=None):
+    """Compiles the case's object and links the timing driver; its path."""
+    alloc, prepare, call, obj, header = build_aot(
+        attnc, case, spec, workdir, rt_lib is not None)
+    source = os.path.join(workdir, "bench_%s_driver.c" % case["id"])
+    with open(source, "w") as f:
+        f.write(DRIVER % {
+            "header": header, "alloc": "\n".join(alloc),
+            "prepare": prepare, "call": call,
+            "warmup": protocol["warmup"], "min_runs": protocol["min_runs"],
+            "max_runs": protocol["max_runs"],
+            "warmup_ms": protocol["warmup_s"] * 1e3,
+            "min_ms": protocol["min_time_s"] * 1e3})
+    exe = os.path.join(workdir, "bench_%s_driver" % case["id"])
+    cc = os.environ.get("CC") or shutil.which("cc") or "clang-22"
+    libs = [rt_lib, "-lpthread"] if rt_lib else []
+    proc = run([cc, "-O2", source, obj, "-o", exe] + libs + ["-lm"])
+    if proc.returncode != 0:
+        raise RuntimeError("%s: %s" % (cc, failure(proc)))
+    return exe
+
+
+def run_driver(exe, threads, pad):
+    """One fresh process of the driver, its environment `8 * pad` bytes
+    longer (the stack starts elsewhere): (median ms, runs)."""
+    env = thread_env(threads)
+    env["ATTNC_BENCH_PAD"] = "x" * (8 * pad)
+    proc = run([exe], env=env)
+    if proc.returncode != 0:
+        raise RuntimeError(failure(proc))
+    m = re.search(r"median_ms ([0-9.]+) runs (\d+)", proc.stdout)
+    return float(m.group(1)), int(m.group(2))
+
+
+def median(values):
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else \
+        (ordered[mid - 1] + ordered[mid]) / 2
+
+
 def attnc_aot(attnc, case, spec, protocol, workdir, threads, rt_lib=None,
               processes=1):
+    """The figure is the median over `processes` fresh processes whose
+    environments differ in 8-byte steps, min-max beside it."""
     try:
-        alloc, prepare, call, obj, header = build_aot(
-            attnc, case, spec, workdir, rt_lib is not None)
-        source = os.path.join(workdir, "bench_%s_driver.c" % case["id"])
-        with open(source, "w") as f:
-            f.write(DRIVER % {
-                "header": header, "alloc": "\n".join(alloc),
-                "prepare": prepare, "call": call,
-                "warmup": protocol["warmup"], "min_runs": protocol["min_runs"],
-                "max_runs": protocol["max_runs"],
-                "warmup_ms": protocol["warmup_s"] * 1e3,
-                "min_ms": protocol["min_time_s"] * 1e3})
-        exe = os.path.join(workdir, "bench_%s_driver" % case["id"])
-        cc = os.environ.get("CC") or shutil.which("cc") or "clang-22"
-        libs = [rt_lib, "-lpthread"] if rt_lib else []
-        proc = run([cc, "-O2", source, obj, "-o", exe] + libs + ["-lm"])
-        if proc.returncode != 0:
-            raise RuntimeError("%s: %s" % (cc, failure(proc)))
-        # Fresh processes whose environments differ in 8-byte steps, so
-        # that the stack starts at different offsets (ASLR moves it too):
-        # the figure is the median of their medians, min-max beside it.
+        exe = aot_driver(attnc, case, spec, protocol, workdir, rt_lib)
         per_process, runs = [], 0
         for i in range(processes):
-            env = thread_env(threads)
-            env["ATTNC_BENCH_PAD"] = "x" * (8 * i)
-            proc = run([exe], env=env)
-            if proc.returncode != 0:
-                raise RuntimeError(failure(proc))
-            m = re.search(r"median_ms ([0-9.]+) runs (\d+)", proc.stdout)
-            per_process.append(float(m.group(1)))
-            runs += int(m.group(2))
-        ordered = sorted(per_process)
-        mid = len(ordered) // 2
-        median = ordered[mid] if len(ordered) % 2 else \
-            (ordered[mid - 1] + ordered[mid]) / 2
-        return {"ms": median, "runs": runs, "min_ms": ordered[0],
-                "max_ms": ordered[-1], "per_process_ms": per_process}
+            ms, n = run_driver(exe, threads, i)
+            per_process.append(ms)
+            runs += n
+        return {"ms": median(per_process), "runs": runs,
+                "min_ms": min(per_process), "max_ms": max(per_process),
+                "per_process_ms": per_process}
     except Exception as e:
         return {"error": str(e)}
 
