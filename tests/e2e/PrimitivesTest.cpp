@@ -14,7 +14,9 @@
 // 1-wide ones, and with shapes (Tk = 100, 130) beyond one key tile of a
 // fused attention. Most shapes of each op are fixed; one or two per op are
 // drawn from a fixed seed, and the inputs of a case from a seed made of its
-// name, so every run sees the same numbers. Every case runs at -O3; a subset
+// name, so every run sees the same numbers. Every case runs at -O3 for this
+// machine, at -O2 for each class of x86 CPU that the machine can run
+// (AVX-512, AVX2, the SSE2 baseline: each has its own schedule), and a subset
 // also at -O0 (scalar loops).
 //
 // Tolerance: max |kernel - reference| <= 1e-4 * max(1, max |reference|). The
@@ -31,10 +33,13 @@
 
 #include "NaiveReference.h"
 
+#include "attnc/Codegen/Target.h"
 #include "attnc/Runtime/Runtime.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
 
 #include "gtest/gtest.h"
 
@@ -273,23 +278,41 @@ struct Param {
   int optLevel;
   /// CpuPipelineOptions::attention; empty: the default.
   std::string attention;
+  /// The CPU whose target description (hence schedule) is used, and its
+  /// name in the test's name ("": this machine's).
+  const char *cpu = "native";
+  const char *isa = "";
 };
+
+/// The classes of x86 CPU (tests/lit/attnc/isa-classes.test checks their
+/// code on any machine; these run it where the machine can).
+struct IsaClass {
+  const char *cpu, *name;
+};
+const IsaClass kIsaClasses[] = {
+    {"x86-64-v4", "avx512"}, {"x86-64-v3", "avx2"}, {"x86-64", "sse2"}};
 
 //===----------------------------------------------------------------------===//
 // Compile, run, compare
 //===----------------------------------------------------------------------===//
 
-void runCase(const CaseSpec &spec, int optLevel, const std::string &attention) {
+void runCase(const CaseSpec &spec, int optLevel, const std::string &attention,
+             const std::string &cpu) {
+  CompileOptions options;
+  options.setOptLevel(optLevel);
+  options.target.cpu = cpu;
+  if (llvm::Error lacks = checkRunsOnHost(options.target))
+    GTEST_SKIP() << "this machine cannot run " << cpu
+                 << " code: " << llvm::toString(std::move(lacks))
+                 << " (lit checks its code: tests/lit/attnc/isa-classes.test)";
   Case c(hashName(spec.name));
   spec.build(c);
   ASSERT_FALSE(::testing::Test::HasFatalFailure());
   std::string text = c.specText();
   SCOPED_TRACE("spec (" + spec.name + ", -O" + std::to_string(optLevel) +
-               (attention.empty() ? "" : ", attention=" + attention) + "):\n" +
-               text);
+               (attention.empty() ? "" : ", attention=" + attention) +
+               ", --mcpu=" + cpu + "):\n" + text);
 
-  CompileOptions options;
-  options.setOptLevel(optLevel);
   if (!attention.empty())
     options.pipeline.attention = attention;
   auto kernel =
@@ -988,6 +1011,9 @@ std::vector<Param> params() {
   std::vector<Param> result;
   for (const CaseSpec &spec : allCases()) {
     result.push_back({&spec, 3, ""});
+    if (llvm::Triple(llvm::sys::getDefaultTargetTriple()).isX86())
+      for (const IsaClass &isa : kIsaClasses)
+        result.push_back({&spec, 2, "", isa.cpu, isa.name});
     if (spec.alsoO0)
       result.push_back({&spec, 0, ""});
     for (const std::string &lowering : spec.attentionLowerings)
@@ -997,7 +1023,7 @@ std::vector<Param> params() {
 }
 
 void PrintTo(const Param &param, std::ostream *os) {
-  *os << param.spec->name << " at -O" << param.optLevel;
+  *os << param.spec->name << " at -O" << param.optLevel << " for " << param.cpu;
   if (!param.attention.empty())
     *os << " with attention=" << param.attention;
 }
@@ -1005,16 +1031,18 @@ void PrintTo(const Param &param, std::ostream *os) {
 struct Primitive : ::testing::TestWithParam<Param> {};
 
 TEST_P(Primitive, MatchesReference) {
-  runCase(*GetParam().spec, GetParam().optLevel, GetParam().attention);
+  const Param &param = GetParam();
+  runCase(*param.spec, param.optLevel, param.attention, param.cpu);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, Primitive, ::testing::ValuesIn(params()),
                          [](const ::testing::TestParamInfo<Param> &info) {
-                           return info.param.spec->name + "_O" +
-                                  std::to_string(info.param.optLevel) +
-                                  (info.param.attention.empty()
-                                       ? ""
-                                       : "_" + info.param.attention);
+                           const Param &p = info.param;
+                           return p.spec->name + "_O" +
+                                  std::to_string(p.optLevel) +
+                                  (*p.isa ? std::string("_") + p.isa : "") +
+                                  (p.attention.empty() ? ""
+                                                       : "_" + p.attention);
                          });
 
 /// The case names are unique (gtest would reject the suite otherwise, but
