@@ -2,6 +2,7 @@
 
 #include "attnc/InitAttn.h"
 
+#include "attn/CPU/Passes.h"
 #include "attn/IR/AttnDialect.h"
 #include "attn/Transforms/Passes.h"
 #include "attnc/Codegen/Pipeline.h"
@@ -20,5 +21,6 @@ void attnc::registerAllDialects(mlir::DialectRegistry &registry) {
 void attnc::registerAllPasses() {
   mlir::registerAllPasses();
   mlir::attn::registerAttnPasses();
+  mlir::attn::registerAttnCPUPasses();
   registerCpuLoweringPipeline();
 }

@@ -2,6 +2,7 @@
 
 #include "attnc/Codegen/Pipeline.h"
 
+#include "attn/CPU/Passes.h"
 #include "attn/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"

@@ -1,4 +1,10 @@
-//===- Passes.td - Passes of the attn dialect --------------*- tablegen -*-===//
+//===- Passes.td - Target-neutral passes of the attn dialect *- tablegen -*-===//
+//
+// attn -> linalg and the rewrites that hold for any target. What a CPU
+// target must provide on top (register blocking, the flash loop nest,
+// packed params, math approximations) is in attn/CPU/Passes.td.
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef ATTN_TRANSFORMS_PASSES_TD
 #define ATTN_TRANSFORMS_PASSES_TD
@@ -120,52 +126,6 @@ def AttnLowerToLinalg : Pass<"attn-lower-to-linalg", "::mlir::ModuleOp"> {
   ];
 }
 
-def AttnSplitPrepare : Pass<"attn-split-prepare", "::mlir::ModuleOp"> {
-  let summary = "Split each kernel into a once-per-params prepare step and "
-                "the per-call rest";
-  let description = [{
-    Params are bound once and then used by many calls, yet a kernel lowered
-    to linalg transposes every `linear` weight on every call. For each
-    kernel `NAME` (a public `func.func` on tensors, after
-    `attn-lower-to-linalg`) this pass builds
-
-    - `NAME_prepare(params...) -> (packed, status)`: every linalg op that
-      reads only params (and constants) and makes no bigger a tensor than it
-      reads (the weight transposes; not the bias broadcasts), with the
-      results the rest of the kernel reads flattened, one after another at
-      16-float offsets, into the 1-D f32 tensor `packed`;
-    - `NAME_prepared(args..., packed) -> (results..., status)`: `NAME` with
-      those results read out of `packed` (`tensor.extract_slice` +
-      `tensor.expand_shape`, no copy once bufferized);
-
-    and makes `NAME` call the two, so that its ABI and its results do not
-    change. `NAME` records the size of `packed` as `attn.packed_elements`;
-    a kernel with nothing to prepare gets a 0-element `packed`.
-
-    Before:
-
-    ```mlir
-    func.func @k(%x: tensor<4x8xf32>, %w: tensor<16x8xf32> {attn.role = "param"})
-        -> (tensor<4x16xf32>, i32) {
-      %wt = linalg.transpose ins(%w : tensor<16x8xf32>) outs(%e : tensor<8x16xf32>)
-          permutation = [1, 0]
-      %y = linalg.matmul ins(%x, %wt : ...) outs(%zero : tensor<4x16xf32>)
-      return %y, %c0 : tensor<4x16xf32>, i32
-    }
-    ```
-
-    After: `@k_prepare(%w)` returns the transpose in `tensor<128xf32>`;
-    `@k_prepared(%x, %w, %packed)` starts from
-    `tensor.extract_slice %packed[0] [128] [1]` and
-    `tensor.expand_shape ... into tensor<8x16xf32>`; `@k` calls both.
-  }];
-  let dependentDialects = [
-    "::mlir::arith::ArithDialect",
-    "::mlir::func::FuncDialect",
-    "::mlir::tensor::TensorDialect"
-  ];
-}
-
 def AttnDistinctResults
     : Pass<"attn-distinct-results", "::mlir::func::FuncOp"> {
   let summary = "Give a value returned more than once a copy per extra result";
@@ -235,149 +195,6 @@ def AttnFuseElementwise : Pass<"attn-fuse-elementwise"> {
     "::mlir::affine::AffineDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::tensor::TensorDialect"
-  ];
-}
-
-def AttnTileAndVectorize
-    : Pass<"attn-tile-and-vectorize", "::mlir::func::FuncOp"> {
-  let summary = "Register-block GEMMs and vectorize elementwise linalg ops "
-                "on buffers";
-  let description = [{
-    Runs after bufferization.
-
-    Every `linalg.matmul` / `linalg.batch_matmul` with the default maps
-    (`C[m, n] += A[m, k] * B[k, n]`) is replaced by register blocks of
-    `row-tile` rows by `column-tile` columns of C: the block's rows are loaded
-    into vector accumulators, a k loop carries them, each k step loads one
-    vector of B, broadcasts `row-tile` scalars of A and issues `row-tile`
-    FMAs, and the block is stored once. Shapes are static, so the leftover
-    rows and columns are blocks of smaller static sizes: no masks, no
-    partial vectors.
-
-    Epilogues: a `linalg.fill` of zeros or a `linalg.broadcast` of a bias
-    over rows that writes a plain matmul's accumulator right before it, and
-    a ReLU `linalg.generic` (`max(x, +0.0)`) that reads the accumulator
-    right after it into another buffer, are folded into the register
-    blocks: the first k slice starts from zeros or the bias instead of
-    loading C, and the last stores `max(acc, 0)` into the ReLU's output.
-    Each saves a pass over C. The ReLU is folded only when nothing else
-    reads C.
-
-    All-parallel ops (elementwise `linalg.generic`, `linalg.fill`,
-    `linalg.broadcast`, and `linalg.transpose` when it keeps the innermost
-    dimension, as split_heads/merge_heads do) are tiled into strips of their
-    innermost dimension (the largest power of two up to `column-tile` that
-    divides it) and vectorized. Reductions over the innermost dimension only
-    (softmax's max and sum, layer norm's sums) of rows up to 1024 elements
-    are vectorized one row per vector (`vector.reduction`).
-
-    Other reductions, other transposes and gathers are left for
-    `convert-linalg-to-loops`. The vector ops are lowered to 1-D form.
-
-    Before:
-
-    ```mlir
-    linalg.matmul ins(%a, %b : memref<12x5xf32>, memref<5x40xf32>)
-                  outs(%c : memref<12x40xf32>)
-    ```
-
-    After (the first block; then 4x32, 8x8 and 4x8 blocks):
-
-    ```mlir
-    %c0 = vector.load %c[%i0, %j] : memref<12x40xf32>, vector<32xf32>
-    ...
-    %acc:8 = scf.for %k = ... iter_args(%a0 = %c0, ...) {
-      %b = vector.load %b[%k, %j] : memref<5x40xf32>, vector<32xf32>
-      %a = memref.load %a[%i0, %k] : memref<12x5xf32>
-      %s = vector.broadcast %a : f32 to vector<32xf32>
-      %f = vector.fma %s, %b, %a0 : vector<32xf32>
-      ...
-    }
-    vector.store %acc#0, %c[%i0, %j] : memref<12x40xf32>, vector<32xf32>
-    ```
-  }];
-  let options = [
-    Option<"rowTile", "row-tile", "int64_t", /*default=*/"0",
-           "Most rows of C per register block (0: the target's schedule, "
-           "gemm-rows)">,
-    Option<"columnTile", "column-tile", "int64_t", /*default=*/"0",
-           "Most columns of C per register block and elements per vector "
-           "strip, a power of two (0: the target's gemm-columns and "
-           "strip-elements)">,
-    Option<"depthTile", "depth-tile", "int64_t", /*default=*/"0",
-           "k per slice: a column block's slice of B (depth-tile x "
-           "column-tile floats) is reused from cache by every row block (0: "
-           "the target's gemm-depth)">,
-    Option<"parallel", "parallel", "bool", /*default=*/"false",
-           "Make the outermost GEMM block loop (batch, else columns, else "
-           "rows) an scf.parallel, for threads">
-  ];
-  let dependentDialects = [
-    "::mlir::affine::AffineDialect",
-    "::mlir::arith::ArithDialect",
-    "::mlir::scf::SCFDialect",
-    "::mlir::vector::VectorDialect"
-  ];
-}
-
-def AttnApproximateMath : Pass<"attn-approximate-math"> {
-  let summary = "Replace math.exp by its polynomial approximation";
-  let description = [{
-    Rewrites `math.exp` on f32 scalars and vectors into upstream's polynomial
-    approximation (range reduction, a polynomial, exponent bit
-    manipulation; ~1 ulp). Without it, LLVM turns every lane of a vector
-    `exp` into a call to libm's `expf`: slow, and the kernel object would need
-    `-lm` to link.
-
-    Before: `%y = math.exp %x : vector<16xf32>`
-
-    After: a sequence of `arith` ops (`arith.mulf`, `math.fma`,
-    `arith.bitcast`, ...) on `vector<16xf32>`.
-  }];
-  let dependentDialects = [
-    "::mlir::arith::ArithDialect",
-    "::mlir::math::MathDialect",
-    "::mlir::vector::VectorDialect"
-  ];
-}
-
-def AttnLowerFusedAttention
-    : Pass<"attn-lower-fused-attention", "::mlir::func::FuncOp"> {
-  let summary = "Lower attn.fused_attention on buffers to a flash-style loop "
-                "nest";
-  let description = [{
-    For each batch entry, the keys are transposed into a scratch buffer in
-    blocks of `key-block` keys (`[Tk / W, d, W]`: one block's vectors are
-    contiguous, and never 4 KB apart in one L1 set); then for each block of `row-block` query rows, an online softmax
-    runs over blocks of `key-block` keys: scores are computed in vector
-    registers (FMAs against a vector of keys), masked from indices with
-    D2L's `-1e6` replacement (`j >= len`, `len = min(len, i + 1)` when
-    causal), and folded into a running max `m`, sum `l` and output row
-    (`out = out * exp(m - m') + p @ v`). Key blocks past every row's length
-    are skipped; the scores are never stored. A row with `len <= 0` gets the
-    mean of `v` (D2L's uniform row); a row whose visible scores are all below
-    `-1e6 + 104` (where the skipped masked keys would still count) is
-    recomputed exactly.
-
-    Extra memory: about `d * Tk + dv` floats per thread, whatever Tq.
-  }];
-  let options = [
-    Option<"rowBlock", "row-block", "int64_t", /*default=*/"0",
-           "Query rows per block (score accumulators in registers; 0: the "
-           "target's attention-rows)">,
-    Option<"keyBlock", "key-block", "int64_t", /*default=*/"0",
-           "Keys per block, a power of two (row-block x key-block / lanes "
-           "score accumulators; 0: the target's attention-keys)">,
-    Option<"parallel", "parallel", "bool", /*default=*/"false",
-           "Make the loop over batch entries an scf.parallel (each iteration "
-           "with its own scratch), for threads">
-  ];
-  let dependentDialects = [
-    "::mlir::arith::ArithDialect",
-    "::mlir::math::MathDialect",
-    "::mlir::memref::MemRefDialect",
-    "::mlir::scf::SCFDialect",
-    "::mlir::vector::VectorDialect"
   ];
 }
 

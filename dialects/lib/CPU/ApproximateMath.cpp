@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/Target/CpuTarget.h"
-#include "attn/Transforms/Passes.h"
+#include "attn/CPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -19,7 +19,7 @@
 
 namespace mlir::attn {
 #define GEN_PASS_DEF_ATTNAPPROXIMATEMATH
-#include "attn/Transforms/Passes.h.inc"
+#include "attn/CPU/Passes.h.inc"
 } // namespace mlir::attn
 
 using namespace mlir;

@@ -30,7 +30,7 @@
 
 #include "attn/IR/AttnOps.h"
 #include "attn/Target/CpuTarget.h"
-#include "attn/Transforms/Passes.h"
+#include "attn/CPU/Passes.h"
 
 #include "PowerOfTwoPieces.h"
 
@@ -46,7 +46,7 @@
 
 namespace mlir::attn {
 #define GEN_PASS_DEF_ATTNLOWERFUSEDATTENTION
-#include "attn/Transforms/Passes.h.inc"
+#include "attn/CPU/Passes.h.inc"
 } // namespace mlir::attn
 
 using namespace mlir;

@@ -13,7 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/Target/CpuTarget.h"
-#include "attn/Transforms/Passes.h"
+#include "attn/CPU/Passes.h"
 
 #include "GemmEpilogue.h"
 #include "PowerOfTwoPieces.h"
@@ -33,7 +33,7 @@
 
 namespace mlir::attn {
 #define GEN_PASS_DEF_ATTNTILEANDVECTORIZE
-#include "attn/Transforms/Passes.h.inc"
+#include "attn/CPU/Passes.h.inc"
 } // namespace mlir::attn
 
 using namespace mlir;

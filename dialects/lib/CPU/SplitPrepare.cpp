@@ -8,7 +8,7 @@
 
 #include "attn/IR/AttnDialect.h"
 #include "attn/Target/CpuTarget.h"
-#include "attn/Transforms/Passes.h"
+#include "attn/CPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -21,7 +21,7 @@
 
 namespace mlir::attn {
 #define GEN_PASS_DEF_ATTNSPLITPREPARE
-#include "attn/Transforms/Passes.h.inc"
+#include "attn/CPU/Passes.h.inc"
 } // namespace mlir::attn
 
 using namespace mlir;
