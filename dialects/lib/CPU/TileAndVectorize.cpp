@@ -12,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn/Target/CpuTarget.h"
 #include "attn/CPU/Passes.h"
+#include "attn/Target/CpuTarget.h"
 
 #include "GemmEpilogue.h"
 #include "PowerOfTwoPieces.h"
@@ -121,12 +121,15 @@ SmallVector<int64_t> chooseTransposeBlocks(linalg::LinalgOp op, int64_t block) {
 /// matmul. With an epilogue, the first k slice (of `totalDepth`) starts from
 /// zeros or the bias instead of C, and the last stores max(C, 0) into the
 /// ReLU's output instead of C into C. With `packedB`, B is read from that
-/// [depth, width] copy of the slice instead (see packSliceOfB).
+/// [depth, width] copy of the slice instead (see packSliceOfB). C has
+/// `matrixRows` rows; the next block's C is prefetched a line every
+/// `prefetchStride` floats.
 void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
                        Value out, ValueRange batch, Value m, Value n,
                        int64_t rows, int64_t width, Value kBegin, int64_t depth,
                        int64_t totalDepth, const attn::GemmEpilogue &epilogue,
-                       Value packedB) {
+                       Value packedB, int64_t matrixRows,
+                       int64_t prefetchStride) {
   auto vectorType = VectorType::get({width}, b.getF32Type());
   auto at = [&](ValueRange tail) {
     SmallVector<Value> indices(batch);
@@ -139,6 +142,27 @@ void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
         r == 0 ? m
                : arith::AddIOp::create(
                      b, loc, m, arith::ConstantIndexOp::create(b, loc, r)));
+  // The next row block's C lines are asked for now, so that they arrive
+  // while this block's k loop runs: that block's loads of C otherwise wait
+  // on memory (C is written once and read again only a whole column pass
+  // later). The row is clamped into C: the last block prefetches itself.
+  Value lastRow = arith::ConstantIndexOp::create(b, loc, matrixRows - 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    Value next = arith::MinSIOp::create(
+        b, loc,
+        arith::AddIOp::create(b, loc, m,
+                              arith::ConstantIndexOp::create(b, loc, rows + r)),
+        lastRow);
+    for (int64_t c = 0; c < width; c += prefetchStride) {
+      Value column =
+          c == 0 ? n
+                 : arith::AddIOp::create(
+                       b, loc, n, arith::ConstantIndexOp::create(b, loc, c));
+      memref::PrefetchOp::create(b, loc, out, at({next, column}),
+                                 /*isWrite=*/true, /*localityHint=*/3,
+                                 /*isDataCache=*/true);
+    }
+  }
   auto loadC = [&](OpBuilder &b) {
     SmallVector<Value> blockOfC;
     for (Value row : rowIndex)
@@ -280,7 +304,8 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
                                     int64_t rowTile, int64_t columnTile,
                                     int64_t depthTile, bool parallel,
                                     int64_t parallelFlops,
-                                    int64_t packRowBlocks) {
+                                    int64_t packRowBlocks,
+                                    int64_t prefetchStride) {
   bool batched = isa<linalg::BatchMatmulOp>(op);
   if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) ||
       !op.hasPureBufferSemantics())
@@ -369,10 +394,10 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
                       forEachBlock(b, loc, rs.begin, rs.count, rs.size,
                                    innerParallel && !splitColumns,
                                    [&](OpBuilder &b, Value m) {
-                                     emitRegisterBlock(b, loc, lhs, rhs, out,
-                                                       batch, m, n, rs.size,
-                                                       cs.size, k0, ks.size,
-                                                       depth, epilogue, view);
+                                     emitRegisterBlock(
+                                         b, loc, lhs, rhs, out, batch, m, n,
+                                         rs.size, cs.size, k0, ks.size, depth,
+                                         epilogue, view, rows, prefetchStride);
                                    });
                   });
             if (packed)
@@ -414,9 +439,9 @@ struct AttnTileAndVectorizePass
         gemms.push_back(op);
     });
     for (linalg::LinalgOp op : gemms)
-      (void)lowerToRegisterBlocks(rewriter, op, rows, columns, depth, parallel,
-                                  schedule->parallelFlops,
-                                  schedule->gemmPackRowBlocks);
+      (void)lowerToRegisterBlocks(
+          rewriter, op, rows, columns, depth, parallel, schedule->parallelFlops,
+          schedule->gemmPackRowBlocks, schedule->prefetchStrideFloats);
 
     SmallVector<linalg::LinalgOp> candidates;
     func.walk([&](linalg::LinalgOp op) { candidates.push_back(op); });

@@ -55,6 +55,7 @@ std::string CpuSchedule::format() const {
   line("parallel-flops", parallelFlops);
   line("parallel-elements", parallelElements);
   line("packed-alignment-floats", packedAlignmentFloats);
+  line("prefetch-stride-floats", prefetchStrideFloats);
   return text;
 }
 
@@ -97,6 +98,7 @@ CpuSchedule attn::deriveCpuSchedule(const CpuTargetDescription &target) {
   s.parallelFlops = int64_t(1) << 20;
   s.parallelElements = int64_t(1) << 18;
   s.packedAlignmentFloats = std::max<int64_t>(1, target.cacheLineBytes / 4);
+  s.prefetchStrideFloats = std::max<int64_t>(1, target.cacheLineBytes / 4);
   return s;
 }
 

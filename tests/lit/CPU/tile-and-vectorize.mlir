@@ -11,6 +11,18 @@
 // CHECK-SAME: (%[[A:.*]]: memref<12x5xf32>, %[[B:.*]]: memref<5x40xf32>, %[[C:.*]]: memref<12x40xf32>)
 func.func @matmul_blocks(%a: memref<12x5xf32>, %b: memref<5x40xf32>, %c: memref<12x40xf32>) {
   // block (rows 0-7, columns 0-31): load the 8 rows of C into registers
+  // The next row block's C lines are prefetched, a line (16 floats) at a
+  // time, rows clamped into C (rows 8-11 here, 11 for the rest), then this
+  // block's C is loaded.
+  // CHECK-DAG: %[[R8:.*]] = arith.constant 8 : index
+  // CHECK-DAG: %[[R11:.*]] = arith.constant 11 : index
+  // CHECK-DAG: %[[L16:.*]] = arith.constant 16 : index
+  // CHECK-DAG: %[[Z:.*]] = arith.constant 0 : index
+  // CHECK: memref.prefetch %[[C]][%[[R8]], %[[Z]]], write, locality<3>, data : memref<12x40xf32>
+  // CHECK-NEXT: memref.prefetch %[[C]][%[[R8]], %[[L16]]], write, locality<3>, data : memref<12x40xf32>
+  // CHECK-COUNT-5: memref.prefetch %[[C]]
+  // CHECK-NEXT: memref.prefetch %[[C]][%[[R11]], %[[L16]]], write
+  // CHECK-COUNT-8: memref.prefetch %[[C]][%[[R11]]
   // CHECK: %[[C0:.*]] = vector.load %[[C]][%{{.*}}, %{{.*}}] : memref<12x40xf32>, vector<32xf32>
   // CHECK-COUNT-7: vector.load %[[C]]{{.*}} vector<32xf32>
   // for k: one vector of B, then per row a broadcast of A[m, k] and an FMA

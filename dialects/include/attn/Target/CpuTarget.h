@@ -90,6 +90,9 @@ struct CpuSchedule {
   int64_t parallelElements = int64_t(1) << 18;
   /// Alignment of packed params, in floats (a cache line).
   int64_t packedAlignmentFloats = 16;
+  /// GEMM: floats between the prefetches of the next register block's C
+  /// rows (one per cache line of its columns).
+  int64_t prefetchStrideFloats = 16;
 
   /// One `name = value` per line.
   std::string format() const;
