@@ -10,6 +10,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/bit.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -70,11 +71,19 @@ CpuSchedule attn::deriveCpuSchedule(const CpuTargetDescription &target) {
   int64_t columnVectors = std::max<int64_t>(1, target.vectorRegisters / 8);
   s.gemmRows = std::max<int64_t>(1, accumulators / columnVectors);
   s.gemmColumns = columnVectors * s.vectorLanes;
-  // k per slice, measured (no formula found yet): 256 on Zen 5 with 32 zmm
-  // (B read in place, 64 columns); with 16 registers (16 columns, B's
-  // slices packed) the whole k up to 1024 at once: fewer loads and stores
-  // of C, and the packed slice streams from L2 (docs/performance.md).
-  s.gemmDepth = target.vectorRegisters >= 32 ? 256 : 1024;
+  // k per slice: 256 on Zen 5 with 32 zmm (B read in place, 64 columns;
+  // measured, no formula found yet); with 16 registers (16 columns, B's
+  // slices packed) as deep as half the L2 holds of a packed slice: fewer
+  // loads and stores of C, and the slice streams from L2 (measured on Zen 3,
+  // 512 KiB L2: k = 256, 512, 1024 and 3072 each faster than the one before;
+  // docs/performance.md).
+  s.gemmDepth =
+      target.vectorRegisters >= 32
+          ? 256
+          : std::max<int64_t>(
+                256,
+                int64_t(llvm::bit_floor(uint64_t(std::max<int64_t>(
+                    1, target.l2BytesPerCore / 2 / (s.gemmColumns * 4))))));
   s.gemmPackRowBlocks = 4;
   // Four vectors per strip: enough independent work per iteration to hide
   // load latency, few enough to stay in registers.
