@@ -28,9 +28,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn/CPU/Passes.h"
 #include "attn/IR/AttnOps.h"
 #include "attn/Target/CpuTarget.h"
-#include "attn/CPU/Passes.h"
 
 #include "PowerOfTwoPieces.h"
 
@@ -74,11 +74,12 @@ public:
                const attn::CpuSchedule &schedule, bool parallel)
       : b(b), loc(loc), q(op.getQ()), k(op.getK()), v(op.getV()),
         lens(op.getValidLens()), out(op.getInit()), causal(op.getCausal()),
-        scale(op.getScale().convertToFloat()),
-        rowBlock(schedule.attentionRows), keyBlock(schedule.attentionKeys),
+        scale(op.getScale().convertToFloat()), rowBlock(schedule.attentionRows),
+        keyBlock(schedule.attentionKeys),
         maxAccumulators(schedule.attentionAccumulators),
         chunkLanes(schedule.attentionChunkLanes),
         rowBlocksPerSweep(schedule.attentionRowBlocksPerSweep),
+        softmaxBlocks(std::max<int64_t>(1, schedule.attentionSoftmaxBlocks)),
         parallelFlops(schedule.parallelFlops), parallel(parallel) {
     auto qs = cast<MemRefType>(q.getType()).getShape();
     auto ks = cast<MemRefType>(k.getType()).getShape();
@@ -126,8 +127,8 @@ private:
     mean = memref::AllocOp::create(b, loc, MemRefType::get({width}, f32));
     stats = memref::AllocOp::create(
         b, loc, MemRefType::get({2, rowBlock * rowBlocksPerSweep}, f32));
-    probs = memref::AllocOp::create(b, loc,
-                                    MemRefType::get({rowBlock, keyBlock}, f32));
+    probs = memref::AllocOp::create(
+        b, loc, MemRefType::get({rowBlock, keyBlock * softmaxBlocks}, f32));
     queryRows = memref::AllocOp::create(
         b, loc, MemRefType::get({rowBlock * rowBlocksPerSweep, depth}, f32));
   }
@@ -325,8 +326,9 @@ private:
         });
     Value maxLen = init.getResult(0);
 
-    // One block of keys for every register block of the super-block.
-    auto sweep = [&](Value j0, int64_t lanes) {
+    // One step of keys (`blocks` blocks of `lanes`) for every register
+    // block of the super-block.
+    auto sweep = [&](Value j0, int64_t lanes, int64_t blocks) {
       forRowBlocks(s0, rows, [&](Value i0, int64_t count) {
         SmallVector<Value> row, len, state;
         rowsOf(n, i0, count, row, len);
@@ -335,7 +337,8 @@ private:
           for (int64_t r = 0; r < count; ++r)
             state.push_back(memref::LoadOp::create(
                 b, loc, stats, ValueRange{index(which), add(first, index(r))}));
-        SmallVector<Value> next = keyBlockOf(n, row, len, j0, lanes, state);
+        SmallVector<Value> next =
+            keyBlockOf(n, row, len, j0, lanes, blocks, state);
         for (int64_t which = 0; which < 2; ++which)
           for (int64_t r = 0; r < count; ++r)
             memref::StoreOp::create(
@@ -344,19 +347,35 @@ private:
       });
     };
 
-    // Full key blocks up to the longest row; past it every key of every row
-    // is masked.
+    // Full key blocks up to the longest row (past it every key of every row
+    // is masked): softmaxBlocks at a time, then the rest one at a time.
     int64_t fullBlocks = keys / keyBlock, leftKeys = keys % keyBlock;
+    int64_t fullSteps = fullBlocks / softmaxBlocks;
     if (fullBlocks) {
       Value wanted = arith::DivUIOp::create(
           b, loc, add(maxLen, index(keyBlock - 1)), index(keyBlock));
       Value blocks = arith::MinUIOp::create(b, loc, wanted, index(fullBlocks));
-      auto loop = scf::ForOp::create(b, loc, index(0), blocks, index(1));
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(loop.getBody());
-      sweep(arith::MulIOp::create(b, loc, loop.getInductionVar(),
-                                  index(keyBlock)),
-            keyBlock);
+      Value steps = arith::MinUIOp::create(
+          b, loc, arith::DivUIOp::create(b, loc, blocks, index(softmaxBlocks)),
+          index(fullSteps));
+      if (fullSteps) {
+        auto loop = scf::ForOp::create(b, loc, index(0), steps, index(1));
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(loop.getBody());
+        sweep(arith::MulIOp::create(b, loc, loop.getInductionVar(),
+                                    index(keyBlock * softmaxBlocks)),
+              keyBlock, softmaxBlocks);
+      }
+      if (fullBlocks % softmaxBlocks || softmaxBlocks > 1) {
+        Value first =
+            arith::MulIOp::create(b, loc, steps, index(softmaxBlocks));
+        auto loop = scf::ForOp::create(b, loc, first, blocks, index(1));
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(loop.getBody());
+        sweep(arith::MulIOp::create(b, loc, loop.getInductionVar(),
+                                    index(keyBlock)),
+              keyBlock, 1);
+      }
     }
     // The leftover keys, in blocks of powers of two (see powerOfTwoPieces),
     // each only if some row reaches it.
@@ -367,7 +386,7 @@ private:
       auto ifOp = scf::IfOp::create(b, loc, needed, /*withElseRegion=*/false);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
-      sweep(start, lanes);
+      sweep(start, lanes, 1);
     }
 
     forRange(0, rows, 1, [&](Value r) {
@@ -380,73 +399,102 @@ private:
     });
   }
 
-  /// One block of `lanes` keys from j0 for every row of the block; returns
-  /// the updated (max..., sum...).
+  /// One step of the online softmax for every row of the block: `blocks`
+  /// blocks of `lanes` keys from j0; returns the updated (max..., sum...).
+  /// The scores of each block are computed in registers and kept in
+  /// `probs`; the maximum, the rescaling of the output rows (alpha) and the
+  /// sums then happen once per step, not once per block.
   SmallVector<Value> keyBlockOf(Value n, ArrayRef<Value> row,
                                 ArrayRef<Value> len, Value j0, int64_t lanes,
-                                ValueRange state) {
+                                int64_t blocks, ValueRange state) {
     int64_t rows = row.size();
+    int64_t span = lanes * blocks;
     auto vecType = VectorType::get({lanes}, b.getF32Type());
     Value zero = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(vecType, 0.0f));
-    // s[r] = sum_c q[n, row r, c] * kt[key block, c, lanes]
-    auto dot = scf::ForOp::create(
-        b, loc, index(0), index(depth), index(1),
-        SmallVector<Value>(rows, zero),
-        [&](OpBuilder &nb, Location, Value c, ValueRange acc) {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-          Value keyColumn =
-              vector::LoadOp::create(b, loc, vecType, kt, ktIndex(c, j0));
-          SmallVector<Value> next;
-          for (int64_t r = 0; r < rows; ++r) {
-            Value x = memref::LoadOp::create(
-                b, loc, queryRows, ValueRange{inSuperBlock(row[r]), c});
-            next.push_back(vector::FMAOp::create(b, loc, splat(x, lanes),
-                                                 keyColumn, acc[r]));
-          }
-          scf::YieldOp::create(b, loc, next);
-        });
-
-    // Key indices j0 + [0, lanes) as i32, to compare with the lengths.
     SmallVector<int32_t> offsets;
     for (int64_t j = 0; j < lanes; ++j)
       offsets.push_back(static_cast<int32_t>(j));
     auto i32Vec = VectorType::get({lanes}, b.getI32Type());
-    Value keyIndex = arith::AddIOp::create(
-        b, loc,
-        arith::ConstantOp::create(
-            b, loc, DenseElementsAttr::get(i32Vec, ArrayRef(offsets))),
-        splat(arith::IndexCastOp::create(b, loc, b.getI32Type(), j0), lanes));
+    Value laneIndex = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(i32Vec, ArrayRef(offsets)));
 
-    SmallVector<Value> maxes, sums, weights, alphas;
+    // probs[r, t * lanes + j] = the scaled, masked score of key
+    // j0 + t * lanes + j.
+    forRange(0, blocks, 1, [&](Value t) {
+      Value first = arith::MulIOp::create(b, loc, t, index(lanes));
+      Value jt = add(j0, first);
+      SmallVector<Value> where = ktIndex(index(0), jt);
+      // s[r] = sum_c q[n, row r, c] * kt[key block, c, lanes]
+      auto dot = scf::ForOp::create(
+          b, loc, index(0), index(depth), index(1),
+          SmallVector<Value>(rows, zero),
+          [&](OpBuilder &nb, Location, Value c, ValueRange acc) {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+            Value keyColumn = vector::LoadOp::create(
+                b, loc, vecType, kt, ValueRange{where[0], c, where[2]});
+            SmallVector<Value> next;
+            for (int64_t r = 0; r < rows; ++r) {
+              Value x = memref::LoadOp::create(
+                  b, loc, queryRows, ValueRange{inSuperBlock(row[r]), c});
+              next.push_back(vector::FMAOp::create(b, loc, splat(x, lanes),
+                                                   keyColumn, acc[r]));
+            }
+            scf::YieldOp::create(b, loc, next);
+          });
+      // Key indices jt + [0, lanes) as i32, to compare with the lengths.
+      Value keyIndex = arith::AddIOp::create(
+          b, loc, laneIndex,
+          splat(arith::IndexCastOp::create(b, loc, b.getI32Type(), jt), lanes));
+      for (int64_t r = 0; r < rows; ++r) {
+        Value s = arith::MulFOp::create(b, loc, dot.getResult(r),
+                                        splat(f32(scale), lanes));
+        Value lenI32 =
+            arith::IndexCastOp::create(b, loc, b.getI32Type(), len[r]);
+        Value visible = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                              keyIndex, splat(lenI32, lanes));
+        s = arith::SelectOp::create(b, loc, visible, s,
+                                    splat(f32(kMaskedScore), lanes));
+        vector::StoreOp::create(b, loc, s, probs, ValueRange{index(r), first});
+      }
+    });
+
+    SmallVector<Value> maxes, sums, alphas;
     for (int64_t r = 0; r < rows; ++r) {
-      Value s = arith::MulFOp::create(b, loc, dot.getResult(r),
-                                      splat(f32(scale), lanes));
-      Value lenI32 = arith::IndexCastOp::create(b, loc, b.getI32Type(), len[r]);
-      Value visible = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
-                                            keyIndex, splat(lenI32, lanes));
-      s = arith::SelectOp::create(b, loc, visible, s,
-                                  splat(f32(kMaskedScore), lanes));
+      SmallVector<Value> scores;
+      for (int64_t t = 0; t < blocks; ++t)
+        scores.push_back(vector::LoadOp::create(
+            b, loc, vecType, probs, ValueRange{index(r), index(t * lanes)}));
       // A plain max (vmaxps): a NaN score still reaches the output
       // through exp and the sum, without IEEE maximum's NaN and -0 fix-ups
       // (about 50 instructions per row and block).
+      Value lanesMax = scores[0];
+      for (int64_t t = 1; t < blocks; ++t)
+        lanesMax =
+            arith::MaxNumFOp::create(b, loc, lanesMax, scores[t], kPlainMax);
       Value blockMax = vector::ReductionOp::create(
-          b, loc, vector::CombiningKind::MAXNUMF, s, kPlainMax);
+          b, loc, vector::CombiningKind::MAXNUMF, lanesMax, kPlainMax);
       Value oldMax = state[r];
       Value newMax =
           arith::MaxNumFOp::create(b, loc, oldMax, blockMax, kPlainMax);
-      Value p = math::ExpOp::create(
-          b, loc, arith::SubFOp::create(b, loc, s, splat(newMax, lanes)));
+      Value lanesSum;
+      for (int64_t t = 0; t < blocks; ++t) {
+        Value p = math::ExpOp::create(
+            b, loc,
+            arith::SubFOp::create(b, loc, scores[t], splat(newMax, lanes)));
+        vector::StoreOp::create(b, loc, p, probs,
+                                ValueRange{index(r), index(t * lanes)});
+        lanesSum = t ? arith::AddFOp::create(b, loc, lanesSum, p) : p;
+      }
       Value alpha = math::ExpOp::create(
           b, loc, arith::SubFOp::create(b, loc, oldMax, newMax));
-      Value blockSum =
-          vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, p);
+      Value blockSum = vector::ReductionOp::create(
+          b, loc, vector::CombiningKind::ADD, lanesSum);
       sums.push_back(arith::AddFOp::create(
           b, loc, arith::MulFOp::create(b, loc, state[rows + r], alpha),
           blockSum));
       maxes.push_back(newMax);
-      weights.push_back(p);
       alphas.push_back(alpha);
     }
 
@@ -457,9 +505,6 @@ private:
     // loads each row of v once and each weight once (unrolled over the
     // keys, LLVM kept every broadcast weight as a whole vector on the
     // stack).
-    for (int64_t r = 0; r < rows; ++r)
-      vector::StoreOp::create(b, loc, weights[r], probs,
-                              ValueRange{index(r), index(0)});
     SmallVector<std::pair<int64_t, int64_t>> all = chunks();
     int64_t perGroup = std::max<int64_t>(1, maxAccumulators / rows);
     for (size_t g0 = 0; g0 < all.size(); g0 += perGroup) {
@@ -475,7 +520,7 @@ private:
               arith::MulFOp::create(b, loc, o, splat(alphas[r], chunk)));
         }
       auto keysLoop = scf::ForOp::create(
-          b, loc, index(0), index(lanes), index(1), acc,
+          b, loc, index(0), index(span), index(1), acc,
           [&](OpBuilder &nb, Location, Value j, ValueRange acc) {
             OpBuilder::InsertionGuard guard(b);
             b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
@@ -633,6 +678,8 @@ private:
   /// Register blocks of rows that share one pass over the keys (their
   /// blocks of k and v then come from L1).
   int64_t rowBlocksPerSweep;
+  /// Key blocks per step of the online softmax (see keyBlockOf).
+  int64_t softmaxBlocks;
   int64_t parallelFlops;
   bool parallel;
   /// batch x heads entries of `depth`/`width` columns each.
@@ -653,7 +700,8 @@ struct AttnLowerFusedAttentionPass
     getOperation().walk([&](FusedAttentionOp op) { ops.push_back(op); });
     if (ops.empty())
       return;
-    // The target's schedule; row-block and key-block override it.
+    // The target's schedule; row-block, key-block and softmax-blocks
+    // override it.
     FailureOr<attn::CpuSchedule> schedule = attn::cpuScheduleOf(getOperation());
     if (failed(schedule))
       return signalPassFailure();
@@ -661,6 +709,8 @@ struct AttnLowerFusedAttentionPass
       schedule->attentionRows = rowBlock;
     if (keyBlock)
       schedule->attentionKeys = keyBlock;
+    if (softmaxBlocks)
+      schedule->attentionSoftmaxBlocks = softmaxBlocks;
     for (FusedAttentionOp op : ops) {
       if (!op.hasBufferSemantics()) {
         op.emitOpError("must be bufferized before attn-lower-fused-attention");

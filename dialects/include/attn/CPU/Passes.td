@@ -173,8 +173,11 @@ def AttnLowerFusedAttention
     registers (FMAs against a vector of keys), masked from indices with
     D2L's `-1e6` replacement (`j >= len`, `len = min(len, i + 1)` when
     causal), and folded into a running max `m`, sum `l` and output row
-    (`out = out * exp(m - m') + p @ v`). Key blocks past every row's length
-    are skipped; the scores are never stored. A row with `len <= 0` gets the
+    (`out = out * exp(m - m') + p @ v`) once per step of `softmax-blocks`
+    key blocks: a step's scores wait in a `[row-block, key-block x
+    softmax-blocks]` scratch, so the output rows are rescaled and the max and
+    sum reduced once per step. Key blocks past every row's length are
+    skipped; no `[Tq, Tk]` scores are ever stored. A row with `len <= 0` gets the
     mean of `v` (D2L's uniform row); a row whose visible scores are all below
     `-1e6 + 104` (where the skipped masked keys would still count) is
     recomputed exactly.
@@ -188,6 +191,9 @@ def AttnLowerFusedAttention
     Option<"keyBlock", "key-block", "int64_t", /*default=*/"0",
            "Keys per block, a power of two (row-block x key-block / lanes "
            "score accumulators; 0: the target's attention-keys)">,
+    Option<"softmaxBlocks", "softmax-blocks", "int64_t", /*default=*/"0",
+           "Key blocks per step of the online softmax (0: the target's "
+           "attention-softmax-blocks)">,
     Option<"parallel", "parallel", "bool", /*default=*/"false",
            "Make the loop over batch entries an scf.parallel (each iteration "
            "with its own scratch), for threads">

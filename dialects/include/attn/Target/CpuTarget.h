@@ -85,6 +85,9 @@ struct CpuSchedule {
   int64_t attentionAccumulators = 24;
   int64_t attentionChunkLanes = 16;
   int64_t attentionRowBlocksPerSweep = 8;
+  /// Key blocks per step of the online softmax: each step rescales the
+  /// output rows and reduces the maxima and sums once.
+  int64_t attentionSoftmaxBlocks = 1;
   /// Loops of less work than this stay on one thread.
   int64_t parallelFlops = int64_t(1) << 20;
   int64_t parallelElements = int64_t(1) << 18;
