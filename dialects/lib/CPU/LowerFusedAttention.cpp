@@ -460,33 +460,46 @@ private:
       }
     });
 
+    // Per row, a loop over the step's blocks for the maximum, another for
+    // the exps and their sum: one block of scores live at a time (unrolled,
+    // the blocks of every row were live at once and spilled).
     SmallVector<Value> maxes, sums, alphas;
+    auto overBlocks = [&](Value init, function_ref<Value(Value, Value)> body) {
+      auto loop = scf::ForOp::create(
+          b, loc, index(0), index(span), index(lanes), ValueRange{init},
+          [&](OpBuilder &nb, Location, Value t, ValueRange acc) {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+            scf::YieldOp::create(b, loc, body(t, acc[0]));
+          });
+      return loop.getResult(0);
+    };
     for (int64_t r = 0; r < rows; ++r) {
-      SmallVector<Value> scores;
-      for (int64_t t = 0; t < blocks; ++t)
-        scores.push_back(vector::LoadOp::create(
-            b, loc, vecType, probs, ValueRange{index(r), index(t * lanes)}));
+      auto scoresAt = [&](Value t) {
+        return vector::LoadOp::create(b, loc, vecType, probs,
+                                      ValueRange{index(r), t});
+      };
       // A plain max (vmaxps): a NaN score still reaches the output
       // through exp and the sum, without IEEE maximum's NaN and -0 fix-ups
       // (about 50 instructions per row and block).
-      Value lanesMax = scores[0];
-      for (int64_t t = 1; t < blocks; ++t)
-        lanesMax =
-            arith::MaxNumFOp::create(b, loc, lanesMax, scores[t], kPlainMax);
+      Value lanesMax =
+          overBlocks(splat(f32(std::numeric_limits<float>::lowest()), lanes),
+                     [&](Value t, Value acc) -> Value {
+                       return arith::MaxNumFOp::create(b, loc, acc, scoresAt(t),
+                                                       kPlainMax);
+                     });
       Value blockMax = vector::ReductionOp::create(
           b, loc, vector::CombiningKind::MAXNUMF, lanesMax, kPlainMax);
       Value oldMax = state[r];
       Value newMax =
           arith::MaxNumFOp::create(b, loc, oldMax, blockMax, kPlainMax);
-      Value lanesSum;
-      for (int64_t t = 0; t < blocks; ++t) {
+      Value lanesSum = overBlocks(zero, [&](Value t, Value acc) -> Value {
         Value p = math::ExpOp::create(
             b, loc,
-            arith::SubFOp::create(b, loc, scores[t], splat(newMax, lanes)));
-        vector::StoreOp::create(b, loc, p, probs,
-                                ValueRange{index(r), index(t * lanes)});
-        lanesSum = t ? arith::AddFOp::create(b, loc, lanesSum, p) : p;
-      }
+            arith::SubFOp::create(b, loc, scoresAt(t), splat(newMax, lanes)));
+        vector::StoreOp::create(b, loc, p, probs, ValueRange{index(r), t});
+        return arith::AddFOp::create(b, loc, acc, p);
+      });
       Value alpha = math::ExpOp::create(
           b, loc, arith::SubFOp::create(b, loc, oldMax, newMax));
       Value blockSum = vector::ReductionOp::create(

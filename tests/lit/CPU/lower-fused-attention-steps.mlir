@@ -30,16 +30,18 @@ func.func @steps(%q: memref<1x2x4xf32>, %k: memref<1x10x4xf32>, %v: memref<1x10x
   // CHECK: vector.store %{{.*}}, %[[PROBS]][%{{.*}}, %[[OFF]]]
   // CHECK: arith.select
   // CHECK: vector.store %{{.*}}, %[[PROBS]][%{{.*}}, %[[OFF]]]
-  // row 0: one max over both blocks, their exps back into PROBS, one
-  // alpha, one sum
-  // CHECK: %[[S0:.*]] = vector.load %[[PROBS]]{{.*}} vector<4xf32>
-  // CHECK: %[[S1:.*]] = vector.load %[[PROBS]]{{.*}} vector<4xf32>
-  // CHECK: %[[M:.*]] = arith.maxnumf %[[S0]], %[[S1]] fastmath<nnan,nsz> : vector<4xf32>
+  // row 0: one max over both blocks (a loop over the step's 8 keys, a
+  // block of 4 at a time), their exps back into PROBS and their sum (a
+  // second loop), one alpha
+  // CHECK: %[[M:.*]] = scf.for %[[T1:.*]] = %c0{{(_[0-9]+)?}} to %c8{{(_[0-9]+)?}} step %c4{{(_[0-9]+)?}} iter_args(%[[MACC:.*]] = %{{.*}}) -> (vector<4xf32>)
+  // CHECK: %[[S:.*]] = vector.load %[[PROBS]][%{{.*}}, %[[T1]]] : memref<2x8xf32>, vector<4xf32>
+  // CHECK: arith.maxnumf %[[MACC]], %[[S]] fastmath<nnan,nsz> : vector<4xf32>
   // CHECK: vector.reduction <maxnumf>, %[[M]]
+  // CHECK: scf.for %[[T2:.*]] = %c0{{(_[0-9]+)?}} to %c8{{(_[0-9]+)?}} step %c4{{(_[0-9]+)?}} iter_args
+  // CHECK: vector.load %[[PROBS]][%{{.*}}, %[[T2]]]
   // CHECK: math.exp {{.*}} : vector<4xf32>
-  // CHECK: vector.store {{.*}}, %[[PROBS]]
-  // CHECK: math.exp {{.*}} : vector<4xf32>
-  // CHECK: vector.store {{.*}}, %[[PROBS]]
+  // CHECK: vector.store {{.*}}, %[[PROBS]][%{{.*}}, %[[T2]]]
+  // CHECK: arith.addf {{.*}} : vector<4xf32>
   // CHECK: math.exp {{.*}} : f32
   // CHECK-NOT: math.exp {{.*}} : f32
   // CHECK: vector.reduction <add>
