@@ -419,13 +419,10 @@ private:
     Value laneIndex = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(i32Vec, ArrayRef(offsets)));
 
-    // probs[r, t * lanes + j] = the scaled, masked score of key
-    // j0 + t * lanes + j.
-    forRange(0, blocks, 1, [&](Value t) {
-      Value first = arith::MulIOp::create(b, loc, t, index(lanes));
-      Value jt = add(j0, first);
+    // The scaled, masked scores of the `lanes` keys from jt, a vector per
+    // row: s[r] = sum_c q[n, row r, c] * kt[key block, c, lanes].
+    auto scoresOf = [&](Value jt) {
       SmallVector<Value> where = ktIndex(index(0), jt);
-      // s[r] = sum_c q[n, row r, c] * kt[key block, c, lanes]
       auto dot = scf::ForOp::create(
           b, loc, index(0), index(depth), index(1),
           SmallVector<Value>(rows, zero),
@@ -447,6 +444,7 @@ private:
       Value keyIndex = arith::AddIOp::create(
           b, loc, laneIndex,
           splat(arith::IndexCastOp::create(b, loc, b.getI32Type(), jt), lanes));
+      SmallVector<Value> scores;
       for (int64_t r = 0; r < rows; ++r) {
         Value s = arith::MulFOp::create(b, loc, dot.getResult(r),
                                         splat(f32(scale), lanes));
@@ -454,52 +452,64 @@ private:
             arith::IndexCastOp::create(b, loc, b.getI32Type(), len[r]);
         Value visible = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
                                               keyIndex, splat(lenI32, lanes));
-        s = arith::SelectOp::create(b, loc, visible, s,
-                                    splat(f32(kMaskedScore), lanes));
-        vector::StoreOp::create(b, loc, s, probs, ValueRange{index(r), first});
+        scores.push_back(arith::SelectOp::create(
+            b, loc, visible, s, splat(f32(kMaskedScore), lanes)));
       }
-    });
+      return scores;
+    };
+    // One block per step (AVX-512's 64 keys): its scores stay in registers.
+    // Several: each block's wait in probs[r, t * lanes + j].
+    SmallVector<Value> inRegisters;
+    if (blocks == 1)
+      inRegisters = scoresOf(j0);
+    else
+      forRange(0, blocks, 1, [&](Value t) {
+        Value first = arith::MulIOp::create(b, loc, t, index(lanes));
+        for (auto [r, s] : llvm::enumerate(scoresOf(add(j0, first))))
+          vector::StoreOp::create(b, loc, s, probs,
+                                  ValueRange{index(r), first});
+      });
 
     // Per row, a loop over the step's blocks for the maximum, another for
     // the exps and their sum: one block of scores live at a time (unrolled,
     // the blocks of every row were live at once and spilled).
     SmallVector<Value> maxes, sums, alphas;
-    auto overBlocks = [&](Value init, function_ref<Value(Value, Value)> body) {
+    auto overBlocks = [&](int64_t r, Value init,
+                          function_ref<Value(Value, Value, Value)> body) {
+      if (blocks == 1)
+        return body(index(0), inRegisters[r], init);
       auto loop = scf::ForOp::create(
           b, loc, index(0), index(span), index(lanes), ValueRange{init},
           [&](OpBuilder &nb, Location, Value t, ValueRange acc) {
             OpBuilder::InsertionGuard guard(b);
             b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-            scf::YieldOp::create(b, loc, body(t, acc[0]));
+            Value s = vector::LoadOp::create(b, loc, vecType, probs,
+                                             ValueRange{index(r), t});
+            scf::YieldOp::create(b, loc, body(t, s, acc[0]));
           });
       return loop.getResult(0);
     };
     for (int64_t r = 0; r < rows; ++r) {
-      auto scoresAt = [&](Value t) {
-        return vector::LoadOp::create(b, loc, vecType, probs,
-                                      ValueRange{index(r), t});
-      };
       // A plain max (vmaxps): a NaN score still reaches the output
       // through exp and the sum, without IEEE maximum's NaN and -0 fix-ups
       // (about 50 instructions per row and block).
-      Value lanesMax =
-          overBlocks(splat(f32(std::numeric_limits<float>::lowest()), lanes),
-                     [&](Value t, Value acc) -> Value {
-                       return arith::MaxNumFOp::create(b, loc, acc, scoresAt(t),
-                                                       kPlainMax);
-                     });
+      Value lanesMax = overBlocks(
+          r, splat(f32(std::numeric_limits<float>::lowest()), lanes),
+          [&](Value, Value s, Value acc) -> Value {
+            return arith::MaxNumFOp::create(b, loc, acc, s, kPlainMax);
+          });
       Value blockMax = vector::ReductionOp::create(
           b, loc, vector::CombiningKind::MAXNUMF, lanesMax, kPlainMax);
       Value oldMax = state[r];
       Value newMax =
           arith::MaxNumFOp::create(b, loc, oldMax, blockMax, kPlainMax);
-      Value lanesSum = overBlocks(zero, [&](Value t, Value acc) -> Value {
-        Value p = math::ExpOp::create(
-            b, loc,
-            arith::SubFOp::create(b, loc, scoresAt(t), splat(newMax, lanes)));
-        vector::StoreOp::create(b, loc, p, probs, ValueRange{index(r), t});
-        return arith::AddFOp::create(b, loc, acc, p);
-      });
+      Value lanesSum =
+          overBlocks(r, zero, [&](Value t, Value s, Value acc) -> Value {
+            Value p = math::ExpOp::create(
+                b, loc, arith::SubFOp::create(b, loc, s, splat(newMax, lanes)));
+            vector::StoreOp::create(b, loc, p, probs, ValueRange{index(r), t});
+            return arith::AddFOp::create(b, loc, acc, p);
+          });
       Value alpha = math::ExpOp::create(
           b, loc, arith::SubFOp::create(b, loc, oldMax, newMax));
       Value blockSum = vector::ReductionOp::create(

@@ -27,8 +27,8 @@ func.func @steps(%q: memref<1x2x4xf32>, %k: memref<1x10x4xf32>, %v: memref<1x10x
   // CHECK: vector.load %[[KT]]
   // CHECK: vector.fma
   // CHECK: arith.select
-  // CHECK: vector.store %{{.*}}, %[[PROBS]][%{{.*}}, %[[OFF]]]
   // CHECK: arith.select
+  // CHECK: vector.store %{{.*}}, %[[PROBS]][%{{.*}}, %[[OFF]]]
   // CHECK: vector.store %{{.*}}, %[[PROBS]][%{{.*}}, %[[OFF]]]
   // row 0: one max over both blocks (a loop over the step's 8 keys, a
   // block of 4 at a time), their exps back into PROBS and their sum (a
