@@ -124,7 +124,8 @@ private:
         b, loc,
         MemRefType::get({(keys + keyBlock - 1) / keyBlock, depth, keyBlock},
                         f32));
-    mean = memref::AllocOp::create(b, loc, MemRefType::get({width}, f32));
+    if (mayBeEmpty())
+      mean = memref::AllocOp::create(b, loc, MemRefType::get({width}, f32));
     stats = memref::AllocOp::create(
         b, loc, MemRefType::get({2, rowBlock * rowBlocksPerSweep}, f32));
     probs = memref::AllocOp::create(
@@ -135,7 +136,8 @@ private:
 
   void freeScratch() {
     memref::DeallocOp::create(b, loc, kt);
-    memref::DeallocOp::create(b, loc, mean);
+    if (mean)
+      memref::DeallocOp::create(b, loc, mean);
     memref::DeallocOp::create(b, loc, stats);
     memref::DeallocOp::create(b, loc, probs);
     memref::DeallocOp::create(b, loc, queryRows);
@@ -153,7 +155,8 @@ private:
       vOffset = arith::MulIOp::create(b, loc, head, index(width));
     }
     transposeKeys(n);
-    meanOfValues(n);
+    if (mayBeEmpty())
+      meanOfValues(n);
     int64_t super = rowBlock * rowBlocksPerSweep;
     int64_t full = queries / super, left = queries % super;
     forRange(0, full * super, super,
@@ -577,13 +580,44 @@ private:
   /// visible scores all lie where masked keys still count is recomputed
   /// exactly.
   void finishRow(Value n, Value row, Value len, Value rowMax, Value rowSum) {
-    Value empty =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, len, index(0));
+    Value empty = mayBeEmpty()
+                      ? arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
+                                              len, index(0))
+                            .getResult()
+                      : Value();
     Value tiny = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
                                        rowMax, f32(kMaskedScore - kUnderflow));
     Value partial = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
                                           len, index(keys));
     Value exact = arith::AndIOp::create(b, loc, tiny, partial);
+    auto divideOrRecompute = [&] {
+      scf::IfOp::create(
+          b, loc, exact,
+          [&](OpBuilder &nb, Location) {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+            exactRow(n, row, len);
+            scf::YieldOp::create(b, loc);
+          },
+          [&](OpBuilder &nb, Location) {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+            for (auto [c0, chunk] : chunks()) {
+              auto chunkType = VectorType::get({chunk}, b.getF32Type());
+              Value col = index(c0);
+              Value o =
+                  vector::LoadOp::create(b, loc, chunkType, out, vo(row, col));
+              o = arith::DivFOp::create(b, loc, o, splat(rowSum, chunk));
+              vector::StoreOp::create(b, loc, o, out, vo(row, col));
+            }
+            scf::YieldOp::create(b, loc);
+          });
+    };
+    // Without valid_lens every row sees a key at least (causal: itself).
+    if (!mayBeEmpty()) {
+      divideOrRecompute();
+      return;
+    }
     scf::IfOp::create(
         b, loc, empty,
         [&](OpBuilder &nb, Location) {
@@ -598,32 +632,14 @@ private:
         [&](OpBuilder &nb, Location) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-          scf::IfOp::create(
-              b, loc, exact,
-              [&](OpBuilder &nb2, Location) {
-                OpBuilder::InsertionGuard guard2(b);
-                b.setInsertionPoint(nb2.getInsertionBlock(),
-                                    nb2.getInsertionPoint());
-                exactRow(n, row, len);
-                scf::YieldOp::create(b, loc);
-              },
-              [&](OpBuilder &nb2, Location) {
-                OpBuilder::InsertionGuard guard2(b);
-                b.setInsertionPoint(nb2.getInsertionBlock(),
-                                    nb2.getInsertionPoint());
-                for (auto [c0, chunk] : chunks()) {
-                  auto chunkType = VectorType::get({chunk}, b.getF32Type());
-                  Value col = index(c0);
-                  Value o = vector::LoadOp::create(b, loc, chunkType, out,
-                                                   vo(row, col));
-                  o = arith::DivFOp::create(b, loc, o, splat(rowSum, chunk));
-                  vector::StoreOp::create(b, loc, o, out, vo(row, col));
-                }
-                scf::YieldOp::create(b, loc);
-              });
+          divideOrRecompute();
           scf::YieldOp::create(b, loc);
         });
   }
+
+  /// Whether a row may see no key at all (valid_lens <= 0), and so take the
+  /// mean of v: only with valid_lens.
+  bool mayBeEmpty() const { return static_cast<bool>(lens); }
 
   /// score(j) of `row`, with D2L's replacement for j >= len.
   Value scoreOf(Value n, Value row, Value len, Value j) {

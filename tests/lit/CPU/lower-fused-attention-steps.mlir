@@ -8,7 +8,10 @@
 // CHECK-LABEL: func.func @steps
 // CHECK-SAME: (%[[Q:.*]]: memref<1x2x4xf32>, %[[K:.*]]: memref<1x10x4xf32>, %[[V:.*]]: memref<1x10x4xf32>, %[[O:.*]]: memref<1x2x4xf32>)
 func.func @steps(%q: memref<1x2x4xf32>, %k: memref<1x10x4xf32>, %v: memref<1x10x4xf32>, %o: memref<1x2x4xf32>) {
+  // no valid_lens: every row sees a key, so no mean of v is kept (a row
+  // with no visible key would get it)
   // CHECK: %[[KT:.*]] = memref.alloc() : memref<3x4x4xf32>
+  // CHECK-NOT: memref.alloc() : memref<4xf32>
   // CHECK: %[[PROBS:.*]] = memref.alloc() : memref<2x8xf32>
   // steps up to the longest row: min(ceil(maxLen / 4), 2) blocks, / 2
   // blocks per step, at most 1 step of 8 keys
@@ -62,6 +65,10 @@ func.func @steps(%q: memref<1x2x4xf32>, %k: memref<1x10x4xf32>, %v: memref<1x10x
   // CHECK: scf.for
   // CHECK: scf.if
   // CHECK: vector<2xf32>
+  // finish: divide by the sum (or recompute exactly), never the mean
+  // CHECK-NOT: arith.cmpi sle
+  // CHECK: arith.cmpf olt
+  // CHECK: arith.divf
   attn.fused_attention %q, %k, %v outs(%o) scale(0.5) : (memref<1x2x4xf32>, memref<1x10x4xf32>, memref<1x10x4xf32>, memref<1x2x4xf32>) -> ()
   return
 }
