@@ -2,6 +2,7 @@
 
 #include "attn/IR/AttnShapeRules.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -79,6 +80,32 @@ public:
     return true;
   }
 
+  /// What an op makes -- its result, or a tensor it materializes on the
+  /// way (attention's scores) -- stays within the element limit: operands
+  /// that are each within it can still multiply past it. Blamed on the op
+  /// (no argument).
+  bool within(const Twine &what, llvm::ArrayRef<int64_t> dims) {
+    int64_t elements = 1;
+    for (int64_t d : dims) {
+      if (d > 0 && elements > kMaxElements / d) {
+        std::string shape;
+        for (int64_t x : dims)
+          shape += (shape.empty() ? "" : ", ") + std::to_string(x);
+        return fail("", what + " would be [" + shape +
+                            "]; at most 2^40 elements are supported");
+      }
+      elements *= d;
+    }
+    return true;
+  }
+
+  /// `result` if it is within the element limit.
+  RuleResult result(TensorShape result) {
+    if (!within("its result", result.dims))
+      return std::nullopt;
+    return result;
+  }
+
   bool positive(StringRef name, int64_t value) {
     if (value > 0)
       return true;
@@ -137,7 +164,7 @@ RuleResult linearRule(Checker &c, const TensorShape &x, const TensorShape &w,
   }
   TensorShape result = x;
   result.dims.back() = out;
-  return result;
+  return c.result(std::move(result));
 }
 
 /// gamma[D] and beta[D] of a layer norm over the last axis of `x`, and eps.
@@ -200,7 +227,7 @@ RuleResult mlir::attn::rules::inferMatmul(const TensorShape &a,
                     " != " + Twine(bK));
     return std::nullopt;
   }
-  return TensorShape{ElementKind::F32, {a.dims[0], a.dims[1], p}};
+  return c.result(TensorShape{ElementKind::F32, {a.dims[0], a.dims[1], p}});
 }
 
 RuleResult mlir::attn::rules::inferElementwiseUnary(const TensorShape &x,
@@ -328,7 +355,11 @@ RuleResult mlir::attn::rules::inferAttention(const TensorShape &q,
   }
   if (validLens && !c.validLens(*validLens, q.dims[0], q.dims[1], "N"))
     return std::nullopt;
-  return TensorShape{ElementKind::F32, {q.dims[0], q.dims[1], v.dims[2]}};
+  // Decomposed, the scores are a [N, Tq, Tk] tensor.
+  if (!c.within("its scores (q @ k^T)", {q.dims[0], q.dims[1], k.dims[1]}))
+    return std::nullopt;
+  return c.result(
+      TensorShape{ElementKind::F32, {q.dims[0], q.dims[1], v.dims[2]}});
 }
 
 RuleResult mlir::attn::rules::inferMultiheadAttention(
@@ -384,7 +415,15 @@ RuleResult mlir::attn::rules::inferMultiheadAttention(
   }
   if (validLens && !c.validLens(*validLens, q.dims[0], q.dims[1], "B"))
     return std::nullopt;
-  return TensorShape{ElementKind::F32, {q.dims[0], q.dims[1], hidden}};
+  // The projections of k and v are [B, Tk, hidden]; decomposed, the scores
+  // are a [B * heads, Tq, Tk] tensor.
+  if (!c.within("its projection of k and v", {q.dims[0], k.dims[1], hidden}))
+    return std::nullopt;
+  if (!c.within("its scores (q @ k^T)",
+                {q.dims[0], heads, q.dims[1], k.dims[1]}))
+    return std::nullopt;
+  return c.result(
+      TensorShape{ElementKind::F32, {q.dims[0], q.dims[1], hidden}});
 }
 
 RuleResult mlir::attn::rules::inferPositionalEncoding(const TensorShape &x,
