@@ -13,6 +13,8 @@
 
 #include "attnc/Runtime/Npy.h"
 
+#include "attnc/Support/ReadFile.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
@@ -523,11 +525,17 @@ Expected<NpyArray> parseNpy(StringRef bytes, StringRef name) {
   return array;
 }
 
-Expected<NpyArray> readNpy(StringRef path) {
-  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer = MemoryBuffer::getFile(
-      path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+Expected<NpyArray> readNpy(StringRef path, uint64_t maxBytes) {
+  // A file that does not start as a .npy is rejected from its first bytes,
+  // not read to its end (a device or a pipe may have none).
+  auto startsAsNpy = [&](StringRef start) -> Error {
+    if (start.size() >= kMagicLen && start.substr(0, kMagicLen) != kMagic)
+      return parseNpy(start, path).takeError();
+    return Error::success();
+  };
+  auto buffer = readFileAtMost(path, maxBytes, ".npy file", startsAsNpy);
   if (!buffer)
-    return npyError(path, "cannot read file: " + buffer.getError().message());
+    return buffer.takeError();
   return parseNpy((*buffer)->getBuffer(), path);
 }
 

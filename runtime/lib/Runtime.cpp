@@ -17,6 +17,7 @@
 #include "attnc/Gen/SpecToModule.h"
 #include "attnc/InitAttn.h"
 #include "attnc/Runtime/Runtime.h"
+#include "attnc/Support/ReadFile.h"
 #include "attnc/Support/Version.h"
 
 #include "attnc_rt.h"
@@ -133,11 +134,24 @@ std::string entryDigest(llvm::StringRef key, llvm::StringRef objectDigest,
   return sha256Hex({key, compilerVersion(), objectDigest, signatureText});
 }
 
+/// A cache file as it is on disk: a regular file, whose size bounds what is
+/// read (one replaced by a device or a pipe, /dev/zero say, would be read
+/// without end).
+llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>>
+readCacheFile(llvm::StringRef path) {
+  llvm::sys::fs::file_status status;
+  if (std::error_code error = llvm::sys::fs::status(path, status))
+    return error;
+  if (!llvm::sys::fs::is_regular_file(status))
+    return std::make_error_code(std::errc::invalid_argument);
+  return llvm::MemoryBuffer::getFile(path);
+}
+
 /// Reads and validates a cache entry; any mismatch is an error.
 llvm::Expected<DiskEntry> readEntry(llvm::StringRef jsonPath,
                                     llvm::StringRef objectPath,
                                     llvm::StringRef key) {
-  auto jsonBuffer = llvm::MemoryBuffer::getFile(jsonPath);
+  auto jsonBuffer = readCacheFile(jsonPath);
   if (!jsonBuffer)
     return llvm::errorCodeToError(jsonBuffer.getError());
   auto parsed = llvm::json::parse((*jsonBuffer)->getBuffer());
@@ -154,7 +168,7 @@ llvm::Expected<DiskEntry> readEntry(llvm::StringRef jsonPath,
     return llvm::createStringError("entry lacks a digest or a signature");
   if (entryDigest(key, *digest, *signatureText) != *whole)
     return llvm::createStringError("entry does not match its digest");
-  auto objectBuffer = llvm::MemoryBuffer::getFile(objectPath);
+  auto objectBuffer = readCacheFile(objectPath);
   if (!objectBuffer)
     return llvm::errorCodeToError(objectBuffer.getError());
   DiskEntry entry;
@@ -340,10 +354,8 @@ Runtime::compile(llvm::StringRef text, llvm::StringRef sourceName,
 llvm::Expected<std::shared_ptr<Kernel>>
 Runtime::compileFile(llvm::StringRef path, llvm::StringRef block,
                      const CompileOptions &options) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  auto buffer = readSpecFile(path);
   if (!buffer)
-    return llvm::createStringError(buffer.getError(),
-                                   "cannot read '" + path +
-                                       "': " + buffer.getError().message());
+    return buffer.takeError();
   return compile((*buffer)->getBuffer(), path, block, options);
 }

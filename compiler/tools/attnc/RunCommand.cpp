@@ -45,7 +45,11 @@ NpyDtype npyDtypeOf(ElementType type) {
 /// the signature.
 llvm::Expected<NpyArray> readArgument(const KernelArgument &argument,
                                       llvm::StringRef file) {
-  llvm::Expected<NpyArray> array = readNpy(file);
+  // At most a header and the argument's data (8 bytes an element: an i32
+  // argument also takes an int64 file).
+  constexpr uint64_t kMaxHeaderBytes = uint64_t(1) << 20;
+  llvm::Expected<NpyArray> array =
+      readNpy(file, kMaxHeaderBytes + 8 * uint64_t(argument.numElements()));
   if (!array)
     return array.takeError();
   std::string what =

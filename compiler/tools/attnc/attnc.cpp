@@ -14,6 +14,7 @@
 #include "attnc/InitAttn.h"
 #include "attnc/Runtime/Runtime.h"
 #include "attnc/Support/Diagnostics.h"
+#include "attnc/Support/ReadFile.h"
 #include "attnc/Support/Version.h"
 
 #include "RunCommand.h"
@@ -247,10 +248,10 @@ struct LoadedSpec {
 
 /// Reads and checks `inputFile`; reports and returns false on any error.
 bool loadSpec(LoadedSpec &spec) {
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getFileOrSTDIN(inputFile, /*IsText=*/true);
-  if (std::error_code ec = buffer.getError()) {
-    error() << "cannot read '" << inputFile << "': " << ec.message() << "\n";
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      readSpecFile(inputFile);
+  if (!buffer) {
+    error() << llvm::toString(buffer.takeError()) << "\n";
     return false;
   }
   unsigned id =

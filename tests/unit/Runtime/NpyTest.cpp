@@ -271,7 +271,19 @@ TEST(Npy, RejectsUnsupportedNumPyFiles) {
   expectFileError("truncated_f32.npy",
                   {"truncated file: expected 24 data bytes for shape (2, 3) "
                    "<f4, found 19"});
-  expectFileError("does_not_exist.npy", {"cannot read file"});
+  expectFileError("does_not_exist.npy", {"cannot read .npy file"});
+}
+
+// A device or a pipe that never ends is rejected from its first bytes, and
+// a .npy larger than the bound is not read to its end (issue 15, item 7:
+// both ended in LLVM's out-of-memory abort).
+TEST(Npy, ReadsAreBounded) {
+  std::string zero = errorOf(readNpy("/dev/zero"));
+  EXPECT_NE(zero.find("not a .npy file"), std::string::npos) << zero;
+  std::string path = fixture("f32_2x3.npy");
+  EXPECT_TRUE(!!readNpy(path, 1 << 20));
+  std::string small = errorOf(readNpy(path, 64));
+  EXPECT_NE(small.find("is larger than 64 bytes"), std::string::npos) << small;
 }
 
 //===----------------------------------------------------------------------===//

@@ -319,6 +319,34 @@ TEST_F(RuntimeTest, DiskCacheIsReusedAndCorruptEntriesAreRebuilt) {
   expectCorrect(y);
 }
 
+// An entry whose files were replaced by a device (/dev/zero, which never
+// ends) is corrupt and rebuilt, not read without end (issue 15, item 7).
+TEST_F(RuntimeTest, ACacheFileThatIsADeviceIsRebuilt) {
+  {
+    Runtime runtime(cacheDir);
+    ASSERT_TRUE(!!runtime.compile(kSpec, "small.attn", ""));
+  }
+  std::error_code ec;
+  int replaced = 0;
+  for (llvm::sys::fs::directory_iterator it(cacheDir, ec), end;
+       it != end && !ec; it.increment(ec)) {
+    llvm::StringRef path(it->path());
+    if (path.ends_with(".o") || path.ends_with(".json")) {
+      ASSERT_FALSE(llvm::sys::fs::remove(path));
+      ASSERT_FALSE(llvm::sys::fs::create_link("/dev/zero", path));
+      ++replaced;
+    }
+  }
+  ASSERT_EQ(replaced, 2);
+  Runtime second(cacheDir);
+  auto kernel = second.compile(kSpec, "small.attn", "");
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  EXPECT_EQ(second.statistics().corruptEntries, 1u);
+  EXPECT_EQ(second.statistics().compilations, 1u);
+  ASSERT_EQ(message((*kernel)->run(buffers())), "");
+  expectCorrect(y);
+}
+
 /// Both APIs can empty the in-memory cache; a kernel the host holds stays
 /// valid, and the next compile comes from the disk cache.
 TEST_F(RuntimeTest, TheMemoryCacheCanBeClearedFromC) {

@@ -66,8 +66,11 @@ std::string formatNpyShape(llvm::ArrayRef<int64_t> shape);
 llvm::Expected<NpyArray> parseNpy(llvm::StringRef bytes,
                                   llvm::StringRef nameForErrors);
 
-/// Reads and parses the .npy file at \p path.
-llvm::Expected<NpyArray> readNpy(llvm::StringRef path);
+/// Reads and parses the .npy file at \p path: a file, a device or a pipe
+/// of at most \p maxBytes (a header and its data); one that does not start
+/// as a .npy is rejected from its first bytes.
+llvm::Expected<NpyArray> readNpy(llvm::StringRef path,
+                                 uint64_t maxBytes = UINT64_MAX);
 
 /// Serializes \p array as a .npy file (version 1.0 unless the header needs
 /// 2.0; data aligned to 64 bytes).
