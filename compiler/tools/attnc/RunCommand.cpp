@@ -26,6 +26,7 @@
 #include <random>
 #include <sched.h>
 #include <thread>
+#include <unistd.h>
 
 using namespace attnc;
 
@@ -208,6 +209,22 @@ int attnc::runCommand(const RunOptions &options) {
   }
   const KernelSignature &signature = (*kernel)->signature();
   const std::vector<KernelArgument> &arguments = signature.arguments;
+  // The buffers of a legal spec may not fit this machine (2^40 elements are
+  // legal): say so instead of dying in the allocator.
+  double bytes = 4.0 * double(signature.packedElements);
+  for (const KernelArgument &argument : arguments)
+    bytes += 4.0 * double(argument.numElements());
+  double memory =
+      double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
+  if (memory > 0 && bytes > memory) {
+    error() << "block '" << signature.name << "' needs "
+            << llvm::format("%.1f", bytes / double(1 << 30))
+            << " GiB for its arguments and packed params, more than this "
+               "machine's "
+            << llvm::format("%.1f", memory / double(1 << 30))
+            << " GiB of memory\n";
+    return kUserError;
+  }
 
   std::vector<std::optional<NpyArray>> values(arguments.size());
   for (const std::string &input : options.inputs) {
