@@ -30,6 +30,7 @@ import os
 import platform
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -305,13 +306,6 @@ def run_driver(exe, threads, pad):
     return float(m.group(1)), int(m.group(2))
 
 
-def median(values):
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else \
-        (ordered[mid - 1] + ordered[mid]) / 2
-
-
 def attnc_aot(attnc, case, spec, protocol, workdir, threads, rt_lib=None,
               processes=1):
     """The figure is the median over `processes` fresh processes whose
@@ -323,7 +317,7 @@ def attnc_aot(attnc, case, spec, protocol, workdir, threads, rt_lib=None,
             ms, n = run_driver(exe, threads, i)
             per_process.append(ms)
             runs += n
-        return {"ms": median(per_process), "runs": runs,
+        return {"ms": statistics.median(per_process), "runs": runs,
                 "min_ms": min(per_process), "max_ms": max(per_process),
                 "per_process_ms": per_process}
     except Exception as e:

@@ -158,8 +158,6 @@ static llvm::Expected<std::string> withOptimizedLLVMIR(
     llvm::function_ref<llvm::Expected<std::string>(llvm::Module &,
                                                    llvm::TargetMachine &)>
         emit) {
-  if (llvm::Error error = checkTarget(options.target))
-    return std::move(error);
   std::vector<std::string> cpus = cpuList(options.target);
   std::vector<std::unique_ptr<llvm::TargetMachine>> machines;
   for (const std::string &cpu : cpus) {
@@ -170,6 +168,8 @@ static llvm::Expected<std::string> withOptimizedLLVMIR(
       return machine.takeError();
     machines.push_back(std::move(*machine));
   }
+  if (llvm::Error error = checkCpuList(options.target))
+    return std::move(error);
   bool x86 = machines.front()->getTargetTriple().isX86();
   if (cpus.size() > 1 && isLowered(module))
     return llvm::createStringError(

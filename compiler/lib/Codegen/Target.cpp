@@ -203,22 +203,25 @@ attnc::createTargetMachine(const TargetOptions &options) {
   return machine;
 }
 
+llvm::Error attnc::checkCpuList(const TargetOptions &options) {
+  // The dispatcher reads x86's cpuid and xgetbv (Dispatch.h).
+  if (cpuList(options).size() > 1 &&
+      !llvm::Triple(targetTriple(options)).isX86())
+    return llvm::createStringError(
+        "a --mcpu list (one object, a variant per CPU) is for x86-64 only; " +
+        targetTriple(options) + " takes one CPU");
+  return llvm::Error::success();
+}
+
 llvm::Error attnc::checkTarget(const TargetOptions &options) {
-  std::vector<std::string> cpus = cpuList(options);
-  for (const std::string &cpu : cpus) {
+  for (const std::string &cpu : cpuList(options)) {
     TargetOptions one = options;
     one.cpu = cpu;
     auto machine = createTargetMachine(one);
     if (!machine)
       return machine.takeError();
-    // The dispatcher reads x86's cpuid and xgetbv (Dispatch.h).
-    if (cpus.size() > 1 && !(*machine)->getTargetTriple().isX86())
-      return llvm::createStringError(
-          "a --mcpu list (one object, a variant per CPU) is for x86-64 "
-          "only; " +
-          targetTriple(options) + " takes one CPU");
   }
-  return llvm::Error::success();
+  return checkCpuList(options);
 }
 
 namespace {

@@ -369,7 +369,8 @@ private:
                                     index(keyBlock * softmaxBlocks)),
               keyBlock, softmaxBlocks);
       }
-      if (fullBlocks % softmaxBlocks || softmaxBlocks > 1) {
+      // Blocks the steps leave: past fullSteps, or past the longest row.
+      if (softmaxBlocks > 1) {
         Value first =
             arith::MulIOp::create(b, loc, steps, index(softmaxBlocks));
         auto loop = scf::ForOp::create(b, loc, first, blocks, index(1));

@@ -55,7 +55,12 @@ std::vector<std::string> cpuList(const TargetOptions &options);
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 createTargetMachine(const TargetOptions &options);
 
-/// Succeeds when createTargetMachine would for every CPU of the list.
+/// Succeeds unless `options.cpu` is a list for a triple that multi-ISA
+/// objects do not support (only x86-64 has the dispatcher).
+llvm::Error checkCpuList(const TargetOptions &options);
+
+/// Succeeds when createTargetMachine would for every CPU of the list, and
+/// checkCpuList does.
 llvm::Error checkTarget(const TargetOptions &options);
 
 /// What the CPU schedules need to know of `options`'s target (vector width
