@@ -104,19 +104,22 @@ attnc::readPackedElements(mlir::ModuleOp lowered,
   return llvm::Error::success();
 }
 
+void attnc::enableIRPrintingAfterAll(mlir::PassManager &pm) {
+  pm.getContext()->disableMultithreading();
+  pm.enableIRPrinting(
+      /*shouldPrintBeforePass=*/[](mlir::Pass *,
+                                   mlir::Operation *) { return false; },
+      /*shouldPrintAfterPass=*/
+      [](mlir::Pass *, mlir::Operation *) { return true; },
+      /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false);
+}
+
 llvm::Error attnc::lowerToLLVMDialect(mlir::ModuleOp module,
                                       const CompileOptions &options) {
   mlir::MLIRContext *context = module->getContext();
   mlir::PassManager pm(context);
-  if (options.printIRAfterAll) {
-    context->disableMultithreading();
-    pm.enableIRPrinting(
-        /*shouldPrintBeforePass=*/[](mlir::Pass *,
-                                     mlir::Operation *) { return false; },
-        /*shouldPrintAfterPass=*/
-        [](mlir::Pass *, mlir::Operation *) { return true; },
-        /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false);
-  }
+  if (options.printIRAfterAll)
+    enableIRPrintingAfterAll(pm);
   if (llvm::Error error = attachCpuTarget(module, options.target))
     return error;
   buildCpuLoweringPipeline(pm, options.pipeline);

@@ -275,8 +275,9 @@ static std::string macroName(llvm::StringRef text) {
   return result;
 }
 
-std::string attnc::emitCHeader(const KernelSignature &signature,
-                               llvm::StringRef origin) {
+std::string attnc::emitCHeaderWith(const KernelSignature &signature,
+                                   llvm::StringRef origin,
+                                   llvm::StringRef entries) {
   std::string text;
   llvm::raw_string_ostream os(text);
   std::string prefix = macroName(signature.name);
@@ -303,6 +304,33 @@ std::string attnc::emitCHeader(const KernelSignature &signature,
     os << "}\n";
     os << "#define " << arg << "_NUMEL " << a.numElements() << "\n";
   }
+  os << entries;
+  os << "#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n";
+  os << "#endif /* ATTNC_KERNEL_" << prefix << "_H */\n";
+  return text;
+}
+
+std::string attnc::cParameters(const KernelSignature &signature) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvm::interleave(
+      signature.arguments, os,
+      [&](const KernelArgument &a) {
+        bool output = a.role == ArgumentRole::Output;
+        os << (output ? "" : "const ")
+           << (a.type == ElementType::F32 ? "float" : "int32_t") << " *"
+           << a.name;
+      },
+      ", ");
+  return text;
+}
+
+/// The CPU object's entries: NAME, NAME_prepare, NAME_prepared and their
+/// packed forms.
+static std::string cpuEntries(const KernelSignature &signature) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  std::string prefix = macroName(signature.name);
   os << "\n/* Buffers are dense, row-major, any alignment, and must not\n"
         "   overlap. Returns 0, or non-zero on a run-time error: the number\n"
         "   of embeddings given an id out of range, or "
@@ -371,7 +399,14 @@ std::string attnc::emitCHeader(const KernelSignature &signature,
     os << "int " << packedEntryName(signature.name + step)
        << "(void **args);\n";
   os << "\n";
-  os << "#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n";
-  os << "#endif /* ATTNC_KERNEL_" << prefix << "_H */\n";
   return text;
+}
+
+std::string attnc::emitCHeader(const KernelSignature &signature,
+                               llvm::StringRef origin) {
+  return emitCHeaderWith(signature, origin, cpuEntries(signature));
+}
+
+std::string attnc::headerMacroPrefix(llvm::StringRef name) {
+  return macroName(name);
 }

@@ -3,6 +3,7 @@
 #include "attnc/Codegen/Pipeline.h"
 
 #include "attn/CPU/Passes.h"
+#include "attn/GPU/Passes.h"
 #include "attn/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -10,6 +11,8 @@
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
@@ -20,29 +23,27 @@
 
 using namespace mlir;
 
-void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
-                                     const CpuPipelineOptions &options) {
-  // attn -> linalg/tensor/arith/math on tensors.
+/// attn -> linalg/tensor/arith/math on tensors, with `attention` lowered
+/// as attn-decompose's option says. Shared by every target.
+static void addAttnToLinalg(OpPassManager &pm, const std::string &attention) {
   attn::AttnDecomposeOptions decompose;
-  decompose.attentionLowering =
-      options.vectorize ? options.attention : std::string("decomposed");
+  decompose.attentionLowering = attention;
   pm.addPass(attn::createAttnDecompose(decompose));
   pm.addPass(attn::createAttnLowerToLinalg());
   // Elementwise arith on tensors (the causal lengths' minsi) -> linalg.
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  // NAME_prepare (weights transposed once per bound params), NAME_prepared
-  // (the rest) and NAME calling the two.
-  pm.addPass(attn::createAttnSplitPrepare());
+}
+
+/// Tensors -> buffers, for every target. Function boundaries get plain
+/// identity-layout memrefs, outputs become out-parameters written in place.
+static void addBufferization(OpPassManager &pm) {
   pm.addPass(attn::createAttnFuseElementwise());
   pm.addPass(createCanonicalizerPass());
   // A value returned twice gets a copy (after the last CSE, which would
   // merge the copies again).
   pm.addNestedPass<func::FuncOp>(attn::createAttnDistinctResults());
-
-  // Tensors -> buffers. Function boundaries get plain identity-layout
-  // memrefs, outputs become out-parameters written in place.
   bufferization::OneShotBufferizePassOptions bufferization;
   bufferization.bufferizeFunctionBoundaries = true;
   bufferization.functionBoundaryTypeConversion =
@@ -56,6 +57,16 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
   outParams.hoistStaticAllocs = true;
   outParams.modifyPublicFunctions = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+}
+
+void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
+                                     const CpuPipelineOptions &options) {
+  addAttnToLinalg(pm, options.vectorize ? options.attention
+                                        : std::string("decomposed"));
+  // NAME_prepare (weights transposed once per bound params), NAME_prepared
+  // (the rest) and NAME calling the two.
+  pm.addPass(attn::createAttnSplitPrepare());
+  addBufferization(pm);
   // NAME hands its outputs to NAME_prepared instead of copying them.
   pm.addNestedPass<func::FuncOp>(attn::createAttnForwardCallOutputs());
   bufferization::buildBufferDeallocationPipeline(pm);
@@ -108,6 +119,61 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
   pm.addPass(createUBToLLVMConversionPass());
   if (options.parallel)
     pm.addPass(createConvertOpenMPToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void attnc::buildGpuLoweringPipeline(OpPassManager &pm,
+                                     const GpuPipelineOptions &options) {
+  // The D2L steps one by one (no fused attention on the GPU yet), on
+  // buffers, as loops: one kernel per loop nest.
+  addAttnToLinalg(pm, "decomposed");
+  addBufferization(pm);
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  pm.addPass(createCanonicalizerPass());
+  attn::AttnGpuMapLoopsOptions mapping;
+  mapping.blockSize = options.blockSize;
+  pm.addNestedPass<func::FuncOp>(attn::createAttnGpuMapLoops(mapping));
+  pm.addNestedPass<func::FuncOp>(attn::createAttnGpuDeviceMemory());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+
+  // Kernels: outlined into one gpu.module, NVVM, then PTX (and a cubin).
+  pm.addNestedPass<func::FuncOp>(createGpuLaunchSinkIndexComputationsPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(attn::createAttnGpuMergeKernelModules());
+  GpuNVVMAttachTargetOptions nvvmTarget;
+  nvvmTarget.chip = options.chip;
+  nvvmTarget.features = options.features;
+  nvvmTarget.optLevel = options.optLevel;
+  if (!options.libdevice.empty())
+    nvvmTarget.linkLibs.push_back(options.libdevice);
+  pm.addPass(createGpuNVVMAttachTarget(nvvmTarget));
+  OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
+  device.addPass(createSCFToControlFlowPass());
+  device.addPass(createConvertGpuOpsToNVVMOps());
+  device.addPass(createCanonicalizerPass());
+  device.addPass(createCSEPass());
+  device.addPass(createReconcileUnrealizedCastsPass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.toolkitPath = options.toolkit;
+  binary.compilationTarget = options.format;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+
+  // Host code: mgpu* calls, with bare-pointer arguments (the NAME_cuda
+  // ABI: one device pointer per buffer).
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createGpuToLLVMConversionPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  ConvertFuncToLLVMPassOptions funcToLLVM;
+  funcToLLVM.useBarePtrCallConv = true;
+  pm.addPass(createConvertFuncToLLVMPass(funcToLLVM));
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
 }

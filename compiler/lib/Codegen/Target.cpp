@@ -38,9 +38,9 @@ using namespace attnc;
 
 namespace {
 
-/// Every target of the LLVM attnc links (Debian's libLLVM has them all):
-/// --triple cross-compiles.
-void initializeTargets() {
+} // namespace
+
+void attnc::initializeTargets() {
   static std::once_flag once;
   std::call_once(once, [] {
     llvm::InitializeAllTargetInfos();
@@ -50,6 +50,8 @@ void initializeTargets() {
     llvm::InitializeAllAsmParsers();
   });
 }
+
+namespace {
 
 llvm::CodeGenOptLevel codeGenLevel(unsigned optLevel) {
   switch (optLevel) {
@@ -64,8 +66,10 @@ llvm::CodeGenOptLevel codeGenLevel(unsigned optLevel) {
   }
 }
 
+} // namespace
+
 /// int __attnc_packed_NAME(void **args) { return NAME(args[0], ...); }
-void addPackedEntry(llvm::Module &module, llvm::Function &kernel) {
+void attnc::addPackedEntry(llvm::Module &module, llvm::Function &kernel) {
   llvm::LLVMContext &context = module.getContext();
   llvm::Type *ptr = llvm::PointerType::getUnqual(context);
   auto *type = llvm::FunctionType::get(kernel.getReturnType(), {ptr}, false);
@@ -92,8 +96,8 @@ void addPackedEntry(llvm::Module &module, llvm::Function &kernel) {
 /// - -O3 runs LLVM's O3 pipeline, without its loop and SLP vectorizers and
 ///   unroller (re-unrolling attnc's loops made bigger code that compiled
 ///   and ran slower: BERT-base layer JIT compile ~2x, run ~10%).
-void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
-                    unsigned optLevel) {
+void attnc::optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
+                           unsigned optLevel) {
   llvm::PipelineTuningOptions tuning;
   tuning.LoopUnrolling = false;
   tuning.LoopVectorization = false;
@@ -124,7 +128,6 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
   passes.run(module, modules);
 }
 
-} // namespace
 
 std::string attnc::packedEntryName(llvm::StringRef kernel) {
   return ("__attnc_packed_" + kernel).str();

@@ -8,6 +8,7 @@
 
 #include "attn/Target/CpuTarget.h"
 #include "attnc/Codegen/Compile.h"
+#include "attnc/Codegen/GpuCompile.h"
 #include "attnc/Codegen/Target.h"
 #include "attnc/Frontend/Frontend.h"
 #include "attnc/Gen/MLIRGen.h"
@@ -110,14 +111,16 @@ cl::opt<Target, false, ListedValuesParser<Target>>
     target("target", cl::desc("Code generation target (default: cpu)"),
            cl::values(clEnumValN(Target::Cpu, "cpu", "the host CPU"),
                       clEnumValN(Target::Nvptx, "nvptx",
-                                 "NVIDIA GPUs (not implemented yet)")),
+                                 "NVIDIA GPUs (--mcpu=sm_90a by default)")),
            cl::init(Target::Cpu), cl::sub(cl::SubCommand::getTopLevel()),
            cl::sub(runSubcommand), cl::cat(codegenCategory));
 
 cl::opt<std::string>
     mcpu("mcpu",
          cl::desc("Target CPU: an LLVM CPU name (znver4, x86-64-v3, ...) or "
-                  "native, the features of this machine (default: native)"),
+                  "native, the features of this machine (default: native). "
+                  "With --target=nvptx: the GPU's compute capability "
+                  "(sm_90a by default, sm_90, sm_80, ...)"),
          cl::value_desc("CPU"), cl::sub(cl::SubCommand::getTopLevel()),
          cl::sub(runSubcommand), cl::cat(codegenCategory));
 
@@ -169,7 +172,7 @@ cl::opt<EmitKind, false, ListedValuesParser<EmitKind>> emitKind(
                clEnumValN(EmitKind::Header, "header",
                           "the C header of the kernels"),
                clEnumValN(EmitKind::Ptx, "ptx",
-                          "PTX (with --target=nvptx; not implemented yet)")),
+                          "PTX (with --target=nvptx)")),
     cl::init(EmitKind::Obj), cl::cat(outputCategory));
 
 cl::opt<bool> parallelLoops(
@@ -295,21 +298,13 @@ llvm::StringRef attentionName(AttentionLowering lowering) {
 /// The target and pipeline options the flags ask for (both commands).
 CompileOptions compileOptions(CompileOptions options, unsigned level) {
   options.setOptLevel(level);
+  if (target == Target::Nvptx)
+    options.target.kind = TargetKind::Nvptx;
   if (!mcpu.empty())
     options.target.cpu = mcpu;
   options.target.triple = triple;
   options.pipeline.attention = attentionName(attentionLowering).str();
   return options;
-}
-
-/// GPU code generation is not there yet: every command that would need it
-/// says so instead of quietly producing CPU code.
-bool checkTargetFlag() {
-  if (target != Target::Nvptx)
-    return true;
-  error() << "--target=nvptx is not supported yet (GPU code generation has "
-             "not landed); use --target=cpu\n";
-  return false;
 }
 
 /// Writes `text` to -o (stdout by default); binary for objects.
@@ -332,6 +327,51 @@ int writeOutput(llvm::StringRef text, bool binary) {
   return kSuccess;
 }
 
+/// --target=nvptx: the GPU header, or what compileForGpu makes.
+int emitGpuCode(mlir::ModuleOp module, const CompileOptions &options) {
+  auto internal = [](llvm::Error error) {
+    llvm::errs() << "attnc: internal error: "
+                 << llvm::toString(std::move(error)) << "\n";
+    return kInternalError;
+  };
+  if (emitKind == EmitKind::Header) {
+    auto signatures = kernelSignatures(module);
+    if (!signatures)
+      return internal(signatures.takeError());
+    std::string text;
+    for (const KernelSignature &signature : *signatures)
+      text += emitGpuCHeader(signature, llvm::sys::path::filename(inputFile),
+                             options.target);
+    return writeOutput(text, /*binary=*/false);
+  }
+  GpuOutputKind kind = GpuOutputKind::Object;
+  switch (emitKind) {
+  case EmitKind::Lowered:
+    kind = GpuOutputKind::Lowered;
+    break;
+  case EmitKind::Llvm:
+    kind = GpuOutputKind::LlvmIr;
+    break;
+  case EmitKind::Asm:
+    kind = GpuOutputKind::Assembly;
+    break;
+  case EmitKind::Ptx:
+    kind = GpuOutputKind::Ptx;
+    break;
+  default:
+    break;
+  }
+  // A machine without the CUDA toolkit is the user's to fix, not attnc's.
+  if (llvm::Expected<CudaToolkit> toolkit = findCudaToolkit(); !toolkit) {
+    error() << llvm::toString(toolkit.takeError()) << "\n";
+    return kUserError;
+  }
+  auto code = compileForGpu(module, options, kind);
+  if (!code)
+    return internal(code.takeError());
+  return writeOutput(*code, kind == GpuOutputKind::Object);
+}
+
 int emitCode(const LoadedSpec &spec, unsigned optLevelValue) {
   mlir::DialectRegistry registry;
   registerAllDialects(registry);
@@ -345,7 +385,9 @@ int emitCode(const LoadedSpec &spec, unsigned optLevelValue) {
   }
   if (emitKind == EmitKind::Attn) {
     // With the target description the CPU passes will read (DLTI).
-    if (llvm::Error error = attachCpuTarget(
+    if (llvm::Error error = target == Target::Nvptx
+                                ? llvm::Error::success()
+                                : attachCpuTarget(
             *module, compileOptions({}, optLevelValue).target)) {
       llvm::errs() << "attnc: internal error: "
                    << llvm::toString(std::move(error)) << "\n";
@@ -368,6 +410,8 @@ int emitCode(const LoadedSpec &spec, unsigned optLevelValue) {
                  << llvm::toString(std::move(error)) << "\n";
     return kInternalError;
   };
+  if (options.target.kind == TargetKind::Nvptx)
+    return emitGpuCode(*module, options);
   if (emitKind == EmitKind::Header) {
     // The size of each kernel's packed params is known once lowered.
     auto signatures = kernelSignatures(*module);
@@ -451,9 +495,10 @@ int compileMain() {
   LoadedSpec spec;
   if (!loadSpec(spec))
     return kUserError;
-  if (!checkTargetFlag())
-    return kUserError;
-  if (llvm::Error bad = checkTarget(compileOptions({}, *level).target)) {
+  TargetOptions targetOptions = compileOptions({}, *level).target;
+  if (llvm::Error bad = targetOptions.kind == TargetKind::Nvptx
+                            ? checkGpuTarget(targetOptions)
+                            : checkTarget(targetOptions)) {
     error() << llvm::toString(std::move(bad)) << "\n";
     return kUserError;
   }
@@ -513,8 +558,6 @@ int runMain() {
   LoadedSpec spec;
   if (!loadSpec(spec))
     return kUserError;
-  if (!checkTargetFlag())
-    return kUserError;
   if (blockName.empty() && spec.module->blocks.size() > 1) {
     llvm::SmallVector<llvm::StringRef> names;
     for (const auto &b : spec.module->blocks)
@@ -550,7 +593,9 @@ int runMain() {
   options.compile = compileOptions(Runtime::defaultOptions(), *level);
   // The kernel runs here: code for a CPU this machine lacks would stop
   // with an illegal instruction.
-  if (llvm::Error bad = checkRunsOnHost(options.compile.target)) {
+  if (llvm::Error bad = options.compile.target.kind == TargetKind::Nvptx
+                            ? checkGpuTarget(options.compile.target)
+                            : checkRunsOnHost(options.compile.target)) {
     error() << llvm::toString(std::move(bad)) << "\n";
     return kUserError;
   }

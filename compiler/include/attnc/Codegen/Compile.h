@@ -20,6 +20,7 @@
 
 namespace mlir {
 class ModuleOp;
+class PassManager;
 namespace func {
 class FuncOp;
 } // namespace func
@@ -41,6 +42,10 @@ kernelSignatures(mlir::ModuleOp module);
 llvm::Error readPackedElements(mlir::ModuleOp lowered,
                                std::vector<KernelSignature> &signatures);
 
+/// --print-ir-after-all: the whole module after every pass of `pm`, to
+/// stderr (single-threaded, so that the dumps do not interleave).
+void enableIRPrintingAfterAll(mlir::PassManager &pm);
+
 /// Lowers an attn-level module in place to the LLVM dialect. Failures are
 /// reported to the context's diagnostic handler; the error says which stage.
 llvm::Error lowerToLLVMDialect(mlir::ModuleOp module,
@@ -56,6 +61,17 @@ llvm::Expected<std::string> compileToLLVMIRText(mlir::ModuleOp module,
 llvm::Expected<std::string> compileToMachineCode(mlir::ModuleOp module,
                                                  const CompileOptions &options,
                                                  MachineCodeKind kind);
+
+/// The C header of `signature` with `entries` (prototypes and their
+/// comments) after the dims and shapes: what every target's header shares.
+std::string emitCHeaderWith(const KernelSignature &signature,
+                            llvm::StringRef origin, llvm::StringRef entries);
+
+/// The macro prefix of kernel `name` in its header (upper case, `_`).
+std::string headerMacroPrefix(llvm::StringRef name);
+
+/// A prototype's parameters: `const float *X, ..., float *Y`.
+std::string cParameters(const KernelSignature &signature);
 
 /// The C header of a kernel: include guard, `extern "C"`, the prototype of
 /// SPEC §5 and those of NAME_prepare and NAME_prepared, every dim and

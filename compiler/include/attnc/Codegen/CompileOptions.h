@@ -14,14 +14,20 @@
 
 namespace attnc {
 
+/// What the code runs on: the host's kind of CPU, or an NVIDIA GPU through
+/// NVPTX (with host code for the CPU that launches it).
+enum class TargetKind { Cpu, Nvptx };
+
 struct TargetOptions {
+  TargetKind kind = TargetKind::Cpu;
   /// The LLVM target triple to compile for (`aarch64-linux-gnu`, ...);
   /// empty: this machine's. Kernels for another triple are compiled, never
   /// run here.
   std::string triple;
   /// An LLVM CPU name (`znver4`, `x86-64-v3`, ...) or `native` for the CPU
   /// this runs on, with its features (with another triple, `native` means
-  /// LLVM's `generic` CPU of that triple).
+  /// LLVM's `generic` CPU of that triple). With TargetKind::Nvptx: the GPU's
+  /// compute capability (`sm_90a`, `sm_80`, ...; `native` means `sm_90a`).
   std::string cpu = "native";
   /// -O level for LLVM's optimizer and code generator (0..3). 2 by default:
   /// the hot loops are vectorized by attnc already, and LLVM's -O3 unrolls

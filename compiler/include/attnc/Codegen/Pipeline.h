@@ -27,6 +27,9 @@
 
 #include "attnc/Codegen/CompileOptions.h"
 
+#include <cstdint>
+#include <string>
+
 namespace mlir {
 class OpPassManager;
 } // namespace mlir
@@ -41,6 +44,28 @@ void buildCpuLoweringPipeline(mlir::OpPassManager &pm,
 /// Registers `attn-to-llvm` (with options row-tile, column-tile, vectorize)
 /// for textual pipelines and attn-opt.
 void registerCpuLoweringPipeline();
+
+/// What the GPU lowering needs besides the attn module.
+struct GpuPipelineOptions {
+  /// Compute capability and PTX features (`sm_90a`, `+ptx80`).
+  std::string chip = "sm_90a";
+  std::string features = "+ptx80";
+  /// NVVM optimization level of the device code.
+  unsigned optLevel = 3;
+  /// The CUDA toolkit (ptxas, libdevice): `gpu-module-to-binary` links
+  /// libdevice from it and, with `fatbin`, assembles the PTX with ptxas.
+  std::string toolkit;
+  std::string libdevice;
+  /// `isa` (PTX only) or `fatbin` (PTX and cubin).
+  std::string format = "isa";
+  /// Threads per block of the launches attn-gpu-map-loops makes.
+  int64_t blockSize = 256;
+};
+
+/// attn -> device code in a gpu.binary and host code in the LLVM dialect
+/// that calls the `mgpu*` functions (provided by runtime/gpu/attnc_cuda.c).
+void buildGpuLoweringPipeline(mlir::OpPassManager &pm,
+                              const GpuPipelineOptions &options);
 
 } // namespace attnc
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 namespace llvm {
+class Function;
 class LLVMContext;
 class Module;
 class TargetMachine;
@@ -33,6 +34,10 @@ struct CpuTargetDescription;
 } // namespace mlir
 
 namespace attnc {
+
+/// Registers every target of the LLVM attnc links (Debian's libLLVM has
+/// them all: --triple cross-compiles, NVPTX makes GPU code). Idempotent.
+void initializeTargets();
 
 /// The triple `options` compile for, normalized: `options.triple`, or this
 /// machine's when that is empty.
@@ -107,6 +112,13 @@ void addBlockCache(llvm::Module &module);
 /// The symbol of a kernel's packed entry: `int (void **args)`, args[i] the
 /// i-th buffer pointer, so that a host can call a kernel of any arity.
 std::string packedEntryName(llvm::StringRef kernel);
+
+/// Adds packedEntryName(kernel.getName()) calling `kernel` to `module`.
+void addPackedEntry(llvm::Module &module, llvm::Function &kernel);
+
+/// LLVM's middle end on `module` at `optLevel` (0..3) for `machine`.
+void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
+                    unsigned optLevel);
 
 enum class MachineCodeKind { Object, Assembly };
 

@@ -1,0 +1,81 @@
+//===- GpuCompile.h - attn-level module -> GPU objects and PTX --*- C++ -*-===//
+//
+// --target=nvptx: the kernels become PTX (and, with the CUDA toolkit's
+// ptxas, a cubin) embedded in a host object for x86-64 whose exported
+// entries are NAME (host pointers) and NAME_cuda (device pointers, on a
+// CUstream). The object carries its own CUDA loader (runtime/gpu/
+// attnc_cuda.c) and links with libc and libdl only. docs/gpu.md describes
+// the ABI.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNC_CODEGEN_GPUCOMPILE_H
+#define ATTNC_CODEGEN_GPUCOMPILE_H
+
+#include "attnc/Codegen/CompileOptions.h"
+#include "attnc/Codegen/KernelSignature.h"
+#include "attnc/Codegen/Target.h"
+
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir {
+class ModuleOp;
+} // namespace mlir
+
+namespace attnc {
+
+/// Where the CUDA toolkit is: libdevice (math functions in device code)
+/// is needed; ptxas and fatbinary, when present, add a cubin to the PTX.
+struct CudaToolkit {
+  std::string root;
+  std::string libdevice;
+  bool canAssemble = false;
+};
+
+/// The toolkit under $CUDA_HOME, $CUDA_PATH, /usr/local/cuda or
+/// /usr/lib/cuda (the first with libdevice), or an error saying where it
+/// looked.
+llvm::Expected<CudaToolkit> findCudaToolkit();
+
+/// The compute capability `options` name (`native`: sm_90a).
+std::string gpuChip(const TargetOptions &options);
+
+/// Succeeds when `options` (TargetKind::Nvptx) name a compute capability
+/// LLVM's NVPTX back end knows (sm_75 or newer), one of them (no list), for
+/// this machine's triple (the host code and its loader are x86-64 Linux).
+llvm::Error checkGpuTarget(const TargetOptions &options);
+
+/// The PTX ISA version features for `chip` (`+ptx80` for sm_90a).
+std::string ptxFeatures(llvm::StringRef chip);
+
+/// The C header of a GPU object: NAME, NAME_cuda, NAME_cuda_last_error and
+/// the status codes of the loader (attnc_cuda.h).
+std::string emitGpuCHeader(const KernelSignature &signature,
+                           llvm::StringRef origin,
+                           const TargetOptions &options);
+
+enum class GpuOutputKind {
+  /// MLIR just before translation (host in the LLVM dialect, gpu.binary).
+  Lowered,
+  /// The host's LLVM IR, loader linked, optimized.
+  LlvmIr,
+  /// The host's assembly.
+  Assembly,
+  /// The host object with the GPU image inside.
+  Object,
+  /// The device code as PTX text.
+  Ptx,
+};
+
+/// Lowers `module` (attn level) for options.target (TargetKind::Nvptx) and
+/// returns what `kind` asks for.
+llvm::Expected<std::string> compileForGpu(mlir::ModuleOp module,
+                                          const CompileOptions &options,
+                                          GpuOutputKind kind);
+
+} // namespace attnc
+
+#endif // ATTNC_CODEGEN_GPUCOMPILE_H

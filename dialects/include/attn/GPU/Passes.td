@@ -1,0 +1,100 @@
+//===- Passes.td - GPU code generation passes of attn ------*- tablegen -*-===//
+//
+// The passes the GPU (NVPTX) target provides, in place of the CPU ones
+// (attn/CPU/Passes.td). They run on buffers, after bufferization and
+// `convert-linalg-to-parallel-loops`: every loop nest of a kernel becomes a
+// `gpu.launch`, and the host code that is left allocates device memory and
+// orders the launches on one stream. Upstream's `gpu-kernel-outlining`,
+// `convert-gpu-to-nvvm`, `gpu-module-to-binary` and `gpu-to-llvm` take it
+// from there.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_GPU_PASSES_TD
+#define ATTN_GPU_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def AttnGpuMapLoops : Pass<"attn-gpu-map-loops", "::mlir::func::FuncOp"> {
+  let summary = "Turn each top-level loop nest of a kernel into a gpu.launch";
+  let description = [{
+    Runs on a kernel whose linalg ops are loops already
+    (`convert-linalg-to-parallel-loops`). Every shape is static, so each
+    top-level `scf.parallel` has a known iteration count N: it becomes a
+    `gpu.launch async` of ceil(N / block-size) blocks of `block-size`
+    threads, in which thread `blockIdx.x * block-size + threadIdx.x` (when
+    below N) runs the body once for the iteration of that linear index,
+    the innermost dimension fastest (consecutive threads touch consecutive
+    elements of a row-major buffer). Loops nested inside (the reduction
+    `scf.for` of a matmul) stay sequential within the thread.
+
+    Any other op that touches memory at the top level (a loop with no
+    parallel dimension, a store) runs in a launch of one thread, so that no
+    host code reads or writes device memory. Allocations, views, constants,
+    scalar arithmetic and the loads that read a result back
+    (`attn-gpu-device-memory` handles them) stay on the host.
+
+    ```mlir
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c100) step (%c1, %c1) {
+      %v = memref.load %a[%i, %j] : memref<4x100xf32>
+      memref.store %v, %b[%j, %i] : memref<100x4xf32>
+    }
+    ```
+
+    becomes a launch of 2 blocks of 256 threads (400 iterations) whose
+    thread `t` runs the body for `%i = t / 100`, `%j = t mod 100`.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "Threads per block of a mapped loop nest (a multiple of 32)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::scf::SCFDialect",
+  ];
+}
+
+def AttnGpuDeviceMemory
+    : Pass<"attn-gpu-device-memory", "::mlir::func::FuncOp"> {
+  let summary = "Put a kernel's buffers in device memory and order its GPU "
+                "work on one stream";
+  let description = [{
+    Runs after `attn-gpu-map-loops`, on a kernel whose arguments are device
+    buffers (the `NAME_cuda` ABI). It
+
+    - turns each `memref.alloc`/`memref.alloca` into a `gpu.alloc` and
+      frees it (`gpu.dealloc`) before the function returns, after every
+      launch that may use it; `memref.dealloc`s are dropped;
+    - moves each `memref.get_global` used inside a launch into the launch
+      body, so that outlining copies the constant into the GPU module
+      (device memory) rather than handing the kernel a host address;
+    - replaces a host `memref.load` of a device buffer (a kernel status,
+      the count of out-of-range embedding ids) by a copy into host memory,
+      a wait on the stream, and a load of that copy;
+    - chains every `gpu.alloc`, `gpu.launch`, `gpu.memcpy` and
+      `gpu.dealloc` through async tokens from one `gpu.wait async` at entry:
+      one stream, in program order, and no wait at the end (the caller's
+      stream is left to run; the `NAME` wrapper waits for it).
+  }];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
+}
+
+def AttnGpuMergeKernelModules
+    : Pass<"attn-gpu-merge-kernel-modules", "::mlir::ModuleOp"> {
+  let summary = "Put every outlined kernel in one gpu.module";
+  let description = [{
+    `gpu-kernel-outlining` makes one `gpu.module` per kernel, and each
+    becomes its own PTX image: one `ptxas` run at compile time and one
+    module load at run time per launch site. This pass moves the contents of
+    every `gpu.module` into the first one (renamed `kernels`), keeps one copy
+    of each constant that several kernels use, and points every
+    `gpu.launch_func` at the merged module.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+#endif // ATTN_GPU_PASSES_TD

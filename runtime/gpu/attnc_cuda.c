@@ -1,0 +1,452 @@
+/*===- attnc_cuda.c - The CUDA loader inside every GPU object -------------===//
+ *
+ * See attnc_cuda.h. The CUDA driver API is declared here, not included:
+ * attnc builds (and its GPU objects link) on machines without the CUDA
+ * toolkit. Every CUDA call goes through `check`, which turns a failure into
+ * the object's status and message; after the first failure of a call the
+ * rest of its GPU work is skipped (launches would read buffers that were
+ * never allocated or filled).
+ *
+ * One call runs at a time per object (a recursive lock from
+ * attnc_cuda_begin to attnc_cuda_end): the mgpu* functions MLIR's host code
+ * calls take no context, so the stream and status of the call in progress
+ * are the object's. The GPU work itself is asynchronous: holding the lock
+ * costs the enqueueing, not the kernels.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "attnc_cuda.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*--- The driver API, as much as is used ----------------------------------*/
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef void *CUcontext;
+typedef void *CUmodule;
+typedef void *CUfunction;
+typedef void *CUstream;
+
+enum {
+  kDeviceAttributeCcMajor = 75,
+  kDeviceAttributeCcMinor = 76,
+  kDeviceAttributeMemoryPools = 115,
+  kJitErrorLogBuffer = 5,
+  kJitErrorLogBufferBytes = 6,
+  kJitOptimizationLevel = 7,
+};
+
+static struct {
+  CUresult (*init)(unsigned);
+  CUresult (*deviceGetCount)(int *);
+  CUresult (*deviceGet)(CUdevice *, int);
+  CUresult (*deviceGetAttribute)(int *, int, CUdevice);
+  CUresult (*primaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*ctxSetCurrent)(CUcontext);
+  CUresult (*getErrorName)(CUresult, const char **);
+  CUresult (*getErrorString)(CUresult, const char **);
+  CUresult (*moduleLoadData)(CUmodule *, const void *);
+  CUresult (*moduleLoadDataEx)(CUmodule *, const void *, unsigned, int *,
+                               void **);
+  CUresult (*moduleUnload)(CUmodule);
+  CUresult (*moduleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*launchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                           unsigned, unsigned, unsigned, CUstream, void **,
+                           void **);
+  CUresult (*memAlloc)(CUdeviceptr *, size_t);
+  CUresult (*memFree)(CUdeviceptr);
+  CUresult (*memAllocAsync)(CUdeviceptr *, size_t, CUstream);
+  CUresult (*memFreeAsync)(CUdeviceptr, CUstream);
+  CUresult (*memcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  CUresult (*streamSynchronize)(CUstream);
+} cu;
+
+/*--- State ----------------------------------------------------------------*/
+
+enum { kMessageBytes = 1024 };
+
+static pthread_once_t driver_once = PTHREAD_ONCE_INIT;
+static int driver_status;
+static char driver_message[kMessageBytes];
+static CUcontext context;
+static int async_allocation;
+
+static pthread_mutex_t call_lock;
+static int modules_loaded;
+static int modules_status;
+static char modules_message[kMessageBytes];
+
+/* The call in progress (under call_lock). */
+static CUstream current_stream;
+static int call_status;
+static char last_error[kMessageBytes];
+
+static void set_message(char *to, const char *format, va_list args) {
+  vsnprintf(to, kMessageBytes, format, args);
+}
+
+/* Records the first failure of the call in progress. */
+static void fail(int status, const char *format, ...) {
+  if (call_status)
+    return;
+  call_status = status;
+  va_list args;
+  va_start(args, format);
+  set_message(last_error, format, args);
+  va_end(args);
+}
+
+static void describe(CUresult result, const char **name, const char **text) {
+  *name = "CUDA_ERROR_UNKNOWN";
+  *text = "unknown error";
+  if (cu.getErrorName)
+    cu.getErrorName(result, name);
+  if (cu.getErrorString)
+    cu.getErrorString(result, text);
+}
+
+/* 0 on success; otherwise records the failure and returns its status. */
+static int check(CUresult result, const char *what) {
+  if (result == 0)
+    return 0;
+  const char *name, *text;
+  describe(result, &name, &text);
+  fail(ATTNC_CUDA_STATUS_CUDA_ERROR, "CUDA error in %s: %s (%s)", what, name,
+       text);
+  return ATTNC_CUDA_STATUS_CUDA_ERROR;
+}
+
+static void driver_failure(int status, const char *format, ...) {
+  driver_status = status;
+  va_list args;
+  va_start(args, format);
+  set_message(driver_message, format, args);
+  va_end(args);
+}
+
+/* `sm_90a` -> 9, 0, 1; `sm_80` -> 8, 0, 0; `sm_120` -> 12, 0, 0. */
+static int parse_chip(const char *chip, int *major, int *minor,
+                      int *specific) {
+  if (strncmp(chip, "sm_", 3) != 0)
+    return 0;
+  char *end;
+  long number = strtol(chip + 3, &end, 10);
+  if (number < 10)
+    return 0;
+  *major = (int)(number / 10);
+  *minor = (int)(number % 10);
+  *specific = *end == 'a';
+  return 1;
+}
+
+static void open_driver(void) {
+  pthread_mutexattr_t attributes;
+  pthread_mutexattr_init(&attributes);
+  pthread_mutexattr_settype(&attributes, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&call_lock, &attributes);
+  pthread_mutexattr_destroy(&attributes);
+
+  void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!library) {
+    driver_failure(ATTNC_CUDA_STATUS_NO_DRIVER, "no CUDA driver/GPU: %s",
+                   dlerror());
+    return;
+  }
+#define ATTNC_CUDA_SYMBOL(field, name, required)                               \
+  do {                                                                         \
+    *(void **)&cu.field = dlsym(library, name);                                \
+    if (!cu.field && (required)) {                                             \
+      driver_failure(ATTNC_CUDA_STATUS_NO_DRIVER,                              \
+                     "no CUDA driver/GPU: libcuda.so.1 has no %s (a driver "   \
+                     "older than CUDA 11.2?)",                                 \
+                     name);                                                    \
+      return;                                                                  \
+    }                                                                          \
+  } while (0)
+  ATTNC_CUDA_SYMBOL(init, "cuInit", 1);
+  ATTNC_CUDA_SYMBOL(deviceGetCount, "cuDeviceGetCount", 1);
+  ATTNC_CUDA_SYMBOL(deviceGet, "cuDeviceGet", 1);
+  ATTNC_CUDA_SYMBOL(deviceGetAttribute, "cuDeviceGetAttribute", 1);
+  ATTNC_CUDA_SYMBOL(primaryCtxRetain, "cuDevicePrimaryCtxRetain", 1);
+  ATTNC_CUDA_SYMBOL(ctxSetCurrent, "cuCtxSetCurrent", 1);
+  ATTNC_CUDA_SYMBOL(getErrorName, "cuGetErrorName", 1);
+  ATTNC_CUDA_SYMBOL(getErrorString, "cuGetErrorString", 1);
+  ATTNC_CUDA_SYMBOL(moduleLoadData, "cuModuleLoadData", 1);
+  ATTNC_CUDA_SYMBOL(moduleLoadDataEx, "cuModuleLoadDataEx", 1);
+  ATTNC_CUDA_SYMBOL(moduleUnload, "cuModuleUnload", 1);
+  ATTNC_CUDA_SYMBOL(moduleGetFunction, "cuModuleGetFunction", 1);
+  ATTNC_CUDA_SYMBOL(launchKernel, "cuLaunchKernel", 1);
+  ATTNC_CUDA_SYMBOL(memAlloc, "cuMemAlloc_v2", 1);
+  ATTNC_CUDA_SYMBOL(memFree, "cuMemFree_v2", 1);
+  ATTNC_CUDA_SYMBOL(memAllocAsync, "cuMemAllocAsync", 0);
+  ATTNC_CUDA_SYMBOL(memFreeAsync, "cuMemFreeAsync", 0);
+  ATTNC_CUDA_SYMBOL(memcpyAsync, "cuMemcpyAsync", 1);
+  ATTNC_CUDA_SYMBOL(streamSynchronize, "cuStreamSynchronize", 1);
+#undef ATTNC_CUDA_SYMBOL
+
+  const char *name, *text;
+  CUresult result = cu.init(0);
+  if (result != 0) {
+    describe(result, &name, &text);
+    driver_failure(ATTNC_CUDA_STATUS_NO_DRIVER,
+                   "no CUDA driver/GPU: cuInit failed: %s (%s)", name, text);
+    return;
+  }
+  int count = 0;
+  if (cu.deviceGetCount(&count) != 0 || count == 0) {
+    driver_failure(ATTNC_CUDA_STATUS_NO_DRIVER,
+                   "no CUDA driver/GPU: the driver sees no GPU");
+    return;
+  }
+  CUdevice device;
+  int major = 0, minor = 0, pools = 0;
+  if (cu.deviceGet(&device, 0) != 0 ||
+      cu.deviceGetAttribute(&major, kDeviceAttributeCcMajor, device) != 0 ||
+      cu.deviceGetAttribute(&minor, kDeviceAttributeCcMinor, device) != 0) {
+    driver_failure(ATTNC_CUDA_STATUS_NO_DRIVER,
+                   "no CUDA driver/GPU: GPU 0 cannot be queried");
+    return;
+  }
+  int want_major, want_minor, specific;
+  if (!parse_chip(attnc_cuda_object_chip, &want_major, &want_minor,
+                  &specific)) {
+    driver_failure(ATTNC_CUDA_STATUS_WRONG_GPU,
+                   "the object names an unknown GPU '%s'",
+                   attnc_cuda_object_chip);
+    return;
+  }
+  int same = major == want_major && minor == want_minor;
+  int newer = major > want_major || (major == want_major && minor >= want_minor);
+  if (specific ? !same : !newer) {
+    driver_failure(ATTNC_CUDA_STATUS_WRONG_GPU,
+                   "GPU 0 is sm_%d%d; this object was compiled for %s, which "
+                   "%s (recompile with --mcpu=sm_%d%d)",
+                   major, minor, attnc_cuda_object_chip,
+                   specific ? "runs on that exact chip only"
+                            : "needs that compute capability or newer",
+                   major, minor);
+    return;
+  }
+  result = cu.primaryCtxRetain(&context, device);
+  if (result != 0) {
+    describe(result, &name, &text);
+    driver_failure(ATTNC_CUDA_STATUS_CUDA_ERROR,
+                   "CUDA error in cuDevicePrimaryCtxRetain: %s (%s)", name,
+                   text);
+    return;
+  }
+  async_allocation =
+      cu.memAllocAsync && cu.memFreeAsync &&
+      cu.deviceGetAttribute(&pools, kDeviceAttributeMemoryPools, device) ==
+          0 &&
+      pools;
+}
+
+/*--- The entries the generated code calls ---------------------------------*/
+
+/* Opens the driver (once), takes the call lock and makes `stream` the
+   stream of the call. Non-zero: the call cannot run (the lock is not held).
+ */
+int attnc_cuda_begin(void *stream) {
+  pthread_once(&driver_once, open_driver);
+  if (driver_status) {
+    /* No lock without a driver (call_lock may not be initialized). */
+    return driver_status;
+  }
+  pthread_mutex_lock(&call_lock);
+  call_status = 0;
+  if (check(cu.ctxSetCurrent(context), "cuCtxSetCurrent")) {
+    pthread_mutex_unlock(&call_lock);
+    return ATTNC_CUDA_STATUS_CUDA_ERROR;
+  }
+  if (!modules_loaded) {
+    modules_loaded = 1;
+    attnc_cuda_object_load_modules();
+    modules_status = call_status;
+    memcpy(modules_message, last_error, kMessageBytes);
+  }
+  if (modules_status) {
+    call_status = modules_status;
+    memcpy(last_error, modules_message, kMessageBytes);
+    pthread_mutex_unlock(&call_lock);
+    return modules_status;
+  }
+  current_stream = stream;
+  return 0;
+}
+
+/* Ends the call that attnc_cuda_begin began: its status, and the lock. */
+int attnc_cuda_end(void) {
+  int status = call_status;
+  current_stream = NULL;
+  pthread_mutex_unlock(&call_lock);
+  return status;
+}
+
+const char *attnc_cuda_last_error(void) {
+  pthread_once(&driver_once, open_driver);
+  if (driver_status)
+    return driver_message;
+  return last_error;
+}
+
+/* NAME: the buffers are copied to the device, NAME_cuda runs on the default
+   stream, the outputs are copied back. */
+int attnc_cuda_call_host(const attnc_cuda_arguments *arguments,
+                         int (*device_entry)(void **), void **host_args) {
+  pthread_once(&driver_once, open_driver);
+  if (driver_status)
+    return driver_status;
+  pthread_mutex_lock(&call_lock);
+  call_status = 0;
+  int count = arguments->count;
+  CUdeviceptr *device = calloc((size_t)count + 1, sizeof(CUdeviceptr));
+  void **device_args = calloc((size_t)count + 1, sizeof(void *));
+  int status = 0;
+  if (!device || !device_args) {
+    fail(ATTNC_CUDA_STATUS_CUDA_ERROR, "out of host memory");
+    status = call_status;
+  }
+  if (!status)
+    status = check(cu.ctxSetCurrent(context), "cuCtxSetCurrent");
+  for (int i = 0; i < count && !status; ++i) {
+    size_t bytes = (size_t)arguments->bytes[i];
+    status = check(cu.memAlloc(&device[i], bytes ? bytes : 1), "cuMemAlloc");
+    if (!status && !arguments->is_output[i])
+      status = check(cu.memcpyAsync(device[i], (CUdeviceptr)host_args[i],
+                                    bytes, NULL),
+                     "cuMemcpyAsync (to the device)");
+  }
+  if (!status) {
+    device_args[0] = NULL; /* the stream: the default one */
+    for (int i = 0; i < count; ++i)
+      device_args[i + 1] = (void *)(size_t)device[i];
+    status = device_entry(device_args);
+  }
+  if (!status)
+    status = check(cu.streamSynchronize(NULL), "cuStreamSynchronize");
+  for (int i = 0; i < count && !status; ++i)
+    if (arguments->is_output[i])
+      status = check(cu.memcpyAsync((CUdeviceptr)host_args[i], device[i],
+                                    (size_t)arguments->bytes[i], NULL),
+                     "cuMemcpyAsync (to the host)");
+  if (!status)
+    status = check(cu.streamSynchronize(NULL), "cuStreamSynchronize");
+  if (device)
+    for (int i = 0; i < count; ++i)
+      if (device[i])
+        cu.memFree(device[i]);
+  free(device);
+  free(device_args);
+  pthread_mutex_unlock(&call_lock);
+  return status;
+}
+
+/*--- What MLIR's gpu-to-llvm host code calls -------------------------------*/
+
+void *mgpuModuleLoad(void *data, size_t size) {
+  (void)size;
+  CUmodule module = NULL;
+  if (!call_status)
+    check(cu.moduleLoadData(&module, data), "cuModuleLoadData");
+  return module;
+}
+
+void *mgpuModuleLoadJIT(void *data, int optLevel) {
+  CUmodule module = NULL;
+  if (call_status)
+    return NULL;
+  static char log[kMessageBytes / 2];
+  log[0] = 0;
+  int options[] = {kJitOptimizationLevel, kJitErrorLogBuffer,
+                   kJitErrorLogBufferBytes};
+  void *values[] = {(void *)(size_t)optLevel, log, (void *)sizeof(log)};
+  CUresult result = cu.moduleLoadDataEx(&module, data, 3, options, values);
+  if (result != 0) {
+    const char *name, *text;
+    describe(result, &name, &text);
+    fail(ATTNC_CUDA_STATUS_CUDA_ERROR,
+         "CUDA error in cuModuleLoadDataEx (PTX JIT): %s (%s)%s%s", name, text,
+         log[0] ? ": " : "", log);
+  }
+  return module;
+}
+
+void mgpuModuleUnload(void *module) {
+  if (module)
+    cu.moduleUnload(module);
+}
+
+void *mgpuModuleGetFunction(void *module, const char *name) {
+  CUfunction function = NULL;
+  if (!module || call_status)
+    return NULL;
+  check(cu.moduleGetFunction(&function, module, name), "cuModuleGetFunction");
+  return function;
+}
+
+void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                      intptr_t blockZ, int32_t smem, void *stream,
+                      void **params, void **extra, size_t paramsCount) {
+  (void)paramsCount;
+  if (!function || call_status)
+    return;
+  check(cu.launchKernel(function, (unsigned)gridX, (unsigned)gridY,
+                        (unsigned)gridZ, (unsigned)blockX, (unsigned)blockY,
+                        (unsigned)blockZ, (unsigned)smem, stream, params,
+                        extra),
+        "cuLaunchKernel");
+}
+
+/* Every stream of the generated host code is the call's. */
+void *mgpuStreamCreate(void) { return current_stream; }
+
+void mgpuStreamDestroy(void *stream) { (void)stream; }
+
+void mgpuStreamSynchronize(void *stream) {
+  if (!call_status)
+    check(cu.streamSynchronize(stream), "cuStreamSynchronize");
+}
+
+/* uint8_t, not bool: MLIR declares the flag as i8. */
+void *mgpuMemAlloc(uint64_t size, void *stream, uint8_t isHostShared) {
+  (void)isHostShared;
+  CUdeviceptr pointer = 0;
+  if (call_status)
+    return NULL;
+  size_t bytes = size ? (size_t)size : 1;
+  if (async_allocation)
+    check(cu.memAllocAsync(&pointer, bytes, stream), "cuMemAllocAsync");
+  else
+    check(cu.memAlloc(&pointer, bytes), "cuMemAlloc");
+  return (void *)(size_t)pointer;
+}
+
+void mgpuMemFree(void *pointer, void *stream) {
+  if (!pointer)
+    return;
+  if (async_allocation) {
+    check(cu.memFreeAsync((CUdeviceptr)(size_t)pointer, stream),
+          "cuMemFreeAsync");
+    return;
+  }
+  /* cuMemFree is not stream-ordered: the stream's kernels finish first. */
+  check(cu.streamSynchronize(stream), "cuStreamSynchronize");
+  check(cu.memFree((CUdeviceptr)(size_t)pointer), "cuMemFree");
+}
+
+void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *stream) {
+  if (!call_status)
+    check(cu.memcpyAsync((CUdeviceptr)(size_t)dst, (CUdeviceptr)(size_t)src,
+                         sizeBytes, stream),
+          "cuMemcpyAsync");
+}
