@@ -133,8 +133,7 @@ static void driver_failure(int status, const char *format, ...) {
 }
 
 /* `sm_90a` -> 9, 0, 1; `sm_80` -> 8, 0, 0; `sm_120` -> 12, 0, 0. */
-static int parse_chip(const char *chip, int *major, int *minor,
-                      int *specific) {
+static int parse_chip(const char *chip, int *major, int *minor, int *specific) {
   if (strncmp(chip, "sm_", 3) != 0)
     return 0;
   char *end;
@@ -154,7 +153,10 @@ static void open_driver(void) {
   pthread_mutex_init(&call_lock, &attributes);
   pthread_mutexattr_destroy(&attributes);
 
-  void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  /* ATTNC_CUDA_DRIVER names another driver library (a test's fake one). */
+  const char *driver = getenv("ATTNC_CUDA_DRIVER");
+  void *library = dlopen(driver && *driver ? driver : "libcuda.so.1",
+                         RTLD_NOW | RTLD_LOCAL);
   if (!library) {
     driver_failure(ATTNC_CUDA_STATUS_NO_DRIVER, "no CUDA driver/GPU: %s",
                    dlerror());
@@ -165,8 +167,8 @@ static void open_driver(void) {
     *(void **)&cu.field = dlsym(library, name);                                \
     if (!cu.field && (required)) {                                             \
       driver_failure(ATTNC_CUDA_STATUS_NO_DRIVER,                              \
-                     "no CUDA driver/GPU: libcuda.so.1 has no %s (a driver "   \
-                     "older than CUDA 11.2?)",                                 \
+                     "no CUDA driver/GPU: the driver has no %s (older than "   \
+                     "CUDA 11.2?)",                                            \
                      name);                                                    \
       return;                                                                  \
     }                                                                          \
@@ -224,7 +226,8 @@ static void open_driver(void) {
     return;
   }
   int same = major == want_major && minor == want_minor;
-  int newer = major > want_major || (major == want_major && minor >= want_minor);
+  int newer =
+      major > want_major || (major == want_major && minor >= want_minor);
   if (specific ? !same : !newer) {
     driver_failure(ATTNC_CUDA_STATUS_WRONG_GPU,
                    "GPU 0 is sm_%d%d; this object was compiled for %s, which "
@@ -245,8 +248,7 @@ static void open_driver(void) {
   }
   async_allocation =
       cu.memAllocAsync && cu.memFreeAsync &&
-      cu.deviceGetAttribute(&pools, kDeviceAttributeMemoryPools, device) ==
-          0 &&
+      cu.deviceGetAttribute(&pools, kDeviceAttributeMemoryPools, device) == 0 &&
       pools;
 }
 
@@ -321,9 +323,9 @@ int attnc_cuda_call_host(const attnc_cuda_arguments *arguments,
     size_t bytes = (size_t)arguments->bytes[i];
     status = check(cu.memAlloc(&device[i], bytes ? bytes : 1), "cuMemAlloc");
     if (!status && !arguments->is_output[i])
-      status = check(cu.memcpyAsync(device[i], (CUdeviceptr)host_args[i],
-                                    bytes, NULL),
-                     "cuMemcpyAsync (to the device)");
+      status = check(
+          cu.memcpyAsync(device[i], (CUdeviceptr)host_args[i], bytes, NULL),
+          "cuMemcpyAsync (to the device)");
   }
   if (!status) {
     device_args[0] = NULL; /* the stream: the default one */

@@ -4,8 +4,9 @@
  * loader (attnc_cuda.c, compiled to LLVM bitcode when attnc is built and
  * linked into the object with internal linkage), so that the object links
  * with libc and libdl only. It opens the CUDA driver (libcuda.so.1) at the
- * first call, loads the object's GPU modules into device 0's primary
- * context, and provides the `mgpu*` functions that MLIR's `gpu-to-llvm`
+ * first call (ATTNC_CUDA_DRIVER in the environment names another library,
+ * such as a test's fake driver), loads the object's GPU modules into device 0's
+ * primary context, and provides the `mgpu*` functions that MLIR's `gpu-to-llvm`
  * host code calls. The status codes below are the one definition of the
  * values the header (`--emit=header`) and the runtime report.
  *

@@ -17,7 +17,12 @@ namespace {
 
 /// The error of a kernel that returned `status` (buffers were checked
 /// before, so only the CPU guard or an embedding id can fail it).
-llvm::Error statusError(llvm::StringRef kernel, int status) {
+llvm::Error statusError(llvm::StringRef kernel, int status,
+                        const LoadedObject &object) {
+  // A GPU object says what failed (no driver, a CUDA error) itself.
+  std::string gpuError = status < 0 ? object.lastError() : "";
+  if (!gpuError.empty())
+    return llvm::createStringError("kernel '" + kernel + "': " + gpuError);
   if (status == kUnsupportedCpuStatus)
     return llvm::createStringError(
         "kernel '" + kernel +
@@ -123,7 +128,7 @@ llvm::Error Kernel::preparePacked() const {
            (kAlignment - address / sizeof(float) % kAlignment) % kAlignment;
   pointers.push_back(packed);
   if (int status = object->call(LoadedObject::Entry::Prepare, pointers.data()))
-    return statusError(kernelSignature.name, status);
+    return statusError(kernelSignature.name, status, *object);
   prepared = true;
   return llvm::Error::success();
 }
@@ -136,7 +141,9 @@ llvm::Error Kernel::prepareParams() {
         "kernel '" + kernelSignature.name +
         "': cannot prepare its params before they are bound; not bound: " +
         llvm::join(unbound, ", "));
-  return prepared ? llvm::Error::success() : preparePacked();
+  // A GPU object has no prepare step: its runs take the bound params.
+  return prepared || !object->canPrepare() ? llvm::Error::success()
+                                           : preparePacked();
 }
 
 llvm::Error Kernel::checkEmbeddingIds(llvm::ArrayRef<void *> pointers) const {
@@ -172,7 +179,9 @@ llvm::Error Kernel::run(llvm::ArrayRef<HostBuffer> buffers) const {
 
   // With every param bound and none passed, run on the prepared params
   // (prepared here the first time).
-  auto canPrepare = [&] { return !prepared && unboundParams().empty(); };
+  auto canPrepare = [&] {
+    return object->canPrepare() && !prepared && unboundParams().empty();
+  };
   bool prepareNow = false;
   if (!paramGiven) {
     std::shared_lock<std::shared_mutex> lock(boundMutex);
@@ -214,6 +223,6 @@ llvm::Error Kernel::run(llvm::ArrayRef<HostBuffer> buffers) const {
     entry = LoadedObject::Entry::Prepared;
   }
   if (int status = object->call(entry, pointers.data()))
-    return statusError(kernelSignature.name, status);
+    return statusError(kernelSignature.name, status, *object);
   return llvm::Error::success();
 }

@@ -18,7 +18,7 @@ using namespace attnc;
 LoadedObject::~LoadedObject() = default;
 
 llvm::Expected<std::unique_ptr<LoadedObject>>
-LoadedObject::load(llvm::StringRef object, llvm::StringRef kernel) {
+LoadedObject::load(llvm::StringRef object, llvm::StringRef kernel, bool gpu) {
   static std::once_flag once;
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
@@ -49,11 +49,17 @@ LoadedObject::load(llvm::StringRef object, llvm::StringRef kernel) {
   std::unique_ptr<LoadedObject> loaded(new LoadedObject());
   const std::string names[] = {kernel.str(), (kernel + "_prepare").str(),
                                (kernel + "_prepared").str()};
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < (gpu ? 1 : 3); ++i) {
     auto symbol = (*jit)->lookup(packedEntryName(names[i]));
     if (!symbol)
       return symbol.takeError();
     loaded->entries[i] = symbol->toPtr<int (*)(void **)>();
+  }
+  if (gpu) {
+    auto symbol = (*jit)->lookup((kernel + "_cuda_last_error").str());
+    if (!symbol)
+      return symbol.takeError();
+    loaded->gpuLastError = symbol->toPtr<const char *(*)()>();
   }
   loaded->jit = std::move(*jit);
   return loaded;

@@ -7,6 +7,7 @@
 #include "llvm/Support/Error.h"
 
 #include <memory>
+#include <string>
 
 namespace llvm::orc {
 class LLJIT;
@@ -25,9 +26,11 @@ public:
     Prepared, ///< NAME_prepared(inputs and params..., packed, outputs...)
   };
 
-  /// Links `object` and finds the packed entries of kernel `kernel`.
+  /// Links `object` and finds the packed entries of kernel `kernel`: all
+  /// three for a CPU object, NAME's and NAME_cuda_last_error for a GPU one
+  /// (`gpu`), which has no prepare step.
   static llvm::Expected<std::unique_ptr<LoadedObject>>
-  load(llvm::StringRef object, llvm::StringRef kernel);
+  load(llvm::StringRef object, llvm::StringRef kernel, bool gpu);
   ~LoadedObject();
 
   /// Calls `entry`: args[i] is its i-th buffer; returns its status.
@@ -35,10 +38,17 @@ public:
     return entries[static_cast<int>(entry)](args);
   }
 
+  /// False for GPU objects: their params are passed on every call.
+  bool canPrepare() const { return entries[1] != nullptr; }
+
+  /// A GPU object's message for its last failure; empty for a CPU object.
+  std::string lastError() const { return gpuLastError ? gpuLastError() : ""; }
+
 private:
   LoadedObject() = default;
   std::unique_ptr<llvm::orc::LLJIT> jit;
   int (*entries[3])(void **) = {};
+  const char *(*gpuLastError)() = nullptr;
 };
 
 } // namespace attnc

@@ -13,6 +13,7 @@
 #include "LoadedObject.h"
 
 #include "attnc/Codegen/Compile.h"
+#include "attnc/Codegen/GpuCompile.h"
 #include "attnc/Codegen/Target.h"
 #include "attnc/Gen/SpecToModule.h"
 #include "attnc/InitAttn.h"
@@ -235,13 +236,17 @@ llvm::Expected<DiskEntry> compileSpec(llvm::StringRef text,
     llvm::raw_string_ostream(lowering) << d.getLocation() << ": " << d << "\n";
     return mlir::success();
   });
+  bool gpu = options.target.kind == TargetKind::Nvptx;
   auto object =
-      compileToMachineCode(**module, options, MachineCodeKind::Object);
+      gpu ? compileForGpu(**module, options, GpuOutputKind::Object)
+          : compileToMachineCode(**module, options, MachineCodeKind::Object);
   if (!object)
     return llvm::createStringError(lowering +
                                    llvm::toString(object.takeError()));
-  if (llvm::Error error = readPackedElements(**module, *signatures))
-    return std::move(error);
+  // GPU objects have no prepare step (packedElements stays 0).
+  if (!gpu)
+    if (llvm::Error error = readPackedElements(**module, *signatures))
+      return std::move(error);
   return DiskEntry{std::move(signatures->front()), std::move(*object)};
 }
 
@@ -296,6 +301,10 @@ Runtime::compile(llvm::StringRef text, llvm::StringRef sourceName,
     return llvm::createStringError(
         "the JIT runs kernels on this machine; --triple=" +
         options.target.triple + " is for objects (attnc SPEC -o OBJ)");
+  bool gpu = options.target.kind == TargetKind::Nvptx;
+  if (gpu)
+    if (llvm::Error error = checkGpuTarget(options.target))
+      return std::move(error);
   std::string key =
       sha256Hex({compilerVersion(), text, block, options.fingerprint()});
   {
@@ -315,7 +324,8 @@ Runtime::compile(llvm::StringRef text, llvm::StringRef sourceName,
     auto entry = readEntry(jsonPath, objectPath, key);
     std::unique_ptr<LoadedObject> loaded;
     if (entry) {
-      auto object = LoadedObject::load(entry->object, entry->signature.name);
+      auto object =
+          LoadedObject::load(entry->object, entry->signature.name, gpu);
       if (object)
         kernel = std::make_shared<Kernel>(std::move(entry->signature),
                                           std::move(*object));
@@ -336,7 +346,7 @@ Runtime::compile(llvm::StringRef text, llvm::StringRef sourceName,
       // A read-only or full cache directory costs speed, not correctness.
       llvm::consumeError(
           writeEntry(cacheDir, jsonPath, objectPath, key, *entry));
-    auto object = LoadedObject::load(entry->object, entry->signature.name);
+    auto object = LoadedObject::load(entry->object, entry->signature.name, gpu);
     if (!object)
       return object.takeError();
     kernel = std::make_shared<Kernel>(std::move(entry->signature),

@@ -2,7 +2,8 @@
 //
 // Every golden case, compiled by the runtime (ORC JIT) along every path --
 // -O3 with attention fused (flash-style), decomposed (scores materialized)
-// and chosen by shape, and -O0 (scalar loops) -- must match what the D2L
+// and chosen by shape, -O0 (scalar loops), and the GPU target's kernels
+// run thread by thread on the CPU -- must match what the D2L
 // PyTorch code computed within SPEC's tolerance, with no NaN.
 //
 //===----------------------------------------------------------------------===//
@@ -42,18 +43,23 @@ struct Variant {
   int optLevel;
   const char *attention;
   const char *cpu = "native";
+  /// The GPU target's kernels run thread by thread on this CPU
+  /// (CpuPipelineOptions::gpuEmulation).
+  bool gpuEmulation = false;
 };
-const Variant kVariants[] = {{"O3_auto", 3, "auto"},
-                             {"O3_parallel", 3, "auto"},
-                             {"O3_fused", 3, "fused"},
-                             {"O3_decomposed", 3, "decomposed"},
-                             {"O0", 0, "decomposed"},
-                             {"O2_avx512", 2, "auto", "x86-64-v4"},
-                             {"O2_avx512_fused", 2, "fused", "x86-64-v4"},
-                             {"O2_avx2", 2, "auto", "x86-64-v3"},
-                             {"O2_avx2_fused", 2, "fused", "x86-64-v3"},
-                             {"O2_sse2", 2, "auto", "x86-64"},
-                             {"O2_sse2_fused", 2, "fused", "x86-64"}};
+const Variant kVariants[] = {
+    {"O3_auto", 3, "auto"},
+    {"O3_parallel", 3, "auto"},
+    {"O3_fused", 3, "fused"},
+    {"O3_decomposed", 3, "decomposed"},
+    {"O0", 0, "decomposed"},
+    {"O2_avx512", 2, "auto", "x86-64-v4"},
+    {"O2_avx512_fused", 2, "fused", "x86-64-v4"},
+    {"O2_avx2", 2, "auto", "x86-64-v3"},
+    {"O2_avx2_fused", 2, "fused", "x86-64-v3"},
+    {"O2_sse2", 2, "auto", "x86-64"},
+    {"O2_sse2_fused", 2, "fused", "x86-64"},
+    {"gpu_emulation", 2, "decomposed", "native", true}};
 
 /// The case's buffers, named as its kernel's arguments.
 std::vector<HostBuffer> buffersOf(GoldenCase &golden,
@@ -84,6 +90,7 @@ TEST_P(JitGolden, MatchesPyTorch) {
                  << " (lit checks its code: tests/lit/attnc/isa-classes.test)";
   options.pipeline.attention = variant.attention;
   options.pipeline.parallel = std::string(variant.name) == "O3_parallel";
+  options.pipeline.gpuEmulation = variant.gpuEmulation;
   auto kernel =
       testRuntime().compile(golden->specText, golden->specPath, "", options);
   ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());

@@ -282,6 +282,9 @@ struct Param {
   /// name in the test's name ("": this machine's).
   const char *cpu = "native";
   const char *isa = "";
+  /// The GPU target's kernels run thread by thread on this CPU
+  /// (CpuPipelineOptions::gpuEmulation).
+  bool gpuEmulation = false;
 };
 
 /// The classes of x86 CPU (tests/lit/attnc/isa-classes.test checks their
@@ -297,10 +300,11 @@ const IsaClass kIsaClasses[] = {
 //===----------------------------------------------------------------------===//
 
 void runCase(const CaseSpec &spec, int optLevel, const std::string &attention,
-             const std::string &cpu) {
+             const std::string &cpu, bool gpuEmulation) {
   CompileOptions options;
   options.setOptLevel(optLevel);
   options.target.cpu = cpu;
+  options.pipeline.gpuEmulation = gpuEmulation;
   if (llvm::Error lacks = checkRunsOnHost(options.target))
     GTEST_SKIP() << "this machine cannot run " << cpu
                  << " code: " << llvm::toString(std::move(lacks))
@@ -311,7 +315,8 @@ void runCase(const CaseSpec &spec, int optLevel, const std::string &attention,
   std::string text = c.specText();
   SCOPED_TRACE("spec (" + spec.name + ", -O" + std::to_string(optLevel) +
                (attention.empty() ? "" : ", attention=" + attention) +
-               ", --mcpu=" + cpu + "):\n" + text);
+               ", --mcpu=" + cpu + (gpuEmulation ? ", GPU emulation" : "") +
+               "):\n" + text);
 
   if (!attention.empty())
     options.pipeline.attention = attention;
@@ -1018,6 +1023,9 @@ std::vector<Param> params() {
       result.push_back({&spec, 0, ""});
     for (const std::string &lowering : spec.attentionLowerings)
       result.push_back({&spec, 3, lowering});
+    Param gpu{&spec, 2, ""};
+    gpu.gpuEmulation = true;
+    result.push_back(gpu);
   }
   return result;
 }
@@ -1026,13 +1034,16 @@ void PrintTo(const Param &param, std::ostream *os) {
   *os << param.spec->name << " at -O" << param.optLevel << " for " << param.cpu;
   if (!param.attention.empty())
     *os << " with attention=" << param.attention;
+  if (param.gpuEmulation)
+    *os << " as GPU kernels emulated on the CPU";
 }
 
 struct Primitive : ::testing::TestWithParam<Param> {};
 
 TEST_P(Primitive, MatchesReference) {
   const Param &param = GetParam();
-  runCase(*param.spec, param.optLevel, param.attention, param.cpu);
+  runCase(*param.spec, param.optLevel, param.attention, param.cpu,
+          param.gpuEmulation);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, Primitive, ::testing::ValuesIn(params()),
@@ -1042,7 +1053,8 @@ INSTANTIATE_TEST_SUITE_P(Ops, Primitive, ::testing::ValuesIn(params()),
                                   std::to_string(p.optLevel) +
                                   (*p.isa ? std::string("_") + p.isa : "") +
                                   (p.attention.empty() ? ""
-                                                       : "_" + p.attention);
+                                                       : "_" + p.attention) +
+                                  (p.gpuEmulation ? "_gpu_emulation" : "");
                          });
 
 /// The case names are unique (gtest would reject the suite otherwise, but

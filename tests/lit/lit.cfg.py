@@ -30,3 +30,19 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.attnc_tools_dir, config.llvm_tools_dir]
 tools = ["attn-opt", "attnc", "FileCheck", "not", "count", "llvm-nm"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# The CUDA toolkit (libdevice; ptxas) that --target=nvptx uses, where attnc
+# looks for it (attnc::findCudaToolkit): GPU tests need it, not a GPU.
+for root in [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"),
+             "/usr/local/cuda", "/usr/lib/cuda"]:
+    if root and os.path.isfile(
+            os.path.join(root, "nvvm", "libdevice", "libdevice.10.bc")):
+        config.available_features.add("cuda-toolkit")
+        ptxas = os.path.join(root, "bin", "ptxas")
+        if os.access(ptxas, os.X_OK):
+            config.available_features.add("ptxas")
+            config.substitutions.append(("%ptxas", ptxas))
+        break
+for variable in ["CUDA_HOME", "CUDA_PATH"]:
+    if variable in os.environ:
+        config.environment[variable] = os.environ[variable]

@@ -2,6 +2,7 @@
 
 #include "attnc/Codegen/Compile.h"
 #include "attnc/Codegen/Dispatch.h"
+#include "attnc/Codegen/GpuCompile.h"
 #include "attnc/Codegen/Pipeline.h"
 
 #include "attn/Target/CpuTarget.h"
@@ -60,6 +61,16 @@ static std::string describeForKey(const TargetOptions &target) {
 }
 
 std::string CompileOptions::fingerprint() const {
+  if (target.kind == TargetKind::Nvptx) {
+    // The device code depends on the chip, the toolkit's libdevice and
+    // whether ptxas added a cubin; the host code is plain x86-64.
+    llvm::Expected<CudaToolkit> toolkit = findCudaToolkit();
+    std::string where = toolkit ? toolkit->root + " assemble=" +
+                                      std::to_string(toolkit->canAssemble)
+                                : llvm::toString(toolkit.takeError());
+    return "target=nvptx chip=" + gpuChip(target) +
+           " O=" + std::to_string(target.optLevel) + " toolkit=" + where;
+  }
   // The target by its description (features, registers), not its name: a
   // VM may call a CPU without AVX-512 znver4. The schedule follows from the
   // description and the overrides below.
@@ -71,6 +82,7 @@ std::string CompileOptions::fingerprint() const {
          " cols=" + std::to_string(pipeline.columnTile) +
          " attention=" + pipeline.attention +
          " parallel=" + std::to_string(pipeline.parallel) +
+         " gpuEmulation=" + std::to_string(pipeline.gpuEmulation) +
          " objectBlockCache=" + std::to_string(objectBlockCache);
 }
 

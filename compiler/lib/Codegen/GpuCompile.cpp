@@ -99,18 +99,22 @@ llvm::Expected<std::string> ptxOf(mlir::ModuleOp module) {
 void loadModulesLazily(llvm::Module &module) {
   llvm::LLVMContext &context = module.getContext();
   std::vector<std::pair<uint64_t, llvm::Function *>> constructors;
-  if (llvm::GlobalVariable *list = module.getGlobalVariable("llvm.global_ctors")) {
-    if (auto *array = llvm::dyn_cast<llvm::ConstantArray>(list->getInitializer()))
+  if (llvm::GlobalVariable *list =
+          module.getGlobalVariable("llvm.global_ctors")) {
+    if (auto *array =
+            llvm::dyn_cast<llvm::ConstantArray>(list->getInitializer()))
       for (llvm::Value *entry : array->operands()) {
         auto *fields = llvm::cast<llvm::ConstantStruct>(entry);
         auto *priority = llvm::cast<llvm::ConstantInt>(fields->getOperand(0));
-        if (auto *function = llvm::dyn_cast<llvm::Function>(fields->getOperand(1)))
+        if (auto *function =
+                llvm::dyn_cast<llvm::Function>(fields->getOperand(1)))
           constructors.push_back({priority->getZExtValue(), function});
       }
     list->eraseFromParent();
   }
   // Modules stay loaded until the process ends (the driver unloads them).
-  if (llvm::GlobalVariable *list = module.getGlobalVariable("llvm.global_dtors"))
+  if (llvm::GlobalVariable *list =
+          module.getGlobalVariable("llvm.global_dtors"))
     list->eraseFromParent();
   // Same-priority constructors keep their order (the index breaks ties).
   std::vector<std::tuple<uint64_t, size_t, llvm::Function *>> ordered;
@@ -194,11 +198,10 @@ llvm::Function *addHostEntry(llvm::Module &module,
   auto *arguments = new llvm::GlobalVariable(
       module, argumentsType, /*isConstant=*/true,
       llvm::GlobalValue::PrivateLinkage,
-      llvm::ConstantStruct::get(
-          argumentsType,
-          {llvm::ConstantInt::get(i32, count),
-           constantArray(i64, bytes, ".bytes"),
-           constantArray(i8, outputs, ".is_output")}),
+      llvm::ConstantStruct::get(argumentsType,
+                                {llvm::ConstantInt::get(i32, count),
+                                 constantArray(i64, bytes, ".bytes"),
+                                 constantArray(i8, outputs, ".is_output")}),
       signature.name + ".arguments");
 
   std::vector<llvm::Type *> parameters(count, ptr);
@@ -206,11 +209,11 @@ llvm::Function *addHostEntry(llvm::Module &module,
       llvm::FunctionType::get(i32, parameters, false),
       llvm::GlobalValue::ExternalLinkage, signature.name, module);
   llvm::FunctionCallee callHost = module.getOrInsertFunction(
-      "attnc_cuda_call_host", llvm::FunctionType::get(i32, {ptr, ptr, ptr},
-                                                      false));
+      "attnc_cuda_call_host",
+      llvm::FunctionType::get(i32, {ptr, ptr, ptr}, false));
   llvm::IRBuilder<> builder(llvm::BasicBlock::Create(context, "entry", entry));
-  llvm::Value *pointers = builder.CreateAlloca(
-      ptr, builder.getInt32(std::max<size_t>(count, 1)));
+  llvm::Value *pointers =
+      builder.CreateAlloca(ptr, builder.getInt32(std::max<size_t>(count, 1)));
   for (unsigned i = 0; i < count; ++i)
     builder.CreateStore(entry->getArg(i),
                         builder.CreateConstInBoundsGEP1_64(ptr, pointers, i));
@@ -223,9 +226,9 @@ llvm::Function *addHostEntry(llvm::Module &module,
 void addLastError(llvm::Module &module, const std::string &name) {
   llvm::LLVMContext &context = module.getContext();
   llvm::Type *ptr = llvm::PointerType::getUnqual(context);
-  auto *entry = llvm::Function::Create(
-      llvm::FunctionType::get(ptr, false), llvm::GlobalValue::ExternalLinkage,
-      name + "_cuda_last_error", module);
+  auto *entry = llvm::Function::Create(llvm::FunctionType::get(ptr, false),
+                                       llvm::GlobalValue::ExternalLinkage,
+                                       name + "_cuda_last_error", module);
   llvm::FunctionCallee last = module.getOrInsertFunction(
       "attnc_cuda_last_error", llvm::FunctionType::get(ptr, false));
   llvm::IRBuilder<> builder(llvm::BasicBlock::Create(context, "entry", entry));
@@ -322,8 +325,8 @@ llvm::Expected<std::string> attnc::compileForGpu(mlir::ModuleOp module,
     return text;
   }
   llvm::LLVMContext context;
-  auto host = translateGpuHost(module, *signatures, options, context,
-                               **machine);
+  auto host =
+      translateGpuHost(module, *signatures, options, context, **machine);
   if (!host)
     return host.takeError();
   if (kind == GpuOutputKind::LlvmIr) {
@@ -334,11 +337,11 @@ llvm::Expected<std::string> attnc::compileForGpu(mlir::ModuleOp module,
   }
   llvm::SmallString<0> buffer;
   llvm::raw_svector_ostream os(buffer);
-  if (llvm::Error error = emitMachineCode(
-          **host, **machine,
-          kind == GpuOutputKind::Object ? MachineCodeKind::Object
-                                        : MachineCodeKind::Assembly,
-          os))
+  if (llvm::Error error = emitMachineCode(**host, **machine,
+                                          kind == GpuOutputKind::Object
+                                              ? MachineCodeKind::Object
+                                              : MachineCodeKind::Assembly,
+                                          os))
     return std::move(error);
   return std::string(buffer.str());
 }

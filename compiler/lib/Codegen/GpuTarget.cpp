@@ -1,7 +1,7 @@
 //===- GpuTarget.cpp - The CUDA toolkit, compute capabilities, the header -===//
 
-#include "attnc/Codegen/GpuCompile.h"
 #include "attnc/Codegen/Compile.h"
+#include "attnc/Codegen/GpuCompile.h"
 
 #include "attnc_cuda.h"
 
@@ -65,8 +65,8 @@ static unsigned chipNumber(llvm::StringRef chip) {
 llvm::Error attnc::checkGpuTarget(const TargetOptions &options) {
   if (!options.triple.empty() &&
       llvm::Triple(llvm::Triple::normalize(options.triple)) !=
-          llvm::Triple(llvm::Triple::normalize(
-              llvm::sys::getDefaultTargetTriple())))
+          llvm::Triple(
+              llvm::Triple::normalize(llvm::sys::getDefaultTargetTriple())))
     return llvm::createStringError(
         "--target=nvptx builds host code for this machine; --triple does "
         "not apply");
@@ -83,16 +83,13 @@ llvm::Error attnc::checkGpuTarget(const TargetOptions &options) {
         "'");
   initializeTargets();
   std::string message;
-  const llvm::Target *nvptx =
-      llvm::TargetRegistry::lookupTarget(llvm::Triple("nvptx64-nvidia-cuda"),
-                                         message);
+  const llvm::Target *nvptx = llvm::TargetRegistry::lookupTarget(
+      llvm::Triple("nvptx64-nvidia-cuda"), message);
   if (!nvptx)
     return llvm::createStringError("LLVM has no NVPTX back end: " + message);
-  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
-      nvptx->createMCSubtargetInfo(llvm::Triple("nvptx64-nvidia-cuda"), "",
-                                   ""));
-  if (chipNumber(chip) < 75 || !subtarget ||
-      !subtarget->isCPUStringValid(chip))
+  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(nvptx->createMCSubtargetInfo(
+      llvm::Triple("nvptx64-nvidia-cuda"), "", ""));
+  if (chipNumber(chip) < 75 || !subtarget || !subtarget->isCPUStringValid(chip))
     return llvm::createStringError(
         "unknown GPU '" + chip +
         "' for --target=nvptx: give a compute capability sm_75 or newer "
@@ -127,8 +124,9 @@ std::string attnc::emitGpuCHeader(const KernelSignature &signature,
         "   enqueues at a time per object; the GPU work itself overlaps. */\n";
   os << "#define " << prefix << "_STATUS_NO_CUDA_DRIVER ("
      << ATTNC_CUDA_STATUS_NO_DRIVER << ") /* no driver or no GPU */\n";
-  os << "#define " << prefix << "_STATUS_WRONG_GPU (" << ATTNC_CUDA_STATUS_WRONG_GPU
-     << ") /* GPU 0 cannot run " << gpuChip(options) << " code */\n";
+  os << "#define " << prefix << "_STATUS_WRONG_GPU ("
+     << ATTNC_CUDA_STATUS_WRONG_GPU << ") /* GPU 0 cannot run "
+     << gpuChip(options) << " code */\n";
   os << "#define " << prefix << "_STATUS_CUDA_ERROR ("
      << ATTNC_CUDA_STATUS_CUDA_ERROR
      << ") /* a CUDA call failed (memory, launch) */\n\n";

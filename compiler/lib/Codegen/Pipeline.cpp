@@ -61,8 +61,9 @@ static void addBufferization(OpPassManager &pm) {
 
 void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
                                      const CpuPipelineOptions &options) {
-  addAttnToLinalg(pm, options.vectorize ? options.attention
-                                        : std::string("decomposed"));
+  addAttnToLinalg(pm, options.vectorize && !options.gpuEmulation
+                          ? options.attention
+                          : std::string("decomposed"));
   // NAME_prepare (weights transposed once per bound params), NAME_prepared
   // (the rest) and NAME calling the two.
   pm.addPass(attn::createAttnSplitPrepare());
@@ -72,11 +73,19 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createCanonicalizerPass());
 
+  if (options.gpuEmulation) {
+    // The GPU target's kernels, each thread run in turn on this CPU.
+    pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+    pm.addPass(createCanonicalizerPass());
+    pm.addNestedPass<func::FuncOp>(attn::createAttnGpuMapLoops());
+    pm.addNestedPass<func::FuncOp>(attn::createAttnGpuEmulateLaunches());
+  }
+
   // Register tiles and vectors.
   attn::AttnLowerFusedAttentionOptions flash;
   flash.parallel = options.parallel;
   pm.addNestedPass<func::FuncOp>(attn::createAttnLowerFusedAttention(flash));
-  if (options.vectorize) {
+  if (options.vectorize && !options.gpuEmulation) {
     attn::AttnTileAndVectorizeOptions tiling;
     tiling.rowTile = options.rowTile;
     tiling.columnTile = options.columnTile;

@@ -36,9 +36,7 @@
 
 using namespace attnc;
 
-namespace {
-
-} // namespace
+namespace {} // namespace
 
 void attnc::initializeTargets() {
   static std::once_flag once;
@@ -127,7 +125,6 @@ void attnc::optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
   }
   passes.run(module, modules);
 }
-
 
 std::string attnc::packedEntryName(llvm::StringRef kernel) {
   return ("__attnc_packed_" + kernel).str();

@@ -171,8 +171,7 @@ cl::opt<EmitKind, false, ListedValuesParser<EmitKind>> emitKind(
                clEnumValN(EmitKind::Obj, "obj", "an object file"),
                clEnumValN(EmitKind::Header, "header",
                           "the C header of the kernels"),
-               clEnumValN(EmitKind::Ptx, "ptx",
-                          "PTX (with --target=nvptx)")),
+               clEnumValN(EmitKind::Ptx, "ptx", "PTX (with --target=nvptx)")),
     cl::init(EmitKind::Obj), cl::cat(outputCategory));
 
 cl::opt<bool> parallelLoops(
@@ -385,10 +384,11 @@ int emitCode(const LoadedSpec &spec, unsigned optLevelValue) {
   }
   if (emitKind == EmitKind::Attn) {
     // With the target description the CPU passes will read (DLTI).
-    if (llvm::Error error = target == Target::Nvptx
-                                ? llvm::Error::success()
-                                : attachCpuTarget(
-            *module, compileOptions({}, optLevelValue).target)) {
+    if (llvm::Error error =
+            target == Target::Nvptx
+                ? llvm::Error::success()
+                : attachCpuTarget(*module,
+                                  compileOptions({}, optLevelValue).target)) {
       llvm::errs() << "attnc: internal error: "
                    << llvm::toString(std::move(error)) << "\n";
       return kInternalError;

@@ -31,7 +31,8 @@ constexpr int64_t kMaxReadBackBytes = 4096;
 /// Clones each host memref.get_global used inside a launch into that launch
 /// (outlining then copies the global into the GPU module).
 LogicalResult sinkGlobals(Block &body) {
-  for (auto get : llvm::make_early_inc_range(body.getOps<memref::GetGlobalOp>())) {
+  for (auto get :
+       llvm::make_early_inc_range(body.getOps<memref::GetGlobalOp>())) {
     llvm::DenseMap<gpu::LaunchOp, Value> copies;
     for (OpOperand &use : llvm::make_early_inc_range(get->getUses())) {
       auto launch = use.getOwner()->getParentOfType<gpu::LaunchOp>();

@@ -49,8 +49,8 @@ struct AttnGpuMergeKernelModulesPass
     for (gpu::GPUModuleOp other : llvm::drop_begin(kernelModules)) {
       for (Operation &op :
            llvm::make_early_inc_range(other.getBody()->getOperations())) {
-        auto name = op.getAttrOfType<StringAttr>(
-            SymbolTable::getSymbolAttrName());
+        auto name =
+            op.getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName());
         if (name && mergedSymbols.lookup(name)) {
           // Outlining copies a constant into each module that uses it.
           if (isa<gpu::GPUFuncOp>(op)) {
@@ -68,8 +68,8 @@ struct AttnGpuMergeKernelModulesPass
     StringAttr mergedName = StringAttr::get(&getContext(), "kernels");
     bool failedLaunch = false;
     module.walk([&](gpu::LaunchFuncOp launch) {
-      StringAttr kernel =
-          renamed.lookup({launch.getKernelModuleName(), launch.getKernelName()});
+      StringAttr kernel = renamed.lookup(
+          {launch.getKernelModuleName(), launch.getKernelName()});
       if (!kernel) {
         launch.emitOpError("launches a kernel that is not outlined");
         failedLaunch = true;

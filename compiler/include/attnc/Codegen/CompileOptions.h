@@ -49,6 +49,11 @@ struct CpuPipelineOptions {
   /// Emit OpenMP parallel loops (GEMM blocks, attention batch entries) that
   /// run on attnc_rt's thread pool; the object then needs libattnc_rt.
   bool parallel = false;
+  /// A test of the GPU target without a GPU: the loop nests are mapped to
+  /// GPU launches as for --target=nvptx (attn-gpu-map-loops), then each
+  /// launch runs as loops over its blocks and threads on this CPU
+  /// (attn-gpu-emulate-launches). Attention is decomposed, as on the GPU.
+  bool gpuEmulation = false;
 };
 
 struct CompileOptions {

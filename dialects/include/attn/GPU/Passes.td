@@ -31,8 +31,9 @@ def AttnGpuMapLoops : Pass<"attn-gpu-map-loops", "::mlir::func::FuncOp"> {
     Any other op that touches memory at the top level (a loop with no
     parallel dimension, a store) runs in a launch of one thread, so that no
     host code reads or writes device memory. Allocations, views, constants,
-    scalar arithmetic and the loads that read a result back
-    (`attn-gpu-device-memory` handles them) stay on the host.
+    scalar arithmetic, calls (another kernel's host code) and the loads
+    that read a result back (`attn-gpu-device-memory` handles them) stay on
+    the host.
 
     ```mlir
     scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c100) step (%c1, %c1) {
@@ -95,6 +96,26 @@ def AttnGpuMergeKernelModules
     `gpu.launch_func` at the merged module.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+def AttnGpuEmulateLaunches
+    : Pass<"attn-gpu-emulate-launches", "::mlir::func::FuncOp"> {
+  let summary = "Run each gpu.launch as loops on the CPU (a test of the GPU "
+                "mapping without a GPU)";
+  let description = [{
+    Replaces every `gpu.launch` by `scf.for` loops over its blocks and
+    threads around its body, with `gpu.block_id`, `gpu.thread_id`,
+    `gpu.block_dim` and `gpu.grid_dim` replaced by the loop counters and the
+    launch sizes. The kernels attn-gpu-map-loops makes have no barrier, no
+    shared memory and no warp operation, so running their threads one after
+    another computes what the GPU computes: the CPU back end can then check
+    the mapping (indices, guards, one-thread runs) against the goldens.
+    A launch with a barrier, shuffle or workgroup memory is an error.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::scf::SCFDialect",
+  ];
 }
 
 #endif // ATTN_GPU_PASSES_TD
