@@ -1,5 +1,6 @@
 # attnc_add_kernel(<target> SPEC <spec.attn> [BLOCK <name>] [MCPU <cpu>]
-#                  [TRIPLE <triple>] [OPT 0|1|2|3] [PARALLEL])
+#                  [TRIPLE <triple>] [TARGET cpu|nvptx] [OPT 0|1|2|3]
+#                  [PARALLEL])
 #
 # Compiles one block of a .attn spec at build time with attnc and makes
 # <target> a static library holding the kernel's object; linking it gives
@@ -12,6 +13,11 @@
 # (aarch64-linux-gnu, ...): for a project built with that triple's
 # toolchain (MCPU then names a CPU of it; default: generic).
 #
+# TARGET nvptx compiles GPU code (MCPU then names the compute capability,
+# sm_90a by default): the object exports NAME (host pointers) and NAME_cuda
+# (device pointers, a CUstream) and needs libc and libdl only; it opens the
+# CUDA driver at its first call (docs/gpu.md).
+#
 # Without PARALLEL the object needs libc only. With PARALLEL it is compiled
 # with `attnc --parallel` and <target> links attnc's small runtime library
 # (the `attnc_rt` target in attnc's build, else the installed package's
@@ -22,7 +28,7 @@
 # package's (find_package(attnc) includes this file), else ATTNC_EXECUTABLE
 # (found on PATH if unset).
 function(attnc_add_kernel target)
-  cmake_parse_arguments(ARG "PARALLEL" "SPEC;BLOCK;MCPU;TRIPLE;OPT" ""
+  cmake_parse_arguments(ARG "PARALLEL" "SPEC;BLOCK;MCPU;TRIPLE;TARGET;OPT" ""
     ${ARGN})
   if(NOT ARG_SPEC)
     message(FATAL_ERROR "attnc_add_kernel(${target}): SPEC is required")
@@ -50,6 +56,9 @@ function(attnc_add_kernel target)
   endif()
   if(ARG_TRIPLE)
     list(APPEND flags --triple=${ARG_TRIPLE})
+  endif()
+  if(ARG_TARGET)
+    list(APPEND flags --target=${ARG_TARGET})
   endif()
   if(DEFINED ARG_OPT)
     list(APPEND flags -O${ARG_OPT})
@@ -86,6 +95,10 @@ function(attnc_add_kernel target)
   if(ARG_PARALLEL)
     find_package(Threads REQUIRED)
     target_link_libraries(${target} INTERFACE ${runtime} Threads::Threads)
+  endif()
+  if(ARG_TARGET STREQUAL "nvptx")
+    # dlopen: in libc since glibc 2.34, in libdl before.
+    target_link_libraries(${target} INTERFACE ${CMAKE_DL_LIBS})
   endif()
   target_include_directories(${target} INTERFACE ${dir})
 endfunction()
