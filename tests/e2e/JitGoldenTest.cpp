@@ -59,7 +59,8 @@ const Variant kVariants[] = {
     {"O2_avx2_fused", 2, "fused", "x86-64-v3"},
     {"O2_sse2", 2, "auto", "x86-64"},
     {"O2_sse2_fused", 2, "fused", "x86-64"},
-    {"gpu_emulation", 2, "decomposed", "native", true}};
+    {"gpu_emulation", 2, "decomposed", "native", true},
+    {"gpu_emulation_fused", 2, "fused", "native", true}};
 
 /// The case's buffers, named as its kernel's arguments.
 std::vector<HostBuffer> buffersOf(GoldenCase &golden,

@@ -1026,6 +1026,11 @@ std::vector<Param> params() {
     Param gpu{&spec, 2, ""};
     gpu.gpuEmulation = true;
     result.push_back(gpu);
+    // The GPU's flash kernel wherever the case tries the fused lowering.
+    if (llvm::is_contained(spec.attentionLowerings, "fused")) {
+      gpu.attention = "fused";
+      result.push_back(gpu);
+    }
   }
   return result;
 }

@@ -64,6 +64,7 @@ llvm::Error lowerForGpu(mlir::ModuleOp module, const CompileOptions &options,
   gpu.toolkit = toolkit->root;
   gpu.libdevice = toolkit->libdevice;
   gpu.format = !ptxOnly && toolkit->canAssemble ? "fatbin" : "isa";
+  gpu.attention = options.pipeline.attention;
 
   mlir::DialectRegistry registry;
   mlir::registerAllToLLVMIRTranslations(registry);

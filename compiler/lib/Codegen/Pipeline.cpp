@@ -61,9 +61,8 @@ static void addBufferization(OpPassManager &pm) {
 
 void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
                                      const CpuPipelineOptions &options) {
-  addAttnToLinalg(pm, options.vectorize && !options.gpuEmulation
-                          ? options.attention
-                          : std::string("decomposed"));
+  addAttnToLinalg(pm, options.vectorize ? options.attention
+                                        : std::string("decomposed"));
   // NAME_prepare (weights transposed once per bound params), NAME_prepared
   // (the rest) and NAME calling the two.
   pm.addPass(attn::createAttnSplitPrepare());
@@ -75,8 +74,8 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
 
   if (options.gpuEmulation) {
     // The GPU target's kernels, each thread run in turn on this CPU.
+    pm.addNestedPass<func::FuncOp>(attn::createAttnGpuLowerFusedAttention());
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
-    pm.addPass(createCanonicalizerPass());
     pm.addNestedPass<func::FuncOp>(attn::createAttnGpuMapLoops());
     pm.addNestedPass<func::FuncOp>(attn::createAttnGpuEmulateLaunches());
   }
@@ -134,12 +133,14 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
 
 void attnc::buildGpuLoweringPipeline(OpPassManager &pm,
                                      const GpuPipelineOptions &options) {
-  // The D2L steps one by one (no fused attention on the GPU yet), on
-  // buffers, as loops: one kernel per loop nest.
-  addAttnToLinalg(pm, "decomposed");
+  // On buffers, as loops: one kernel per loop nest; fused attention as
+  // one thread per query row.
+  addAttnToLinalg(pm, options.attention);
   addBufferization(pm);
+  pm.addNestedPass<func::FuncOp>(attn::createAttnGpuLowerFusedAttention());
+  // No canonicalization before the mapping: it would unroll a loop of one
+  // iteration into host code.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
-  pm.addPass(createCanonicalizerPass());
   attn::AttnGpuMapLoopsOptions mapping;
   mapping.blockSize = options.blockSize;
   pm.addNestedPass<func::FuncOp>(attn::createAttnGpuMapLoops(mapping));

@@ -214,7 +214,14 @@ struct AttnGpuMapLoopsPass
           return signalPassFailure();
         continue;
       }
-      if (staysOnHost(&op)) {
+      // Scalar code on what a run computes (a loop of one iteration that
+      // canonicalization unrolled) belongs to the run.
+      bool usesRun = llvm::any_of(op.getOperands(), [&](Value operand) {
+        return llvm::is_contained(run, operand.getDefiningOp());
+      });
+      bool joinsRun = usesRun && isMemoryEffectFree(&op) &&
+                      !op.hasTrait<OpTrait::IsTerminator>();
+      if (staysOnHost(&op) && !joinsRun) {
         if (failed(flush()))
           return signalPassFailure();
         continue;

@@ -52,7 +52,8 @@ struct CpuPipelineOptions {
   /// A test of the GPU target without a GPU: the loop nests are mapped to
   /// GPU launches as for --target=nvptx (attn-gpu-map-loops), then each
   /// launch runs as loops over its blocks and threads on this CPU
-  /// (attn-gpu-emulate-launches). Attention is decomposed, as on the GPU.
+  /// (attn-gpu-emulate-launches). Fused attention is the GPU's kernel
+  /// (attn-gpu-lower-fused-attention).
   bool gpuEmulation = false;
 };
 

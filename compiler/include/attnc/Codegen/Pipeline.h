@@ -60,6 +60,9 @@ struct GpuPipelineOptions {
   std::string format = "isa";
   /// Threads per block of the launches attn-gpu-map-loops makes.
   int64_t blockSize = 256;
+  /// attn-decompose's `attention` option: decomposed, fused or auto (fused
+  /// attention becomes attn-gpu-lower-fused-attention's kernel).
+  std::string attention = "auto";
 };
 
 /// attn -> device code in a gpu.binary and host code in the LLVM dialect

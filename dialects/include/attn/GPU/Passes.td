@@ -15,6 +15,41 @@
 
 include "mlir/Pass/PassBase.td"
 
+def AttnGpuLowerFusedAttention
+    : Pass<"attn-gpu-lower-fused-attention", "::mlir::func::FuncOp"> {
+  let summary = "Lower attn.fused_attention on buffers to a flash-style loop "
+                "nest with one GPU thread per query row";
+  let description = [{
+    Replaces each `attn.fused_attention` (after bufferization) by an
+    `scf.parallel` over (batch entry x head, query row); attn-gpu-map-loops
+    then makes each iteration one thread, neighbouring rows of one head in
+    neighbouring threads, so that one load of a key or value row serves a
+    whole warp. A thread keeps its query row, output row and online-softmax
+    state in vectors of the head width (registers) and walks the keys below
+    its row's length (valid_lens 1-D or 2-D, causal, at most Tk): keys past
+    every length are never read. When the row has no visible key, or its
+    visible scores are all below -1e6 + 104 (so that D2L's -1e6 for a masked
+    key no longer underflows), a second pass over every key with D2L's
+    replacement gives D2L's result (the uniform row for `valid_len` 0).
+
+    ```mlir
+    attn.fused_attention %q, %k, %v valid_lens(%vl) outs(%o) scale(0.25)
+        : (memref<2x64x16xf32>, memref<2x64x16xf32>, memref<2x64x16xf32>,
+           memref<2xi32>, memref<2x64x16xf32>) -> ()
+    ```
+
+    becomes `scf.parallel (%n, %i) = (0, 0) to (2, 64)` around two
+    `scf.for` passes over `vector<16xf32>` rows.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
 def AttnGpuMapLoops : Pass<"attn-gpu-map-loops", "::mlir::func::FuncOp"> {
   let summary = "Turn each top-level loop nest of a kernel into a gpu.launch";
   let description = [{
