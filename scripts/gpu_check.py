@@ -1,0 +1,304 @@
+#!/usr/bin/env python3
+"""attnc's GPU objects against the D2L goldens and against PyTorch.
+
+Run by scripts/gpu-check.sh on a machine with an NVIDIA GPU (no LLVM/MLIR
+needed): every `golden_CASE.so` in --objects is called through its
+host-pointer entry CASE (SPEC §5) on the case's inputs and its outputs are
+compared with the goldens' tolerance (tests/data/README.md); every
+`bench_NAME.so` is timed through NAME_cuda on PyTorch's stream beside
+PyTorch's scaled_dot_product_attention backends, torch.compile and eager
+PyTorch, and its output compared with PyTorch's. Writes a Markdown report.
+
+The golden half needs NumPy only, and takes CPU objects too (the same
+host-pointer ABI): `--goldens-only` checks this script without a GPU.
+"""
+
+import argparse
+import ctypes
+import math
+import pathlib
+import re
+import statistics
+import sys
+
+import numpy as np
+
+# --------------------------------------------------------------------------
+# Goldens
+
+
+def spec_arguments(spec_text, block):
+    """[(name, role)] of `block` in ABI order: inputs and params as
+    declared, then outputs in `output` order."""
+    match = re.search(r"block\s+" + re.escape(block) + r"\s*\{(.*?)\n\}",
+                      spec_text, re.S)
+    if not match:
+        raise ValueError(f"no block {block}")
+    body = match.group(1)
+    arguments = [(m.group(2), m.group(1)) for m in re.finditer(
+        r"^\s*(input|param)\s+(\w+)\s*:", body, re.M)]
+    for line in re.finditer(r"^\s*output\s+(.+)$", body, re.M):
+        for name in line.group(1).split("#")[0].split(","):
+            arguments.append((name.strip(), "output"))
+    return arguments
+
+
+def formula_tensor(salt, scale, offset, dims):
+    """tests/data/README.md, "Generated params"."""
+    count = math.prod(dims)
+    i = np.arange(count, dtype=np.uint64)
+    mask = np.uint64(0xFFFFFFFF)
+    h = (i + np.uint64((salt * 0x9E3779B9) & 0xFFFFFFFF)) & mask
+    h ^= h >> np.uint64(16)
+    h = (h * np.uint64(0x85EBCA6B)) & mask
+    h ^= h >> np.uint64(13)
+    h = (h * np.uint64(0xC2B2AE35)) & mask
+    h ^= h >> np.uint64(16)
+    w = offset + (h.astype(np.float64) / 2.0**32 - 0.5) * scale
+    return w.astype(np.float32).reshape(dims)
+
+
+def golden_inputs(case_dir):
+    """name -> array: the case's .npy files and its formula params."""
+    arrays = {p.stem: np.load(p) for p in case_dir.glob("*.npy")}
+    formula = case_dir / "formula_params.txt"
+    if formula.exists():
+        for line in formula.read_text().splitlines():
+            if not line.strip() or line.startswith("#"):
+                continue
+            name, salt, scale, offset, *dims = line.split()
+            arrays[name] = formula_tensor(int(salt), float(scale),
+                                          float(offset), [int(d) for d in dims])
+    return arrays
+
+
+def load_kernel(path, name):
+    library = ctypes.CDLL(str(path))
+    entry = getattr(library, name)
+    entry.restype = ctypes.c_int
+    last_error = getattr(library, name + "_cuda_last_error", None)
+    if last_error is not None:
+        last_error.restype = ctypes.c_char_p
+    return library, entry, last_error
+
+
+def check_golden(objects, goldens, case):
+    case_dir = goldens / case
+    arguments = spec_arguments((case_dir / f"{case}.attn").read_text(), case)
+    arrays = golden_inputs(case_dir)
+    buffers, outputs = [], {}
+    for name, role in arguments:
+        if role == "output":
+            expected = arrays[f"expected_{name}"]
+            outputs[name] = np.full(expected.shape, np.nan, dtype=np.float32)
+            buffers.append(outputs[name])
+        else:
+            array = arrays[name]
+            dtype = np.int32 if array.dtype.kind in "iu" else np.float32
+            buffers.append(np.ascontiguousarray(array, dtype=dtype))
+    _, entry, last_error = load_kernel(objects / f"golden_{case}.so", case)
+    status = entry(*[b.ctypes.data_as(ctypes.c_void_p) for b in buffers])
+    if status != 0:
+        message = last_error().decode() if last_error else ""
+        return False, f"status {status}: {message}"
+    tolerance = 2e-4 if case == "bert_base_layer" else 1e-4
+    worst = 0.0
+    for name, array in outputs.items():
+        error = np.abs(array.astype(np.float64) - arrays[f"expected_{name}"])
+        if np.isnan(error).any():
+            return False, f"NaN in {name}"
+        worst = max(worst, float(error.max()))
+    return worst <= tolerance, f"max |error| {worst:.2e} (tolerance {tolerance:g})"
+
+
+# --------------------------------------------------------------------------
+# Benchmarks (PyTorch on the GPU)
+
+
+def time_cuda(torch, function, warmup=3, repeats=20):
+    """Median milliseconds of one call, CUDA events around each."""
+    for _ in range(warmup):
+        function()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        function()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def attnc_cuda_call(torch, objects, name, tensors):
+    _, entry, last_error = load_kernel(objects / f"bench_{name}.so",
+                                       name + "_cuda")
+    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    pointers = [ctypes.c_void_p(t.data_ptr()) for t in tensors]
+
+    def call():
+        status = entry(stream, *pointers)
+        if status != 0:
+            raise RuntimeError(f"{name}_cuda: status {status}: "
+                               f"{last_error().decode()}")
+    return call
+
+
+def bench_sdpa(torch, objects, shape):
+    import torch.nn.functional as F
+    b, t, d, h = shape
+    name = f"sdpa_{b}_{t}_{d}_{h}"
+    dh = d // h
+    generator = torch.Generator(device="cuda").manual_seed(0)
+    q, k, v = (torch.rand(b * h, t, dh, device="cuda", generator=generator)
+               * 2 - 1 for _ in range(3))
+    y = torch.empty_like(q)
+    flops = 4.0 * b * h * t * t * dh
+    rows = []
+    attnc = attnc_cuda_call(torch, objects, name, [q, k, v, y])
+    ms = time_cuda(torch, attnc)
+    q4, k4, v4 = (x.view(b, h, t, dh) for x in (q, k, v))
+    reference = F.scaled_dot_product_attention(q4.double(), k4.double(),
+                                               v4.double())
+    error = (y.view(b, h, t, dh).double() - reference).abs().max().item()
+    rows.append(("attnc (f32)", ms, flops / ms / 1e9, f"{error:.1e}"))
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    for backend in ("FLASH_ATTENTION", "EFFICIENT_ATTENTION",
+                    "CUDNN_ATTENTION", "MATH"):
+        try:
+            with sdpa_kernel(getattr(SDPBackend, backend)):
+                call = lambda: F.scaled_dot_product_attention(q4, k4, v4)
+                ms = time_cuda(torch, call)
+                out = call()
+            error = (out.double() - reference).abs().max().item()
+            rows.append((f"SDPA {backend.lower()} (f32)", ms,
+                         flops / ms / 1e9, f"{error:.1e}"))
+        except Exception as failure:  # a backend without f32 support
+            rows.append((f"SDPA {backend.lower()} (f32)", None, None,
+                         str(failure).splitlines()[0][:60]))
+    scale = 1.0 / math.sqrt(dh)
+    compiled = torch.compile(
+        lambda q, k, v: torch.softmax(q @ k.transpose(-1, -2) * scale, -1) @ v)
+    try:
+        ms = time_cuda(torch, lambda: compiled(q, k, v))
+        rows.append(("torch.compile (f32)", ms, flops / ms / 1e9, ""))
+    except Exception as failure:
+        rows.append(("torch.compile (f32)", None, None,
+                     str(failure).splitlines()[0][:60]))
+    return f"attention {shape} (B, T, D, H)", rows
+
+
+def bench_bert_layer(torch, objects):
+    b, t, d, f, h = 8, 128, 768, 3072, 12
+    generator = torch.Generator(device="cuda").manual_seed(0)
+
+    def rand(*shape, scale=1.0):
+        return (torch.rand(*shape, device="cuda", generator=generator) * 2
+                - 1) * scale
+
+    x = rand(b, t, d)
+    valid_lens = torch.randint(1, t + 1, (b,), device="cuda",
+                               generator=generator, dtype=torch.int32)
+    w = {n: rand(d, d, scale=d**-0.5) for n in ("W_q", "W_k", "W_v", "W_o")}
+    w["ln1_gamma"], w["ln1_beta"] = 1 + rand(d, scale=0.2), rand(d, scale=0.2)
+    w["W_1"], w["b_1"] = rand(f, d, scale=d**-0.5), rand(f, scale=d**-0.5)
+    w["W_2"], w["b_2"] = rand(d, f, scale=f**-0.5), rand(d, scale=f**-0.5)
+    w["ln2_gamma"], w["ln2_beta"] = 1 + rand(d, scale=0.2), rand(d, scale=0.2)
+    z = torch.empty_like(x)
+    order = ["W_q", "W_k", "W_v", "W_o", "ln1_gamma", "ln1_beta", "W_1", "b_1",
+             "W_2", "b_2", "ln2_gamma", "ln2_beta"]
+    attnc = attnc_cuda_call(torch, objects, "bert_base_layer",
+                            [x, valid_lens] + [w[n] for n in order] + [z])
+
+    def layer(x):
+        """samples/bert_base_layer.attn in PyTorch (D2L's encoder block)."""
+        def heads(y):
+            return y.view(b, t, h, d // h).transpose(1, 2)
+        q, k, v = (heads(x @ w[n].T) for n in ("W_q", "W_k", "W_v"))
+        scores = q @ k.transpose(-1, -2) / math.sqrt(d // h)
+        keys = torch.arange(t, device="cuda")
+        masked = keys[None, :] >= valid_lens[:, None].long()
+        scores = scores.masked_fill(masked[:, None, None, :], -1e6)
+        a = (torch.softmax(scores, -1) @ v).transpose(1, 2).reshape(b, t, d)
+        y = torch.nn.functional.layer_norm(x + a @ w["W_o"].T, (d,),
+                                           w["ln1_gamma"], w["ln1_beta"], 1e-12)
+        hidden = torch.relu(y @ w["W_1"].T + w["b_1"]) @ w["W_2"].T + w["b_2"]
+        return torch.nn.functional.layer_norm(y + hidden, (d,), w["ln2_gamma"],
+                                              w["ln2_beta"], 1e-12)
+
+    flops = 2.0 * b * t * (4 * d * d + 2 * d * f) + 4.0 * b * t * t * d
+    rows = []
+    ms = time_cuda(torch, attnc)
+    error = (z - layer(x)).abs().max().item()
+    rows.append(("attnc (f32)", ms, flops / ms / 1e9, f"{error:.1e}"))
+    ms = time_cuda(torch, lambda: layer(x))
+    rows.append(("PyTorch eager (f32)", ms, flops / ms / 1e9, ""))
+    try:
+        compiled = torch.compile(layer)
+        ms = time_cuda(torch, lambda: compiled(x))
+        rows.append(("torch.compile (f32)", ms, flops / ms / 1e9, ""))
+    except Exception as failure:
+        rows.append(("torch.compile (f32)", None, None,
+                     str(failure).splitlines()[0][:60]))
+    return "BERT-base layer (8, 128, 768, 12 heads, FFN 3072)", rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--objects", type=pathlib.Path, required=True)
+    parser.add_argument("--goldens", type=pathlib.Path, required=True)
+    parser.add_argument("--report", type=pathlib.Path, required=True)
+    parser.add_argument("--goldens-only", action="store_true")
+    args = parser.parse_args()
+
+    lines = ["# attnc GPU check", ""]
+    failed = 0
+    lines += ["## Goldens (host-pointer entry)", "",
+              "| case | result | detail |", "| --- | --- | --- |"]
+    for library in sorted(args.objects.glob("golden_*.so")):
+        case = library.stem[len("golden_"):]
+        try:
+            ok, detail = check_golden(args.objects, args.goldens, case)
+        except Exception as failure:
+            ok, detail = False, f"{type(failure).__name__}: {failure}"
+        failed += not ok
+        lines.append(f"| {case} | {'pass' if ok else 'FAIL'} | {detail} |")
+        print(f"golden {case}: {'pass' if ok else 'FAIL'}: {detail}")
+
+    if not args.goldens_only:
+        import torch
+        lines += ["", f"## Timings on {torch.cuda.get_device_name()}", "",
+                  "Median of 20 calls (CUDA events), after 3 warm-ups; "
+                  "error: max |difference| from PyTorch in float64 (SDPA) or "
+                  "float32 (the layer).", ""]
+        benches = [lambda s=s: bench_sdpa(torch, args.objects, s)
+                   for s in [(8, 2048, 1024, 16), (1, 8192, 1024, 16),
+                             (32, 512, 768, 12)]]
+        benches.append(lambda: bench_bert_layer(torch, args.objects))
+        for bench in benches:
+            try:
+                title, rows = bench()
+            except Exception as failure:
+                failed += 1
+                lines += [f"benchmark failed: {type(failure).__name__}: "
+                          f"{failure}", ""]
+                print(f"benchmark failed: {failure}")
+                continue
+            lines += [f"### {title}", "",
+                      "| kernel | ms | GFLOP/s | error / note |",
+                      "| --- | --- | --- | --- |"]
+            for kernel, ms, gflops, note in rows:
+                lines.append(
+                    f"| {kernel} | {'' if ms is None else f'{ms:.3f}'} | "
+                    f"{'' if gflops is None else f'{gflops:.0f}'} | {note} |")
+                print(f"{title}: {kernel}: {ms} ms {note}")
+            lines.append("")
+    args.report.write_text("\n".join(lines) + "\n")
+    print(f"report: {args.report}; {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
