@@ -625,13 +625,14 @@ int main(int argc, char **argv) {
       "attnc: compiles D2L-style attention blocks (.attn specs) into "
       "specialized kernels\n\n"
       "  attnc SPEC.attn [-o OUT] [--emit=KIND] [--block NAME] "
-      "[--target=cpu]\n"
-      "        [--mcpu=CPU[,CPU...]] [--triple=TRIPLE] [-O0|-O1|-O2|-O3]\n"
+      "[--target=cpu|nvptx]\n"
+      "        [--mcpu=CPU[,CPU...]|sm_XX] [--triple=TRIPLE] "
+      "[-O0|-O1|-O2|-O3]\n"
       "        [--attention=auto|fused|decomposed] [--parallel]\n"
-      "  attnc run SPEC.attn [--block NAME] [--input NAME=FILE.npy]... "
-      "[--input-dir DIR]\n"
-      "        [--random-inputs [--seed N]] [--save-inputs DIR] "
-      "[--output-dir DIR]\n"
+      "  attnc run SPEC.attn [--block NAME] [--target=cpu|nvptx] "
+      "[--input NAME=FILE.npy]...\n"
+      "        [--input-dir DIR] [--random-inputs [--seed N]] "
+      "[--save-inputs DIR] [--output-dir DIR]\n"
       "        [--repeat N] [--threads N]   ('attnc run --help' for more)\n");
   if (runSubcommand)
     return runMain();
