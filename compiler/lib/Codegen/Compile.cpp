@@ -69,7 +69,8 @@ std::string CompileOptions::fingerprint() const {
                                       std::to_string(toolkit->canAssemble)
                                 : llvm::toString(toolkit.takeError());
     return "target=nvptx chip=" + gpuChip(target) +
-           " O=" + std::to_string(target.optLevel) + " toolkit=" + where;
+           " O=" + std::to_string(target.optLevel) +
+           " attention=" + pipeline.attention + " toolkit=" + where;
   }
   // The target by its description (features, registers), not its name: a
   // VM may call a CPU without AVX-512 znver4. The schedule follows from the

@@ -1,6 +1,7 @@
 //===- RuntimeTest.cpp - Compiling, checking, running and caching kernels -===//
 
 #include "attnc/Runtime/Runtime.h"
+#include "attnc/Codegen/GpuCompile.h"
 #include "attnc/attnc.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -14,6 +15,8 @@
 #include <atomic>
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
+#include <cstring>
 #include <random>
 #include <sys/resource.h>
 #include <thread>
@@ -529,3 +532,107 @@ TEST_F(RuntimeTest, CApiCompilesQueriesAndRuns) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// GPU kernels (TargetKind::Nvptx) through the runtime, without a GPU
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+constexpr const char *kGpuSpec = R"(
+block g {
+  input x: f32[3, 5]
+  param w: f32[4, 5]
+  y = relu(linear(x, w))
+  output y
+}
+)";
+
+/// Compiles kGpuSpec for the GPU, or skips the test where attnc cannot
+/// (no CUDA toolkit: libdevice).
+std::shared_ptr<Kernel> compileGpuKernel(Runtime &runtime) {
+  if (llvm::Expected<CudaToolkit> toolkit = findCudaToolkit(); !toolkit) {
+    llvm::consumeError(toolkit.takeError());
+    return nullptr;
+  }
+  CompileOptions options = Runtime::defaultOptions();
+  options.target.kind = TargetKind::Nvptx;
+  auto kernel = runtime.compile(kGpuSpec, "gpu.attn", "", options);
+  EXPECT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  return kernel ? *kernel : nullptr;
+}
+
+/// Sets an environment variable for the scope (each JIT-loaded GPU object
+/// reads ATTNC_CUDA_DRIVER at its first call).
+struct ScopedEnvironment {
+  std::string name;
+  ScopedEnvironment(std::string name, const std::string &value)
+      : name(std::move(name)) {
+    setenv(this->name.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnvironment() { unsetenv(name.c_str()); }
+};
+
+} // namespace
+
+TEST_F(RuntimeTest, AGpuKernelWithoutADriverSaysSo) {
+  ScopedEnvironment driver("ATTNC_CUDA_DRIVER",
+                           cacheDir + "/no-such-libcuda.so.1");
+  Runtime runtime(cacheDir);
+  std::shared_ptr<Kernel> kernel = compileGpuKernel(runtime);
+  if (!kernel)
+    GTEST_SKIP() << "no CUDA toolkit (libdevice): GPU code is not compiled";
+  std::vector<float> x(15, 0.5f), w(20, 0.25f), y(12, -1.0f);
+  llvm::Error error = kernel->run({{"x", x.data(), ElementType::F32, {3, 5}},
+                                   {"w", w.data(), ElementType::F32, {4, 5}},
+                                   {"y", y.data(), ElementType::F32, {3, 4}}});
+  std::string text = message(std::move(error));
+  EXPECT_NE(text.find("kernel 'g': no CUDA driver/GPU: "), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("no-such-libcuda.so.1"), std::string::npos) << text;
+  for (float v : y)
+    EXPECT_EQ(v, -1.0f);
+  // The argument checks come first, as on the CPU.
+  std::string misshapen =
+      message(kernel->run({{"x", x.data(), ElementType::F32, {5, 3}},
+                           {"w", w.data(), ElementType::F32, {4, 5}},
+                           {"y", y.data(), ElementType::F32, {3, 4}}}));
+  EXPECT_NE(misshapen.find("'x'"), std::string::npos) << misshapen;
+  EXPECT_EQ(misshapen.find("CUDA"), std::string::npos) << misshapen;
+}
+
+TEST_F(RuntimeTest, AGpuKernelRunsOnTheFakeDriver) {
+  ScopedEnvironment driver("ATTNC_CUDA_DRIVER", ATTNC_FAKE_CUDA_DRIVER);
+  Runtime runtime(cacheDir);
+  std::shared_ptr<Kernel> kernel = compileGpuKernel(runtime);
+  if (!kernel)
+    GTEST_SKIP() << "no CUDA toolkit (libdevice): GPU code is not compiled";
+  EXPECT_EQ(kernel->signature().packedElements, 0);
+  std::vector<float> x(15, 0.5f), w(20, 0.25f), y(12, -1.0f);
+  // The fake device's memory starts as 0x7f bytes and its launches run
+  // nothing: an output that came back from the device holds that pattern.
+  auto copiedBack = [&] {
+    for (float v : y) {
+      uint32_t bits;
+      std::memcpy(&bits, &v, sizeof bits);
+      if (bits != 0x7f7f7f7fu)
+        return false;
+    }
+    return true;
+  };
+  EXPECT_EQ(message(kernel->run({{"x", x.data(), ElementType::F32, {3, 5}},
+                                 {"w", w.data(), ElementType::F32, {4, 5}},
+                                 {"y", y.data(), ElementType::F32, {3, 4}}})),
+            "");
+  EXPECT_TRUE(copiedBack());
+  // A bound param is passed on every call (GPU objects prepare nothing).
+  ASSERT_EQ(
+      message(kernel->bindParam({"w", w.data(), ElementType::F32, {4, 5}})),
+      "");
+  EXPECT_EQ(message(kernel->prepareParams()), "");
+  std::fill(y.begin(), y.end(), -1.0f);
+  EXPECT_EQ(message(kernel->run({{"x", x.data(), ElementType::F32, {3, 5}},
+                                 {"y", y.data(), ElementType::F32, {3, 4}}})),
+            "");
+  EXPECT_TRUE(copiedBack());
+}
