@@ -42,6 +42,7 @@ enum {
   kJitErrorLogBuffer = 5,
   kJitErrorLogBufferBytes = 6,
   kJitOptimizationLevel = 7,
+  kMemPoolReleaseThreshold = 4,
 };
 
 static struct {
@@ -67,6 +68,8 @@ static struct {
   CUresult (*memFreeAsync)(CUdeviceptr, CUstream);
   CUresult (*memcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
   CUresult (*streamSynchronize)(CUstream);
+  CUresult (*deviceGetDefaultMemPool)(void **, CUdevice);
+  CUresult (*memPoolSetAttribute)(void *, int, void *);
 } cu;
 
 /*--- State ----------------------------------------------------------------*/
@@ -192,6 +195,8 @@ static void open_driver(void) {
   ATTNC_CUDA_SYMBOL(memFreeAsync, "cuMemFreeAsync", 0);
   ATTNC_CUDA_SYMBOL(memcpyAsync, "cuMemcpyAsync", 1);
   ATTNC_CUDA_SYMBOL(streamSynchronize, "cuStreamSynchronize", 1);
+  ATTNC_CUDA_SYMBOL(deviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool", 0);
+  ATTNC_CUDA_SYMBOL(memPoolSetAttribute, "cuMemPoolSetAttribute", 0);
 #undef ATTNC_CUDA_SYMBOL
 
   const char *name, *text;
@@ -250,6 +255,16 @@ static void open_driver(void) {
       cu.memAllocAsync && cu.memFreeAsync &&
       cu.deviceGetAttribute(&pools, kDeviceAttributeMemoryPools, device) == 0 &&
       pools;
+  /* Keep freed temporaries in the pool between calls (its default gives
+     them back to the driver at every synchronization). An optimisation:
+     failures are ignored. */
+  void *pool = NULL;
+  if (async_allocation && cu.deviceGetDefaultMemPool &&
+      cu.memPoolSetAttribute &&
+      cu.deviceGetDefaultMemPool(&pool, device) == 0) {
+    unsigned long long keep = ~0ull;
+    cu.memPoolSetAttribute(pool, kMemPoolReleaseThreshold, &keep);
+  }
 }
 
 /*--- The entries the generated code calls ---------------------------------*/
@@ -327,11 +342,16 @@ int attnc_cuda_call_host(const attnc_cuda_arguments *arguments,
           cu.memcpyAsync(device[i], (CUdeviceptr)host_args[i], bytes, NULL),
           "cuMemcpyAsync (to the device)");
   }
+  /* The kernel's own status (> 0: embedding ids out of range, computed
+     with clamped ids as on the CPU) still gets its outputs back. */
+  int kernel_status = 0;
   if (!status) {
     device_args[0] = NULL; /* the stream: the default one */
     for (int i = 0; i < count; ++i)
       device_args[i + 1] = (void *)(size_t)device[i];
-    status = device_entry(device_args);
+    kernel_status = device_entry(device_args);
+    if (kernel_status < 0)
+      status = kernel_status;
   }
   if (!status)
     status = check(cu.streamSynchronize(NULL), "cuStreamSynchronize");
@@ -342,6 +362,8 @@ int attnc_cuda_call_host(const attnc_cuda_arguments *arguments,
                      "cuMemcpyAsync (to the host)");
   if (!status)
     status = check(cu.streamSynchronize(NULL), "cuStreamSynchronize");
+  if (!status)
+    status = kernel_status;
   if (device)
     for (int i = 0; i < count; ++i)
       if (device[i])

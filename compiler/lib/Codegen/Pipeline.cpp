@@ -75,6 +75,7 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
   if (options.gpuEmulation) {
     // The GPU target's kernels, each thread run in turn on this CPU.
     pm.addNestedPass<func::FuncOp>(attn::createAttnGpuLowerFusedAttention());
+    pm.addNestedPass<func::FuncOp>(attn::createAttnGpuTileMatmul());
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
     pm.addNestedPass<func::FuncOp>(attn::createAttnGpuMapLoops());
     pm.addNestedPass<func::FuncOp>(attn::createAttnGpuEmulateLaunches());
@@ -138,6 +139,7 @@ void attnc::buildGpuLoweringPipeline(OpPassManager &pm,
   addAttnToLinalg(pm, options.attention);
   addBufferization(pm);
   pm.addNestedPass<func::FuncOp>(attn::createAttnGpuLowerFusedAttention());
+  pm.addNestedPass<func::FuncOp>(attn::createAttnGpuTileMatmul());
   // No canonicalization before the mapping: it would unroll a loop of one
   // iteration into host code.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());

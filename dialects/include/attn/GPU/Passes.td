@@ -50,6 +50,37 @@ def AttnGpuLowerFusedAttention
   ];
 }
 
+def AttnGpuTileMatmul
+    : Pass<"attn-gpu-tile-matmul", "::mlir::func::FuncOp"> {
+  let summary = "GEMMs on buffers as register blocks of up to 4 x 4 outputs "
+                "per GPU thread";
+  let description = [{
+    Replaces each `linalg.matmul` and `linalg.batch_matmul` (default
+    indexing maps, f32, static shapes, rows of B and C contiguous) by an
+    `scf.parallel` over blocks of R x C outputs (R, C the largest of 4, 2, 1
+    that divide M and N), the column blocks innermost. Each iteration loads
+    its R rows of C as vectors of C lanes, walks k loading one vector of B's
+    row k and R scalars of A's column k into R x C FMAs, and stores the
+    block back: C += A B as linalg.matmul defines it, with R + 1 loads per
+    R x C FMAs instead of two per FMA. attn-gpu-map-loops makes each
+    iteration one thread.
+
+    ```mlir
+    linalg.matmul ins(%a, %b : memref<8x100xf32>, memref<100x64xf32>)
+                  outs(%c : memref<8x64xf32>)
+    ```
+
+    becomes `scf.parallel (%i, %j) = (0, 0) to (2, 16)` around an `scf.for`
+    over k with four `vector<4xf32>` accumulators.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
 def AttnGpuMapLoops : Pass<"attn-gpu-map-loops", "::mlir::func::FuncOp"> {
   let summary = "Turn each top-level loop nest of a kernel into a gpu.launch";
   let description = [{
