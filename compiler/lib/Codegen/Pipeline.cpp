@@ -145,6 +145,7 @@ void attnc::buildGpuLoweringPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   attn::AttnGpuMapLoopsOptions mapping;
   mapping.blockSize = options.blockSize;
+  mapping.chip = options.chip;
   pm.addNestedPass<func::FuncOp>(attn::createAttnGpuMapLoops(mapping));
   pm.addNestedPass<func::FuncOp>(attn::createAttnGpuDeviceMemory());
   pm.addPass(createCanonicalizerPass());

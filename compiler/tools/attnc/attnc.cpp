@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/Target/CpuTarget.h"
+#include "attn/Target/GpuTarget.h"
 #include "attnc/Codegen/Compile.h"
 #include "attnc/Codegen/GpuCompile.h"
 #include "attnc/Codegen/Target.h"
@@ -456,6 +457,23 @@ int emitCode(const LoadedSpec &spec, unsigned optLevelValue) {
 /// --print-schedule: what the CPU passes will use for each CPU of --mcpu.
 int printScheduleMain(unsigned level) {
   TargetOptions targetOptions = compileOptions({}, level).target;
+  if (targetOptions.kind == TargetKind::Nvptx) {
+    if (llvm::Error bad = checkGpuTarget(targetOptions)) {
+      error() << llvm::toString(std::move(bad)) << "\n";
+      return kUserError;
+    }
+    mlir::attn::GpuTargetDescription gpu =
+        mlir::attn::describeGpu(gpuChip(targetOptions));
+    llvm::outs() << "target: " << gpu.summary() << "\n"
+                 << "schedule:\n"
+                 << "  threads per block: " << gpu.preferredBlockSize
+                 << ", or fewer (down to " << gpu.warpSize
+                 << ") so that a launch covers the " << gpu.multiprocessors
+                 << " multiprocessors twice\n"
+                 << "  attention: one thread per query row\n"
+                 << "  GEMM: one thread per block of up to 4 x 4 outputs\n";
+    return kSuccess;
+  }
   for (const std::string &cpu : cpuList(targetOptions)) {
     TargetOptions one = targetOptions;
     one.cpu = cpu;

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/GPU/Passes.h"
+#include "attn/Target/GpuTarget.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -81,7 +82,9 @@ FailureOr<SmallVector<int64_t>> tripCounts(scf::ParallelOp loop) {
   return counts;
 }
 
-LogicalResult mapParallelLoop(scf::ParallelOp loop, int64_t blockSize) {
+LogicalResult mapParallelLoop(scf::ParallelOp loop,
+                              const attn::GpuTargetDescription &target,
+                              int64_t blockSize) {
   if (!loop.getInitVals().empty())
     return loop.emitOpError("with reductions is not mapped to the GPU");
   FailureOr<SmallVector<int64_t>> counts = tripCounts(loop);
@@ -97,7 +100,7 @@ LogicalResult mapParallelLoop(scf::ParallelOp loop, int64_t blockSize) {
     loop.erase();
     return success();
   }
-  int64_t threads = std::min<int64_t>(blockSize, llvm::alignTo(total, 32));
+  int64_t threads = attn::threadsPerBlock(target, total, blockSize);
   int64_t blocks = llvm::divideCeil(total, threads);
 
   Location loc = loop.getLoc();
@@ -185,9 +188,9 @@ struct AttnGpuMapLoopsPass
     func::FuncOp func = getOperation();
     if (func.isExternal())
       return;
-    if (blockSize <= 0 || blockSize % 32 != 0 || blockSize > 1024) {
-      func.emitError("attn-gpu-map-loops: block-size must be a multiple of 32 "
-                     "in [32, 1024], not ")
+    if (blockSize < 0 || blockSize % 32 != 0 || blockSize > 1024) {
+      func.emitError("attn-gpu-map-loops: block-size must be 0 (the "
+                     "target's) or a multiple of 32 in [32, 1024], not ")
           << static_cast<int64_t>(blockSize);
       return signalPassFailure();
     }
@@ -196,6 +199,7 @@ struct AttnGpuMapLoopsPass
                        "attn-gpu-map-loops needs one block");
       return signalPassFailure();
     }
+    attn::GpuTargetDescription target = attn::describeGpu(chip);
     Block &body = func.getBody().front();
     for (auto copy : llvm::make_early_inc_range(body.getOps<memref::CopyOp>()))
       copyAsLoop(copy);
@@ -210,7 +214,7 @@ struct AttnGpuMapLoopsPass
     };
     for (Operation &op : llvm::make_early_inc_range(body)) {
       if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
-        if (failed(flush()) || failed(mapParallelLoop(loop, blockSize)))
+        if (failed(flush()) || failed(mapParallelLoop(loop, target, blockSize)))
           return signalPassFailure();
         continue;
       }

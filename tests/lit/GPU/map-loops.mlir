@@ -10,11 +10,12 @@
 // RUN:   --pass-pipeline='builtin.module(func.func(attn-gpu-map-loops{block-size=64}))' \
 // RUN:   | FileCheck %s --check-prefix=SMALL
 
-// 4 x 100 = 400 iterations: 2 blocks of 256 threads (7 of 64).
+// 4 x 100 = 400 iterations: 13 blocks of 32 threads (256 would leave most
+// of sm_90a's 132 multiprocessors idle).
 // CHECK-LABEL: func.func @transpose
-// CHECK-DAG:     %[[C2:.*]] = arith.constant 2 : index
-// CHECK-DAG:     %[[C256:.*]] = arith.constant 256 : index
-// CHECK:         gpu.launch async blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C2]], {{.*}} threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C256]],
+// CHECK-DAG:     %[[C13:.*]] = arith.constant 13 : index
+// CHECK-DAG:     %[[C32:.*]] = arith.constant 32 : index
+// CHECK:         gpu.launch async blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C13]], {{.*}} threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C32]],
 // CHECK:           %[[BASE:.*]] = arith.muli %[[BX]], %{{.*}} : index
 // CHECK:           %[[LINEAR:.*]] = arith.addi %[[BASE]], %[[TX]] : index
 // CHECK:           %[[IN:.*]] = arith.cmpi ult, %[[LINEAR]], %{{.*}} : index
@@ -25,9 +26,6 @@
 // CHECK:             memref.store
 // CHECK:           gpu.terminator
 // CHECK-NOT:     scf.parallel
-// SMALL-LABEL: func.func @transpose
-// SMALL:         %[[C7:.*]] = arith.constant 7 : index
-// SMALL:         gpu.launch async blocks({{.*}}) in (%{{.*}} = %[[C7]],
 func.func @transpose(%a: memref<4x100xf32>, %b: memref<100x4xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -99,5 +97,29 @@ func.func @host_code(%a: memref<2x3xf32>, %b: memref<2x3xf32>, %sum: memref<f32>
     memref.store %t, %sum[] : memref<f32>
   }
   call @other(%b) : (memref<2x3xf32>) -> ()
+  return
+}
+
+// -----
+
+// 2^20 iterations: blocks of `block-size` threads (256 by default).
+// CHECK-LABEL: func.func @large
+// CHECK-DAG:     %[[C4096:.*]] = arith.constant 4096 : index
+// CHECK-DAG:     %[[C256:.*]] = arith.constant 256 : index
+// CHECK:         gpu.launch async blocks({{.*}}) in (%{{.*}} = %[[C4096]], {{.*}} threads({{.*}}) in (%{{.*}} = %[[C256]],
+// SMALL-LABEL: func.func @large
+// SMALL-DAG:     %[[C16384:.*]] = arith.constant 16384 : index
+// SMALL-DAG:     %[[C64:.*]] = arith.constant 64 : index
+// SMALL:         gpu.launch async blocks({{.*}}) in (%{{.*}} = %[[C16384]], {{.*}} threads({{.*}}) in (%{{.*}} = %[[C64]],
+func.func @large(%a: memref<1024x1024xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c1024 = arith.constant 1024 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c1024, %c1024) step (%c1, %c1) {
+    %v = memref.load %a[%i, %j] : memref<1024x1024xf32>
+    %w = arith.addf %v, %v : f32
+    memref.store %w, %a[%i, %j] : memref<1024x1024xf32>
+    scf.reduce
+  }
   return
 }

@@ -58,8 +58,9 @@ struct GpuPipelineOptions {
   std::string libdevice;
   /// `isa` (PTX only) or `fatbin` (PTX and cubin).
   std::string format = "isa";
-  /// Threads per block of the launches attn-gpu-map-loops makes.
-  int64_t blockSize = 256;
+  /// Threads per block of the launches attn-gpu-map-loops makes, at most
+  /// (0: the target's, attn/Target/GpuTarget.h).
+  int64_t blockSize = 0;
   /// attn-decompose's `attention` option: decomposed, fused or auto (fused
   /// attention becomes attn-gpu-lower-fused-attention's kernel).
   std::string attention = "auto";

@@ -87,9 +87,9 @@ def AttnGpuMapLoops : Pass<"attn-gpu-map-loops", "::mlir::func::FuncOp"> {
     Runs on a kernel whose linalg ops are loops already
     (`convert-linalg-to-parallel-loops`). Every shape is static, so each
     top-level `scf.parallel` has a known iteration count N: it becomes a
-    `gpu.launch async` of ceil(N / block-size) blocks of `block-size`
-    threads, in which thread `blockIdx.x * block-size + threadIdx.x` (when
-    below N) runs the body once for the iteration of that linear index,
+    `gpu.launch async` of ceil(N / S) blocks of S threads, in which thread
+    `blockIdx.x * S + threadIdx.x` (when below N) runs the body once for
+    the iteration of that linear index,
     the innermost dimension fastest (consecutive threads touch consecutive
     elements of a row-major buffer). Loops nested inside (the reduction
     `scf.for` of a matmul) stay sequential within the thread.
@@ -108,12 +108,20 @@ def AttnGpuMapLoops : Pass<"attn-gpu-map-loops", "::mlir::func::FuncOp"> {
     }
     ```
 
-    becomes a launch of 2 blocks of 256 threads (400 iterations) whose
-    thread `t` runs the body for `%i = t / 100`, `%j = t mod 100`.
+    becomes a launch of 13 blocks of 32 threads (400 iterations: S = 256
+    would leave most of sm_90a's 132 multiprocessors idle) whose thread `t`
+    runs the body for `%i = t / 100`, `%j = t mod 100`. S is `block-size`
+    (0: the target's, 256) unless N / (2 x multiprocessors) is smaller, then that rounded up to a
+    warp (attn/Target/GpuTarget.h).
   }];
   let options = [
-    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
-           "Threads per block of a mapped loop nest (a multiple of 32)">,
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"0",
+           "Threads per block of a mapped loop nest at most (a multiple of "
+           "32; 0: the target's preferred size, 256); fewer when that "
+           "leaves multiprocessors idle">,
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
+           "The compute capability whose multiprocessors the launches "
+           "should cover (attn/Target/GpuTarget.h)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

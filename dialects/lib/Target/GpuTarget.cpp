@@ -1,0 +1,54 @@
+//===- GpuTarget.cpp - The GPU target description and its schedule --------===//
+
+#include "attn/Target/GpuTarget.h"
+
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
+
+using namespace mlir::attn;
+
+std::string GpuTargetDescription::summary() const {
+  return chip + ": " + std::to_string(multiprocessors) +
+         " multiprocessors, warps of " + std::to_string(warpSize) +
+         ", blocks of at most " + std::to_string(maxThreadsPerBlock);
+}
+
+GpuTargetDescription mlir::attn::describeGpu(llvm::StringRef chip) {
+  GpuTargetDescription target;
+  target.chip = chip.str();
+  llvm::StringRef number = chip;
+  number.consume_front("sm_");
+  number.consume_back("a");
+  number.consume_back("f");
+  unsigned cc = 0;
+  if (number.getAsInteger(10, cc))
+    return target;
+  target.computeCapability = cc;
+  // The largest part of each capability (NVIDIA's data sheets): T4 40,
+  // A100 108, A10/RTX 3090 84, L40/RTX 4090 128-144, H100 SXM/H200 132,
+  // B200 148.
+  if (cc >= 100)
+    target.multiprocessors = 148;
+  else if (cc >= 90)
+    target.multiprocessors = 132;
+  else if (cc == 89)
+    target.multiprocessors = 128;
+  else if (cc >= 86)
+    target.multiprocessors = 84;
+  else if (cc >= 80)
+    target.multiprocessors = 108;
+  else
+    target.multiprocessors = 40;
+  return target;
+}
+
+int64_t mlir::attn::threadsPerBlock(const GpuTargetDescription &target,
+                                    int64_t iterations, int64_t maxBlock) {
+  int64_t warp = target.warpSize;
+  if (maxBlock <= 0)
+    maxBlock = target.preferredBlockSize;
+  int64_t wanted = llvm::divideCeil(iterations, 2 * target.multiprocessors);
+  int64_t block = llvm::alignTo(std::max<int64_t>(wanted, 1), warp);
+  return std::clamp<int64_t>(block, warp, maxBlock);
+}
