@@ -38,6 +38,19 @@ CompileOptions compileOptions(const char *cpu, int optLevel) {
   return options;
 }
 
+/// compileOptions for `target` ("cpu", "nvptx" or NULL), or an error.
+llvm::Expected<CompileOptions> targetOptions(const char *target,
+                                             const char *cpu, int optLevel) {
+  CompileOptions options = compileOptions(cpu, optLevel);
+  llvm::StringRef name = target ? target : "cpu";
+  if (name == "nvptx")
+    options.target.kind = TargetKind::Nvptx;
+  else if (name != "cpu")
+    return llvm::createStringError("attnc: unknown target '" + name +
+                                   "' (cpu or nvptx)");
+  return options;
+}
+
 attnc_kernel *wrap(llvm::Expected<std::shared_ptr<Kernel>> kernel) {
   if (!kernel) {
     failed(kernel.takeError());
@@ -98,6 +111,38 @@ attnc_kernel *attnc_compile_file(const char *path, const char *block,
   }
   return wrap(Runtime::global().compileFile(path, block ? block : "",
                                             compileOptions(cpu, opt_level)));
+}
+
+attnc_kernel *attnc_compile_string_for(const char *spec, const char *block,
+                                       const char *target, const char *cpu,
+                                       int opt_level) {
+  if (!spec) {
+    fail("attnc: the spec is NULL");
+    return nullptr;
+  }
+  auto options = targetOptions(target, cpu, opt_level);
+  if (!options) {
+    failed(options.takeError());
+    return nullptr;
+  }
+  return wrap(Runtime::global().compile(spec, "<string>", block ? block : "",
+                                        *options));
+}
+
+attnc_kernel *attnc_compile_file_for(const char *path, const char *block,
+                                     const char *target, const char *cpu,
+                                     int opt_level) {
+  if (!path) {
+    fail("attnc: the path is NULL");
+    return nullptr;
+  }
+  auto options = targetOptions(target, cpu, opt_level);
+  if (!options) {
+    failed(options.takeError());
+    return nullptr;
+  }
+  return wrap(
+      Runtime::global().compileFile(path, block ? block : "", *options));
 }
 
 void attnc_kernel_free(attnc_kernel *kernel) { delete kernel; }
@@ -180,6 +225,17 @@ int attnc_kernel_run(const attnc_kernel *kernel, const attnc_buffer *buffers,
     if (!toHostBuffer(buffers[i], hostBuffers[i]))
       return 1;
   return failed(kernel->kernel->run(hostBuffers)) ? 1 : 0;
+}
+
+int attnc_kernel_run_cuda(const attnc_kernel *kernel, void *stream,
+                          const attnc_buffer *buffers, int count) {
+  if (!kernel || count < 0 || (count > 0 && !buffers))
+    return fail("attnc: the kernel or the buffers are NULL");
+  std::vector<HostBuffer> deviceBuffers(count);
+  for (int i = 0; i < count; ++i)
+    if (!toHostBuffer(buffers[i], deviceBuffers[i]))
+      return 1;
+  return failed(kernel->kernel->runOnDevice(deviceBuffers, stream)) ? 1 : 0;
 }
 
 void attnc_set_num_threads(int threads) {

@@ -226,3 +226,44 @@ llvm::Error Kernel::run(llvm::ArrayRef<HostBuffer> buffers) const {
     return statusError(kernelSignature.name, status, *object);
   return llvm::Error::success();
 }
+
+llvm::Error Kernel::runOnDevice(llvm::ArrayRef<HostBuffer> buffers,
+                                void *stream) const {
+  int (*entry)(void **) = object->deviceEntry();
+  if (!entry)
+    return llvm::createStringError(
+        "kernel '" + kernelSignature.name +
+        "' is CPU code: device buffers need a kernel compiled for the GPU "
+        "(--target=nvptx)");
+  const auto &args = kernelSignature.arguments;
+  // args[0] is the stream.
+  std::vector<void *> pointers(args.size() + 1, nullptr);
+  pointers[0] = stream;
+  for (const HostBuffer &buffer : buffers) {
+    llvm::Expected<unsigned> index = argumentIndex(buffer.name);
+    if (!index)
+      return index.takeError();
+    if (pointers[*index + 1])
+      return llvm::createStringError("'" + buffer.name +
+                                     "' is given more than once");
+    if (llvm::Error error = check(*index, buffer))
+      return error;
+    pointers[*index + 1] = buffer.data;
+  }
+  std::vector<std::string> missing;
+  for (unsigned i = 0; i < args.size(); ++i)
+    if (!pointers[i + 1])
+      missing.push_back((roleName(args[i].role) + " '" + args[i].name + "' (" +
+                         args[i].typeString() + ")")
+                            .str());
+  if (!missing.empty())
+    return llvm::createStringError(
+        "kernel '" + kernelSignature.name + "' on device buffers is missing " +
+        llvm::join(missing, ", ") +
+        " (bound params are host memory: pass every param)");
+  // Embedding ids are device memory here: the kernel checks them itself
+  // (its status counts the ids out of range).
+  if (int status = entry(pointers.data()))
+    return statusError(kernelSignature.name, status, *object);
+  return llvm::Error::success();
+}

@@ -60,6 +60,10 @@ LoadedObject::load(llvm::StringRef object, llvm::StringRef kernel, bool gpu) {
     if (!symbol)
       return symbol.takeError();
     loaded->gpuLastError = symbol->toPtr<const char *(*)()>();
+    auto device = (*jit)->lookup(packedEntryName((kernel + "_cuda").str()));
+    if (!device)
+      return device.takeError();
+    loaded->cudaEntry = device->toPtr<int (*)(void **)>();
   }
   loaded->jit = std::move(*jit);
   return loaded;

@@ -41,6 +41,10 @@ public:
   /// False for GPU objects: their params are passed on every call.
   bool canPrepare() const { return entries[1] != nullptr; }
 
+  /// A GPU object's NAME_cuda, packed (args[0] the stream); null for a CPU
+  /// object.
+  int (*deviceEntry() const)(void **) { return cudaEntry; }
+
   /// A GPU object's message for its last failure; empty for a CPU object.
   std::string lastError() const { return gpuLastError ? gpuLastError() : ""; }
 
@@ -49,6 +53,7 @@ private:
   std::unique_ptr<llvm::orc::LLJIT> jit;
   int (*entries[3])(void **) = {};
   const char *(*gpuLastError)() = nullptr;
+  int (*cudaEntry)(void **) = nullptr;
 };
 
 } // namespace attnc

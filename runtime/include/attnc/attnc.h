@@ -1,7 +1,8 @@
 /*===- attnc.h - The attnc runtime's C API --------------------------------===*
  *
- * Compile a .attn spec for a block, look up its arguments, bind params once,
- * run with host buffers (checked before the kernel runs). Functions that can
+ * Compile a .attn spec for a block (for the CPU or an NVIDIA GPU), look up
+ * its arguments, bind params once, run with host buffers (or device buffers
+ * on a GPU; checked before the kernel runs). Functions that can
  * fail return NULL or a non-zero int; attnc_last_error() then says why
  * (per thread). Kernels may be run from many threads at once.
  *
@@ -36,6 +37,14 @@ attnc_kernel *attnc_compile_string(const char *spec, const char *block,
                                    const char *cpu, int opt_level);
 attnc_kernel *attnc_compile_file(const char *path, const char *block,
                                  const char *cpu, int opt_level);
+/* The same for `target`: "cpu" (NULL), or "nvptx" for an NVIDIA GPU, `cpu`
+   then naming its compute capability (NULL: "sm_90a"); docs/gpu.md. */
+attnc_kernel *attnc_compile_string_for(const char *spec, const char *block,
+                                       const char *target, const char *cpu,
+                                       int opt_level);
+attnc_kernel *attnc_compile_file_for(const char *path, const char *block,
+                                     const char *target, const char *cpu,
+                                     int opt_level);
 void attnc_kernel_free(attnc_kernel *kernel);
 
 /* The last error of this thread, or "" (valid until the next call). */
@@ -62,6 +71,11 @@ int attnc_kernel_prepare_params(attnc_kernel *kernel);
    bound. 0 on success. */
 int attnc_kernel_run(const attnc_kernel *kernel, const attnc_buffer *buffers,
                      int count);
+/* A GPU kernel on device buffers (`data` holds CUdeviceptr values): every
+   input, param and output, enqueued on `stream` (a CUstream; NULL: the
+   default stream); returns before the GPU is done. 0 on success. */
+int attnc_kernel_run_cuda(const attnc_kernel *kernel, void *stream,
+                          const attnc_buffer *buffers, int count);
 
 /* Forgets every kernel compiled so far from the in-memory cache, which
    otherwise keeps each distinct kernel for the life of the process. Kernels

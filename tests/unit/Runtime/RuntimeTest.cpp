@@ -636,3 +636,89 @@ TEST_F(RuntimeTest, AGpuKernelRunsOnTheFakeDriver) {
             "");
   EXPECT_TRUE(copiedBack());
 }
+
+TEST_F(RuntimeTest, AGpuKernelRunsOnDeviceBuffers) {
+  std::string log = cacheDir + "/fake_cuda.log";
+  ScopedEnvironment driver("ATTNC_CUDA_DRIVER", ATTNC_FAKE_CUDA_DRIVER);
+  ScopedEnvironment logged("FAKE_CUDA_LOG", log);
+  Runtime runtime(cacheDir);
+  std::shared_ptr<Kernel> kernel = compileGpuKernel(runtime);
+  if (!kernel)
+    GTEST_SKIP() << "no CUDA toolkit (libdevice): GPU code is not compiled";
+  // The fake driver's device memory is host memory: host buffers serve.
+  std::vector<float> x(15, 0.5f), w(20, 0.25f), y(12, -1.0f);
+  void *stream = reinterpret_cast<void *>(0x5eed);
+  std::vector<HostBuffer> device = {{"x", x.data(), ElementType::F32, {3, 5}},
+                                    {"w", w.data(), ElementType::F32, {4, 5}},
+                                    {"y", y.data(), ElementType::F32, {3, 4}}};
+  EXPECT_EQ(message(kernel->runOnDevice(device, stream)), "");
+  auto text = llvm::MemoryBuffer::getFile(log);
+  ASSERT_TRUE(!!text);
+  llvm::StringRef calls = (*text)->getBuffer();
+  EXPECT_NE(calls.find("launch "), llvm::StringRef::npos) << calls.str();
+  EXPECT_NE(calls.find("stream=0x5eed"), llvm::StringRef::npos) << calls.str();
+  // Device buffers are not copied: no transfer, no wait.
+  EXPECT_EQ(calls.find("cuMemcpyAsync"), llvm::StringRef::npos) << calls.str();
+  EXPECT_EQ(calls.find("cuStreamSynchronize"), llvm::StringRef::npos)
+      << calls.str();
+
+  // The same checks as a host run; a bound param is not enough.
+  std::string misshapen =
+      message(kernel->runOnDevice({{"x", x.data(), ElementType::F32, {15}},
+                                   {"w", w.data(), ElementType::F32, {4, 5}},
+                                   {"y", y.data(), ElementType::F32, {3, 4}}},
+                                  stream));
+  EXPECT_NE(misshapen.find("input 'x': expected f32[3, 5], got f32[15]"),
+            std::string::npos)
+      << misshapen;
+  ASSERT_EQ(
+      message(kernel->bindParam({"w", w.data(), ElementType::F32, {4, 5}})),
+      "");
+  std::string missing =
+      message(kernel->runOnDevice({{"x", x.data(), ElementType::F32, {3, 5}},
+                                   {"y", y.data(), ElementType::F32, {3, 4}}},
+                                  stream));
+  EXPECT_NE(missing.find("is missing param 'w' (f32[4, 5]) (bound params are "
+                         "host memory: pass every param)"),
+            std::string::npos)
+      << missing;
+}
+
+TEST_F(RuntimeTest, CpuKernelsTakeNoDeviceBuffers) {
+  Runtime runtime(cacheDir);
+  auto kernel = runtime.compile(kSpec, "small.attn", "");
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  std::string text = message((*kernel)->runOnDevice(buffers(), nullptr));
+  EXPECT_NE(text.find("is CPU code: device buffers need a kernel compiled for "
+                      "the GPU (--target=nvptx)"),
+            std::string::npos)
+      << text;
+}
+
+TEST_F(RuntimeTest, CApiCompilesForTheGpuAndRunsOnDeviceBuffers) {
+  EXPECT_EQ(attnc_compile_string_for(kGpuSpec, nullptr, "tpu", nullptr, 2),
+            nullptr);
+  EXPECT_STREQ(attnc_last_error(),
+               "attnc: unknown target 'tpu' (cpu or nvptx)");
+  if (llvm::Expected<CudaToolkit> toolkit = findCudaToolkit(); !toolkit) {
+    llvm::consumeError(toolkit.takeError());
+    GTEST_SKIP() << "no CUDA toolkit (libdevice): GPU code is not compiled";
+  }
+  ScopedEnvironment driver("ATTNC_CUDA_DRIVER", ATTNC_FAKE_CUDA_DRIVER);
+  attnc_kernel *kernel =
+      attnc_compile_string_for(kGpuSpec, nullptr, "nvptx", "sm_80", 2);
+  ASSERT_NE(kernel, nullptr) << attnc_last_error();
+  std::vector<float> x(15, 0.5f), w(20, 0.25f), y(12, -1.0f);
+  const int64_t xShape[] = {3, 5}, wShape[] = {4, 5}, yShape[] = {3, 4};
+  const attnc_buffer buffers[] = {{"x", x.data(), ATTNC_F32, 2, xShape},
+                                  {"w", w.data(), ATTNC_F32, 2, wShape},
+                                  {"y", y.data(), ATTNC_F32, 2, yShape}};
+  // The fake driver's device memory is host memory: host buffers serve.
+  EXPECT_EQ(attnc_kernel_run_cuda(kernel, nullptr, buffers, 3), 0)
+      << attnc_last_error();
+  EXPECT_EQ(attnc_kernel_run_cuda(kernel, nullptr, buffers, 2), 1);
+  EXPECT_NE(std::string(attnc_last_error()).find("is missing output 'y'"),
+            std::string::npos)
+      << attnc_last_error();
+  attnc_kernel_free(kernel);
+}

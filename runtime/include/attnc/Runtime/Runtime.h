@@ -66,6 +66,15 @@ public:
   /// uses the prepared params.
   llvm::Error run(llvm::ArrayRef<HostBuffer> buffers) const;
 
+  /// A GPU kernel (TargetKind::Nvptx) on device buffers: `buffers` name
+  /// every argument, params included (bound params live on the host), with
+  /// device pointers (CUdeviceptr values) in `data`, checked like run's;
+  /// the kernel is enqueued on `stream` (a CUstream; null: the default
+  /// stream) and may still run when this returns. An error for a CPU
+  /// kernel.
+  llvm::Error runOnDevice(llvm::ArrayRef<HostBuffer> buffers,
+                          void *stream) const;
+
 private:
   /// Checks one buffer against argument `index`.
   llvm::Error check(unsigned index, const HostBuffer &buffer) const;
