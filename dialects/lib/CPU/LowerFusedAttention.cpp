@@ -30,6 +30,7 @@
 
 #include "attn/CPU/Passes.h"
 #include "attn/IR/AttnOps.h"
+#include "attn/IR/MaskedSoftmax.h"
 #include "attn/Target/CpuTarget.h"
 
 #include "PowerOfTwoPieces.h"
@@ -54,11 +55,6 @@ using namespace mlir::attn;
 
 namespace {
 
-/// D2L's masked_softmax replaces masked scores by this value.
-constexpr float kMaskedScore = -1e6f;
-/// exp(x) underflows to 0 in f32 below this: a masked key can only matter
-/// when a row's maximum is below kMaskedScore - kUnderflow.
-constexpr float kUnderflow = -104.0f;
 /// Fast-math flags of the running max: NaN and the sign of zero do not
 /// matter to it (see keyBlockOf).
 constexpr arith::FastMathFlags kPlainMax =
@@ -586,8 +582,9 @@ private:
                                               len, index(0))
                             .getResult()
                       : Value();
-    Value tiny = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
-                                       rowMax, f32(kMaskedScore - kUnderflow));
+    Value tiny =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, rowMax,
+                              f32(kMaskedScore + kExpUnderflow));
     Value partial = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
                                           len, index(keys));
     Value exact = arith::AndIOp::create(b, loc, tiny, partial);

@@ -25,6 +25,7 @@
 
 #include "attn/GPU/Passes.h"
 #include "attn/IR/AttnOps.h"
+#include "attn/IR/MaskedSoftmax.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -44,12 +45,6 @@ using namespace mlir;
 using namespace mlir::attn;
 
 namespace {
-
-/// D2L's masked_softmax replaces masked scores by this value.
-constexpr float kMaskedScore = -1e6f;
-/// exp(x) underflows to 0 in f32 below -kUnderflow: the skipped keys matter
-/// only when a row's maximum is at most kMaskedScore + kUnderflow.
-constexpr float kUnderflow = 104.0f;
 
 struct Lowering {
   FusedAttentionOp op;
@@ -173,7 +168,7 @@ struct Lowering {
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, len, index(0));
     Value underflows =
         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE, first[0],
-                              f32(kMaskedScore + kUnderflow));
+                              f32(kMaskedScore + kExpUnderflow));
     Value again = arith::OrIOp::create(b, loc, empty, underflows);
     auto exact = scf::IfOp::create(
         b, loc, TypeRange{first[1].getType(), first[2].getType()}, again,

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/IR/AttnOps.h"
+#include "attn/IR/MaskedSoftmax.h"
 #include "attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -31,9 +32,6 @@ using namespace mlir::attn;
 using utils::IteratorType;
 
 namespace {
-
-/// D2L's masked_softmax replaces masked scores by this value.
-constexpr float kMaskedScore = -1e6f;
 
 RankedTensorType tensorType(Value value) {
   return cast<RankedTensorType>(value.getType());

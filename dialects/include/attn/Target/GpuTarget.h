@@ -1,5 +1,4 @@
-//===- GpuTarget.h - The GPU target description and its schedule -*- C++
-//-*-===//
+//===- GpuTarget.h - The GPU target description, its schedule --*- C++ -*-===//
 //
 // The one place where attnc's GPU code generation decides how many threads a
 // launch gets: what it knows of a compute capability (the multiprocessors of
