@@ -287,12 +287,12 @@ def main():
                 print(f"benchmark failed: {failure}")
                 continue
             lines += [f"### {title}", "",
-                      "| kernel | ms | GFLOP/s | error / note |",
+                      "| kernel | ms | TFLOP/s | error / note |",
                       "| --- | --- | --- | --- |"]
-            for kernel, ms, gflops, note in rows:
+            for kernel, ms, tflops, note in rows:
                 lines.append(
                     f"| {kernel} | {'' if ms is None else f'{ms:.3f}'} | "
-                    f"{'' if gflops is None else f'{gflops:.0f}'} | {note} |")
+                    f"{'' if tflops is None else f'{tflops:.2f}'} | {note} |")
                 print(f"{title}: {kernel}: {ms} ms {note}")
             lines.append("")
     args.report.write_text("\n".join(lines) + "\n")

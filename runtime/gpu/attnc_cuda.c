@@ -42,7 +42,6 @@ enum {
   kJitErrorLogBuffer = 5,
   kJitErrorLogBufferBytes = 6,
   kJitOptimizationLevel = 7,
-  kMemPoolReleaseThreshold = 4,
 };
 
 static struct {
@@ -51,7 +50,8 @@ static struct {
   CUresult (*deviceGet)(CUdevice *, int);
   CUresult (*deviceGetAttribute)(int *, int, CUdevice);
   CUresult (*primaryCtxRetain)(CUcontext *, CUdevice);
-  CUresult (*ctxSetCurrent)(CUcontext);
+  CUresult (*ctxPushCurrent)(CUcontext);
+  CUresult (*ctxPopCurrent)(CUcontext *);
   CUresult (*getErrorName)(CUresult, const char **);
   CUresult (*getErrorString)(CUresult, const char **);
   CUresult (*moduleLoadData)(CUmodule *, const void *);
@@ -68,8 +68,6 @@ static struct {
   CUresult (*memFreeAsync)(CUdeviceptr, CUstream);
   CUresult (*memcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
   CUresult (*streamSynchronize)(CUstream);
-  CUresult (*deviceGetDefaultMemPool)(void **, CUdevice);
-  CUresult (*memPoolSetAttribute)(void *, int, void *);
 } cu;
 
 /*--- State ----------------------------------------------------------------*/
@@ -108,12 +106,15 @@ static void fail(int status, const char *format, ...) {
 }
 
 static void describe(CUresult result, const char **name, const char **text) {
+  const char *found = NULL;
   *name = "CUDA_ERROR_UNKNOWN";
   *text = "unknown error";
-  if (cu.getErrorName)
-    cu.getErrorName(result, name);
-  if (cu.getErrorString)
-    cu.getErrorString(result, text);
+  /* For a code it does not know, the driver fails and leaves NULL. */
+  if (cu.getErrorName && cu.getErrorName(result, &found) == 0 && found)
+    *name = found;
+  found = NULL;
+  if (cu.getErrorString && cu.getErrorString(result, &found) == 0 && found)
+    *text = found;
 }
 
 /* 0 on success; otherwise records the failure and returns its status. */
@@ -181,7 +182,8 @@ static void open_driver(void) {
   ATTNC_CUDA_SYMBOL(deviceGet, "cuDeviceGet", 1);
   ATTNC_CUDA_SYMBOL(deviceGetAttribute, "cuDeviceGetAttribute", 1);
   ATTNC_CUDA_SYMBOL(primaryCtxRetain, "cuDevicePrimaryCtxRetain", 1);
-  ATTNC_CUDA_SYMBOL(ctxSetCurrent, "cuCtxSetCurrent", 1);
+  ATTNC_CUDA_SYMBOL(ctxPushCurrent, "cuCtxPushCurrent_v2", 1);
+  ATTNC_CUDA_SYMBOL(ctxPopCurrent, "cuCtxPopCurrent_v2", 1);
   ATTNC_CUDA_SYMBOL(getErrorName, "cuGetErrorName", 1);
   ATTNC_CUDA_SYMBOL(getErrorString, "cuGetErrorString", 1);
   ATTNC_CUDA_SYMBOL(moduleLoadData, "cuModuleLoadData", 1);
@@ -195,8 +197,6 @@ static void open_driver(void) {
   ATTNC_CUDA_SYMBOL(memFreeAsync, "cuMemFreeAsync", 0);
   ATTNC_CUDA_SYMBOL(memcpyAsync, "cuMemcpyAsync", 1);
   ATTNC_CUDA_SYMBOL(streamSynchronize, "cuStreamSynchronize", 1);
-  ATTNC_CUDA_SYMBOL(deviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool", 0);
-  ATTNC_CUDA_SYMBOL(memPoolSetAttribute, "cuMemPoolSetAttribute", 0);
 #undef ATTNC_CUDA_SYMBOL
 
   const char *name, *text;
@@ -255,23 +255,70 @@ static void open_driver(void) {
       cu.memAllocAsync && cu.memFreeAsync &&
       cu.deviceGetAttribute(&pools, kDeviceAttributeMemoryPools, device) == 0 &&
       pools;
-  /* Keep freed temporaries in the pool between calls (its default gives
-     them back to the driver at every synchronization). An optimisation:
-     failures are ignored. */
-  void *pool = NULL;
-  if (async_allocation && cu.deviceGetDefaultMemPool &&
-      cu.memPoolSetAttribute &&
-      cu.deviceGetDefaultMemPool(&pool, device) == 0) {
-    unsigned long long keep = ~0ull;
-    cu.memPoolSetAttribute(pool, kMemPoolReleaseThreshold, &keep);
+}
+
+/*--- Each thread's last failure -------------------------------------------*/
+
+/* NAME_cuda_last_error() answers for the calling thread: the message of its
+   last failing call, kept in one of these slots (the oldest is reused when
+   more threads fail). No thread-local storage: the runtime's JIT links
+   objects without a TLS runtime. */
+enum { kErrorSlots = 16 };
+static pthread_mutex_t errors_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  pthread_t thread;
+  int used;
+  unsigned long long stamp;
+  char message[kMessageBytes];
+} errors[kErrorSlots];
+static unsigned long long error_stamp;
+
+/* The calling thread's slot (a new one when `claim`); errors_lock held. */
+static int error_slot(int claim) {
+  pthread_t self = pthread_self();
+  int oldest = 0;
+  for (int i = 0; i < kErrorSlots; ++i) {
+    if (errors[i].used && pthread_equal(errors[i].thread, self))
+      return i;
+    if (!errors[i].used ||
+        (errors[oldest].used && errors[i].stamp < errors[oldest].stamp))
+      oldest = i;
   }
+  if (!claim)
+    return -1;
+  errors[oldest].used = 1;
+  errors[oldest].thread = self;
+  return oldest;
+}
+
+/* Keeps the failure of the call in progress (call_lock held) as the
+   calling thread's last error. */
+static void publish_failure(void) {
+  if (!call_status)
+    return;
+  pthread_mutex_lock(&errors_lock);
+  int slot = error_slot(1);
+  memcpy(errors[slot].message, last_error, kMessageBytes);
+  errors[slot].stamp = ++error_stamp;
+  pthread_mutex_unlock(&errors_lock);
+}
+
+/* Ends a call that holds the lock and has pushed the context. */
+static int finish_call(void) {
+  int status = call_status;
+  CUcontext popped;
+  cu.ctxPopCurrent(&popped);
+  publish_failure();
+  pthread_mutex_unlock(&call_lock);
+  return status;
 }
 
 /*--- The entries the generated code calls ---------------------------------*/
 
-/* Opens the driver (once), takes the call lock and makes `stream` the
-   stream of the call. Non-zero: the call cannot run (the lock is not held).
- */
+/* Opens the driver (once), takes the call lock, makes GPU 0's primary
+   context current (pushed: the caller's comes back at attnc_cuda_end) and
+   `stream` the stream of the call. Non-zero: the call cannot run (the lock
+   is not held). */
 int attnc_cuda_begin(void *stream) {
   pthread_once(&driver_once, open_driver);
   if (driver_status) {
@@ -280,7 +327,8 @@ int attnc_cuda_begin(void *stream) {
   }
   pthread_mutex_lock(&call_lock);
   call_status = 0;
-  if (check(cu.ctxSetCurrent(context), "cuCtxSetCurrent")) {
+  if (check(cu.ctxPushCurrent(context), "cuCtxPushCurrent")) {
+    publish_failure();
     pthread_mutex_unlock(&call_lock);
     return ATTNC_CUDA_STATUS_CUDA_ERROR;
   }
@@ -293,26 +341,28 @@ int attnc_cuda_begin(void *stream) {
   if (modules_status) {
     call_status = modules_status;
     memcpy(last_error, modules_message, kMessageBytes);
-    pthread_mutex_unlock(&call_lock);
-    return modules_status;
+    return finish_call();
   }
   current_stream = stream;
   return 0;
 }
 
-/* Ends the call that attnc_cuda_begin began: its status, and the lock. */
+/* Ends the call that attnc_cuda_begin began: its status; the caller's
+   context and the lock are given back. */
 int attnc_cuda_end(void) {
-  int status = call_status;
   current_stream = NULL;
-  pthread_mutex_unlock(&call_lock);
-  return status;
+  return finish_call();
 }
 
 const char *attnc_cuda_last_error(void) {
   pthread_once(&driver_once, open_driver);
   if (driver_status)
     return driver_message;
-  return last_error;
+  pthread_mutex_lock(&errors_lock);
+  int slot = error_slot(0);
+  const char *message = slot < 0 ? "" : errors[slot].message;
+  pthread_mutex_unlock(&errors_lock);
+  return message;
 }
 
 /* NAME: the buffers are copied to the device, NAME_cuda runs on the default
@@ -324,6 +374,11 @@ int attnc_cuda_call_host(const attnc_cuda_arguments *arguments,
     return driver_status;
   pthread_mutex_lock(&call_lock);
   call_status = 0;
+  if (check(cu.ctxPushCurrent(context), "cuCtxPushCurrent")) {
+    publish_failure();
+    pthread_mutex_unlock(&call_lock);
+    return ATTNC_CUDA_STATUS_CUDA_ERROR;
+  }
   int count = arguments->count;
   CUdeviceptr *device = calloc((size_t)count + 1, sizeof(CUdeviceptr));
   void **device_args = calloc((size_t)count + 1, sizeof(void *));
@@ -332,8 +387,6 @@ int attnc_cuda_call_host(const attnc_cuda_arguments *arguments,
     fail(ATTNC_CUDA_STATUS_CUDA_ERROR, "out of host memory");
     status = call_status;
   }
-  if (!status)
-    status = check(cu.ctxSetCurrent(context), "cuCtxSetCurrent");
   for (int i = 0; i < count && !status; ++i) {
     size_t bytes = (size_t)arguments->bytes[i];
     status = check(cu.memAlloc(&device[i], bytes ? bytes : 1), "cuMemAlloc");
@@ -362,6 +415,8 @@ int attnc_cuda_call_host(const attnc_cuda_arguments *arguments,
                      "cuMemcpyAsync (to the host)");
   if (!status)
     status = check(cu.streamSynchronize(NULL), "cuStreamSynchronize");
+  else
+    cu.streamSynchronize(NULL); /* nothing still uses what is freed below */
   if (!status)
     status = kernel_status;
   if (device)
@@ -370,7 +425,10 @@ int attnc_cuda_call_host(const attnc_cuda_arguments *arguments,
         cu.memFree(device[i]);
   free(device);
   free(device_args);
-  pthread_mutex_unlock(&call_lock);
+  /* A failure inside NAME_cuda ended its own call: keep its message. */
+  if (status < 0 && !call_status)
+    call_status = status;
+  finish_call();
   return status;
 }
 

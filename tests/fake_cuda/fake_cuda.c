@@ -113,8 +113,28 @@ CUresult cuDevicePrimaryCtxRetain(void **context, int device) {
   return kSuccess;
 }
 
-CUresult cuCtxSetCurrent(void *context) {
-  return context == &context_storage ? kSuccess : kInvalidValue;
+/* The contexts pushed and not popped: every call must give the caller's
+   context back. */
+static int context_depth;
+
+CUresult cuCtxPushCurrent_v2(void *context) {
+  if (context != &context_storage)
+    return kInvalidValue;
+  ++context_depth;
+  return kSuccess;
+}
+
+CUresult cuCtxPopCurrent_v2(void **context) {
+  if (context_depth == 0) {
+    note("unbalanced cuCtxPopCurrent");
+    return kInvalidValue;
+  }
+  --context_depth;
+  if (context)
+    *context = &context_storage;
+  if (context_depth == 0)
+    note("context given back");
+  return kSuccess;
 }
 
 CUresult cuGetErrorName(CUresult error, const char **name) {
