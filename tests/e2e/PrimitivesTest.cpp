@@ -662,6 +662,10 @@ void attentionCases(Cases &cases) {
       {10, 10, 10, 20, 20},
       {2, 3, 130, 32, 16},
       {1, 130, 100, 8, 33},
+      // Heads wider than a GPU thread's 64 accumulators: Llama's 128, and
+      // 100 (two slices of 50).
+      {2, 9, 70, 128, 128},
+      {1, 5, 40, 100, 100},
       {cases.small(), cases.size(), cases.size(), cases.size(), cases.size()}};
   for (size_t i = 0; i < shapes.size(); ++i) {
     int64_t n = shapes[i][0], tq = shapes[i][1], tk = shapes[i][2],

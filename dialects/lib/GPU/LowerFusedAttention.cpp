@@ -46,6 +46,9 @@ using namespace mlir::attn;
 
 namespace {
 
+/// Accumulators (output columns) one thread keeps in registers at most.
+constexpr int64_t kMaxSliceWidth = 64;
+
 struct Lowering {
   FusedAttentionOp op;
   OpBuilder &b;
@@ -54,6 +57,10 @@ struct Lowering {
   bool causal;
   float scale;
   int64_t heads, batches, queries, keys, dk, dv;
+  /// The output row of a head is split into `slices` threads of
+  /// `sliceWidth` columns, so that a thread's registers hold its query row
+  /// and at most kMaxSliceWidth accumulators.
+  int64_t slices = 1, sliceWidth;
 
   Lowering(FusedAttentionOp op, OpBuilder &b)
       : op(op), b(b), loc(op.getLoc()), q(op.getQ()), k(op.getK()),
@@ -67,6 +74,9 @@ struct Lowering {
     keys = cast<MemRefType>(k.getType()).getDimSize(1);
     dk = qType.getDimSize(2) / heads;
     dv = vType.getDimSize(2) / heads;
+    while (dv / slices > kMaxSliceWidth && dv % (2 * slices) == 0)
+      slices *= 2;
+    sliceWidth = dv / slices;
   }
 
   Value index(int64_t value) {
@@ -103,10 +113,10 @@ struct Lowering {
   /// scored -1e6): (m, l, acc).
   SmallVector<Value> pass(Value end, Value len, Value batch, Value qRow,
                           Value kColumn, Value vColumn) {
-    auto accType = VectorType::get({dv}, b.getF32Type());
+    auto accType = VectorType::get({sliceWidth}, b.getF32Type());
     auto keyType = VectorType::get({dk}, b.getF32Type());
     SmallVector<Value> init = {f32(-std::numeric_limits<float>::infinity()),
-                               f32(0.0f), splat(0.0f, dv)};
+                               f32(0.0f), splat(0.0f, sliceWidth)};
     auto loop = scf::ForOp::create(
         b, loc, index(0), end, index(1), init,
         [&](OpBuilder &nb, Location nl, Value j, ValueRange state) {
@@ -146,18 +156,23 @@ struct Lowering {
 
   void build() {
     int64_t entries = batches * heads;
-    auto loop =
-        scf::ParallelOp::create(b, loc, ValueRange{index(0), index(0)},
-                                ValueRange{index(entries), index(queries)},
-                                ValueRange{index(1), index(1)});
+    // The slices of a row innermost: neighbouring threads read the same
+    // keys and neighbouring columns of the values.
+    auto loop = scf::ParallelOp::create(
+        b, loc, ValueRange{index(0), index(0), index(0)},
+        ValueRange{index(entries), index(queries), index(slices)},
+        ValueRange{index(1), index(1), index(1)});
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     Value n = loop.getInductionVars()[0];
     Value row = loop.getInductionVars()[1];
+    Value slice = loop.getInductionVars()[2];
     Value batch = arith::DivUIOp::create(b, loc, n, index(heads));
     Value head = arith::RemUIOp::create(b, loc, n, index(heads));
     Value kColumn = arith::MulIOp::create(b, loc, head, index(dk));
-    Value vColumn = arith::MulIOp::create(b, loc, head, index(dv));
+    Value vColumn = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, head, index(dv)),
+        arith::MulIOp::create(b, loc, slice, index(sliceWidth)));
     // Read before anything is written: `out` may be `q`'s buffer.
     Value qRow =
         vector::LoadOp::create(b, loc, VectorType::get({dk}, b.getF32Type()), q,
@@ -182,7 +197,7 @@ struct Lowering {
       b.setInsertionPointToStart(exact.elseBlock());
       scf::YieldOp::create(b, loc, ValueRange{first[1], first[2]});
     }
-    auto accType = VectorType::get({dv}, b.getF32Type());
+    auto accType = VectorType::get({sliceWidth}, b.getF32Type());
     Value result = arith::DivFOp::create(
         b, loc, exact.getResult(1),
         vector::BroadcastOp::create(b, loc, accType, exact.getResult(0)));

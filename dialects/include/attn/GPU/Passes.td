@@ -21,11 +21,13 @@ def AttnGpuLowerFusedAttention
                 "nest with one GPU thread per query row";
   let description = [{
     Replaces each `attn.fused_attention` (after bufferization) by an
-    `scf.parallel` over (batch entry x head, query row); attn-gpu-map-loops
-    then makes each iteration one thread, neighbouring rows of one head in
-    neighbouring threads, so that one load of a key or value row serves a
-    whole warp. A thread keeps its query row, output row and online-softmax
-    state in vectors of the head width (registers) and walks the keys below
+    `scf.parallel` over (batch entry x head, query row, slice);
+    attn-gpu-map-loops then makes each iteration one thread, neighbouring
+    rows of one head in neighbouring threads, so that one load of a key row
+    serves a whole warp. A thread keeps its query row, its slice of the
+    output row (the head's value width, split in halves until at most 64
+    columns: a head of 128 takes two threads per row) and the online-softmax
+    state in vectors (registers) and walks the keys below
     its row's length (valid_lens 1-D or 2-D, causal, at most Tk): keys past
     every length are never read. When the row has no visible key, or its
     visible scores are all below -1e6 + 104 (so that D2L's -1e6 for a masked
@@ -38,7 +40,7 @@ def AttnGpuLowerFusedAttention
            memref<2xi32>, memref<2x64x16xf32>) -> ()
     ```
 
-    becomes `scf.parallel (%n, %i) = (0, 0) to (2, 64)` around two
+    becomes `scf.parallel (%n, %i, %s) = (0, 0, 0) to (2, 64, 1)` around two
     `scf.for` passes over `vector<16xf32>` rows.
   }];
   let dependentDialects = [
