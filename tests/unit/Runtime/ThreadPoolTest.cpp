@@ -36,8 +36,11 @@ struct Region {
 };
 
 /// What MLIR's omp.wsloop lowering does in an outlined body: ask for this
-/// thread's iterations of [0, 999] and run them.
-void loopBody(int32_t *gtid, int32_t *, Region *region) {
+/// thread's iterations of [0, 999] and run them. The runtime calls it as
+/// `void (int32_t *, int32_t *, void *)`, so that is its type (another one
+/// is undefined behaviour: UBSan's -fsanitize=function).
+void loopBody(int32_t *gtid, int32_t *, void *argument) {
+  auto *region = static_cast<Region *>(argument);
   {
     std::lock_guard<std::mutex> lock(region->mutex);
     region->threads.insert(std::this_thread::get_id());
