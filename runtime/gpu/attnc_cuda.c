@@ -303,23 +303,10 @@ static void publish_failure(void) {
   pthread_mutex_unlock(&errors_lock);
 }
 
-/* Ends a call that holds the lock and has pushed the context. */
-static int finish_call(void) {
-  int status = call_status;
-  CUcontext popped;
-  cu.ctxPopCurrent(&popped);
-  publish_failure();
-  pthread_mutex_unlock(&call_lock);
-  return status;
-}
-
-/*--- The entries the generated code calls ---------------------------------*/
-
-/* Opens the driver (once), takes the call lock, makes GPU 0's primary
-   context current (pushed: the caller's comes back at attnc_cuda_end) and
-   `stream` the stream of the call. Non-zero: the call cannot run (the lock
-   is not held). */
-int attnc_cuda_begin(void *stream) {
+/* Starts a call: opens the driver (once), takes the call lock and pushes
+   GPU 0's primary context. Non-zero: the call cannot run, and the lock is
+   not held. */
+static int start_call(void) {
   pthread_once(&driver_once, open_driver);
   if (driver_status) {
     /* No lock without a driver (call_lock may not be initialized). */
@@ -332,6 +319,29 @@ int attnc_cuda_begin(void *stream) {
     pthread_mutex_unlock(&call_lock);
     return ATTNC_CUDA_STATUS_CUDA_ERROR;
   }
+  return 0;
+}
+
+/* Ends a call that start_call started. */
+static int finish_call(void) {
+  int status = call_status;
+  CUcontext popped;
+  cu.ctxPopCurrent(&popped);
+  publish_failure();
+  pthread_mutex_unlock(&call_lock);
+  return status;
+}
+
+/*--- The entries the generated code calls ---------------------------------*/
+
+/* start_call (the caller's context comes back at attnc_cuda_end), loads
+   the object's modules the first time, and makes `stream` the stream of the
+   call. Non-zero: the call cannot run (the lock
+   is not held). */
+int attnc_cuda_begin(void *stream) {
+  int started = start_call();
+  if (started)
+    return started;
   if (!modules_loaded) {
     modules_loaded = 1;
     attnc_cuda_object_load_modules();
@@ -369,16 +379,9 @@ const char *attnc_cuda_last_error(void) {
    stream, the outputs are copied back. */
 int attnc_cuda_call_host(const attnc_cuda_arguments *arguments,
                          int (*device_entry)(void **), void **host_args) {
-  pthread_once(&driver_once, open_driver);
-  if (driver_status)
-    return driver_status;
-  pthread_mutex_lock(&call_lock);
-  call_status = 0;
-  if (check(cu.ctxPushCurrent(context), "cuCtxPushCurrent")) {
-    publish_failure();
-    pthread_mutex_unlock(&call_lock);
-    return ATTNC_CUDA_STATUS_CUDA_ERROR;
-  }
+  int started = start_call();
+  if (started)
+    return started;
   int count = arguments->count;
   CUdeviceptr *device = calloc((size_t)count + 1, sizeof(CUdeviceptr));
   void **device_args = calloc((size_t)count + 1, sizeof(void *));
