@@ -15,6 +15,9 @@ packages=(
   # AArch64 goldens (tests/e2e/cross): a cross gcc to link them, its libc
   # (only recommended by the gcc, so named here) and qemu-aarch64 to run them.
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+  # The Python module (python/): Debian's Python 3.11 with its headers and
+  # venv, in which the rest comes from PyPI (python/requirements.txt).
+  python3-dev python3-venv
 )
 
 missing=()
@@ -25,12 +28,30 @@ done
 
 if ((${#missing[@]} == 0)); then
   echo "setup: all ${#packages[@]} packages present"
-  exit 0
+else
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=()
+  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -q
+  "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-echo "setup: installing ${missing[*]}"
-sudo_cmd=()
-[[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
-export DEBIAN_FRONTEND=noninteractive
-"${sudo_cmd[@]}" apt-get update -q
-"${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+# The Python environment: .venv in the repository, made from Debian's
+# python3 (not whatever python3 comes first on PATH), holding what
+# python/requirements.txt pins. The build finds it (CMakePresets.json), and
+# the module is installed into it with `.venv/bin/pip install .`. A stamp
+# with the requirements' checksum makes a rerun return at once.
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv="$root/.venv"
+requirements="$root/python/requirements.txt"
+stamp="$venv/.attnc-requirements"
+want=$(sha256sum "$requirements" | cut -d' ' -f1)
+if [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+  echo "setup: $venv up to date"
+  exit 0
+fi
+echo "setup: making $venv (python/requirements.txt)"
+[[ -x "$venv/bin/python" ]] || /usr/bin/python3 -m venv "$venv"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements"
+echo "$want" >"$stamp"

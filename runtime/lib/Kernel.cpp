@@ -15,6 +15,10 @@ using namespace attnc;
 
 namespace {
 
+llvm::Error bufferError(const llvm::Twine &message) {
+  return llvm::make_error<BufferError>(message.str());
+}
+
 /// The error of a kernel that returned `status` (buffers were checked
 /// before, so only the CPU guard or an embedding id can fail it).
 llvm::Error statusError(llvm::StringRef kernel, int status,
@@ -57,6 +61,14 @@ std::string multiIndex(int64_t flat, llvm::ArrayRef<int64_t> shape) {
 
 } // namespace
 
+char BufferError::ID = 0;
+
+void BufferError::log(llvm::raw_ostream &os) const { os << text; }
+
+std::error_code BufferError::convertToErrorCode() const {
+  return llvm::inconvertibleErrorCode();
+}
+
 Kernel::Kernel(KernelSignature signature, std::unique_ptr<LoadedObject> object)
     : kernelSignature(std::move(signature)), object(std::move(object)),
       bound(kernelSignature.arguments.size()) {}
@@ -71,20 +83,19 @@ llvm::Expected<unsigned> Kernel::argumentIndex(llvm::StringRef name) const {
   std::vector<std::string> names;
   for (const KernelArgument &a : args)
     names.push_back(a.name);
-  return llvm::createStringError(
-      "kernel '" + kernelSignature.name + "' has no argument named '" + name +
-      "'; its arguments are " + llvm::join(names, ", "));
+  return bufferError("kernel '" + kernelSignature.name +
+                     "' has no argument named '" + name +
+                     "'; its arguments are " + llvm::join(names, ", "));
 }
 
 llvm::Error Kernel::check(unsigned index, const HostBuffer &buffer) const {
   const KernelArgument &a = kernelSignature.arguments[index];
   std::string what = (roleName(a.role) + " '" + a.name + "'").str();
   if (!buffer.data)
-    return llvm::createStringError(what + ": the buffer pointer is null");
+    return bufferError(what + ": the buffer pointer is null");
   if (buffer.type != a.type || buffer.shape != a.shape)
-    return llvm::createStringError(what + ": expected " + a.typeString() +
-                                   ", got " +
-                                   shapeText(buffer.type, buffer.shape));
+    return bufferError(what + ": expected " + a.typeString() + ", got " +
+                       shapeText(buffer.type, buffer.shape));
   return llvm::Error::success();
 }
 
@@ -94,9 +105,8 @@ llvm::Error Kernel::bindParam(const HostBuffer &param) {
     return index.takeError();
   const KernelArgument &a = kernelSignature.arguments[*index];
   if (a.role != ArgumentRole::Param)
-    return llvm::createStringError("'" + a.name + "' is an " +
-                                   roleName(a.role) +
-                                   ", not a param: only params can be bound");
+    return bufferError("'" + a.name + "' is an " + roleName(a.role) +
+                       ", not a param: only params can be bound");
   if (llvm::Error error = check(*index, param))
     return error;
   const char *bytes = static_cast<const char *>(param.data);
@@ -137,7 +147,7 @@ llvm::Error Kernel::prepareParams() {
   std::unique_lock<std::shared_mutex> lock(boundMutex);
   std::vector<std::string> unbound = unboundParams();
   if (!unbound.empty())
-    return llvm::createStringError(
+    return bufferError(
         "kernel '" + kernelSignature.name +
         "': cannot prepare its params before they are bound; not bound: " +
         llvm::join(unbound, ", "));
@@ -152,7 +162,7 @@ llvm::Error Kernel::checkEmbeddingIds(llvm::ArrayRef<void *> pointers) const {
     const auto *values = static_cast<const int32_t *>(pointers[ids.argument]);
     for (int64_t i = 0, e = a.numElements(); i < e; ++i)
       if (values[i] < 0 || values[i] >= ids.vocabSize)
-        return llvm::createStringError(
+        return bufferError(
             "input '" + a.name + "': id " + llvm::Twine(values[i]) + " at " +
             multiIndex(i, a.shape) + " is outside the embedding table [0, " +
             llvm::Twine(ids.vocabSize) + ")");
@@ -169,8 +179,7 @@ llvm::Error Kernel::run(llvm::ArrayRef<HostBuffer> buffers) const {
     if (!index)
       return index.takeError();
     if (pointers[*index])
-      return llvm::createStringError("'" + buffer.name +
-                                     "' is given more than once");
+      return bufferError("'" + buffer.name + "' is given more than once");
     if (llvm::Error error = check(*index, buffer))
       return error;
     pointers[*index] = buffer.data;
@@ -208,8 +217,8 @@ llvm::Error Kernel::run(llvm::ArrayRef<HostBuffer> buffers) const {
                           .str());
   }
   if (!missing.empty())
-    return llvm::createStringError("kernel '" + kernelSignature.name +
-                                   "' is missing " + llvm::join(missing, ", "));
+    return bufferError("kernel '" + kernelSignature.name + "' is missing " +
+                       llvm::join(missing, ", "));
   if (llvm::Error error = checkEmbeddingIds(pointers))
     return error;
 
@@ -244,8 +253,7 @@ llvm::Error Kernel::runOnDevice(llvm::ArrayRef<HostBuffer> buffers,
     if (!index)
       return index.takeError();
     if (pointers[*index + 1])
-      return llvm::createStringError("'" + buffer.name +
-                                     "' is given more than once");
+      return bufferError("'" + buffer.name + "' is given more than once");
     if (llvm::Error error = check(*index, buffer))
       return error;
     pointers[*index + 1] = buffer.data;
@@ -257,10 +265,10 @@ llvm::Error Kernel::runOnDevice(llvm::ArrayRef<HostBuffer> buffers,
                          args[i].typeString() + ")")
                             .str());
   if (!missing.empty())
-    return llvm::createStringError(
-        "kernel '" + kernelSignature.name + "' on device buffers is missing " +
-        llvm::join(missing, ", ") +
-        " (bound params are host memory: pass every param)");
+    return bufferError("kernel '" + kernelSignature.name +
+                       "' on device buffers is missing " +
+                       llvm::join(missing, ", ") +
+                       " (bound params are host memory: pass every param)");
   // Embedding ids are device memory here: the kernel checks them itself
   // (its status counts the ids out of range).
   if (int status = entry(pointers.data()))

@@ -37,6 +37,24 @@ struct HostBuffer {
   std::vector<int64_t> shape;
 };
 
+/// An error in the buffers or names a host passed (an unknown, missing or
+/// repeated name, a wrong dtype or shape, a null pointer, an embedding id
+/// out of range, params not bound): found before any kernel code ran.
+/// Every other error of Kernel (a CPU without the kernel's instruction set,
+/// a CUDA error) is a plain string error. The Python module raises
+/// ValueError for this one.
+class BufferError : public llvm::ErrorInfo<BufferError> {
+public:
+  static char ID;
+  explicit BufferError(std::string message) : text(std::move(message)) {}
+  std::string message() const override { return text; }
+  void log(llvm::raw_ostream &os) const override;
+  std::error_code convertToErrorCode() const override;
+
+private:
+  std::string text;
+};
+
 class LoadedObject;
 
 /// A compiled kernel, loaded and ready to run.

@@ -1,0 +1,104 @@
+"""attnc: compile attention blocks (.attn specs) into kernels and run them.
+
+    import attnc
+    k = attnc.compile("samples/d2l_mha.attn")     # a path, or the spec's text
+    k.signature                                    # [(name, role, dtype, shape)]
+    k.bind(W_q=wq, W_k=wk, W_v=wv, W_o=wo)         # params once
+    Y = k(X=x, valid_lens=vl)                      # NumPy arrays or torch tensors
+
+SPEC §6b is the contract. Arrays that are C-contiguous float32/int32 CPU
+arrays are passed without a copy; others are converted (integers to int32
+when they fit, float64 to float32 only with cast=True). A wrong name, shape
+or dtype raises ValueError with the runtime's message; a run-time failure
+raises attnc.Error. The GIL is released while a kernel runs.
+"""
+
+import os
+
+from ._attnc import (  # noqa: F401
+    Error,
+    Kernel,
+    cache_statistics,
+    clear_memory_cache,
+    compiler_version,
+    get_num_threads,
+    set_num_threads,
+)
+
+__all__ = [
+    "Error",
+    "Kernel",
+    "compile",
+    "from_torch",
+    "show_heatmaps",
+    "set_num_threads",
+    "get_num_threads",
+    "clear_memory_cache",
+    "cache_statistics",
+    "compiler_version",
+]
+
+BACKENDS = ("mlir",)
+
+
+def _is_path(spec):
+    if isinstance(spec, os.PathLike):
+        return True
+    # A spec's text has a block (and so braces and usually lines); a path
+    # has neither.
+    return isinstance(spec, str) and "{" not in spec and "\n" not in spec
+
+
+def compile(spec, block=None, target="cpu", mcpu="native", backend="mlir",
+            opt_level=2, threads=None):
+    """Compiles block `block` (None: the spec's only block) of `spec`, a
+    path to a .attn file or the text of one, and returns its Kernel.
+
+    target: "cpu" or "nvptx" (an NVIDIA GPU; mcpu then names its compute
+    capability, default sm_90a). mcpu: an LLVM CPU name or "native".
+    threads: if given, the number of threads kernels use (the runtime's
+    process-wide pool, as set_num_threads). Compiled kernels are cached in
+    memory and on disk (ATTNC_CACHE_DIR)."""
+    if backend not in BACKENDS:
+        raise ValueError(
+            f"attnc.compile: backend {backend!r} is not in this build "
+            f"(available: {', '.join(BACKENDS)})")
+    if not isinstance(opt_level, int) or isinstance(opt_level, bool):
+        raise ValueError(
+            f"attnc.compile: opt_level must be 0, 1, 2 or 3, got {opt_level!r}")
+    if mcpu is None:
+        mcpu = "native"
+    if threads is not None:
+        if not isinstance(threads, int) or threads < 1:
+            raise ValueError(
+                f"attnc.compile: threads must be a positive int, got {threads!r}")
+        set_num_threads(threads)
+    block = block or ""
+    if _is_path(spec):
+        path = os.fspath(spec)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(
+                f"attnc.compile: no spec file {path!r} (pass a path to a "
+                f".attn file or the spec's text)")
+        return _attnc_compile_file(path, block, target, mcpu, opt_level)
+    if not isinstance(spec, str):
+        raise TypeError(
+            f"attnc.compile: spec must be a path or the spec's text, got "
+            f"{type(spec).__name__}")
+    return _attnc_compile_text(spec, "<string>", block, target, mcpu,
+                               opt_level)
+
+
+from ._attnc import compile_file as _attnc_compile_file  # noqa: E402
+from ._attnc import compile_text as _attnc_compile_text  # noqa: E402
+
+
+def __getattr__(name):
+    # torch and matplotlib are imported only when their parts are used.
+    if name == "from_torch":
+        from ._torch import from_torch
+        return from_torch
+    if name == "show_heatmaps":
+        from ._heatmaps import show_heatmaps
+        return show_heatmaps
+    raise AttributeError(f"module 'attnc' has no attribute {name!r}")

@@ -1,0 +1,282 @@
+//===- Arrays.cpp - NumPy arrays and torch tensors as kernel buffers ------===//
+
+#include "Arrays.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+namespace nb = nanobind;
+using namespace attnc;
+using namespace attnc::python;
+
+void AlignedFree::operator()(void *p) const { std::free(p); }
+
+AlignedBuffer attnc::python::allocateAligned(size_t bytes) {
+  constexpr size_t kAlignment = 64;
+  size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  void *p = std::aligned_alloc(kAlignment, rounded ? rounded : kAlignment);
+  if (!p)
+    throw std::bad_alloc();
+  return AlignedBuffer(p);
+}
+
+namespace {
+
+using Code = nb::dlpack::dtype_code;
+
+/// NumPy's name of a DLPack dtype: float32, int64, uint8, bool, ...
+std::string dtypeName(nb::dlpack::dtype type) {
+  std::string bits = std::to_string(type.bits);
+  switch (static_cast<Code>(type.code)) {
+  case Code::Float:
+    return "float" + bits;
+  case Code::Int:
+    return "int" + bits;
+  case Code::UInt:
+    return "uint" + bits;
+  case Code::Bool:
+    return "bool";
+  case Code::Bfloat:
+    return "bfloat" + bits;
+  case Code::Complex:
+    return "complex" + bits;
+  default:
+    break;
+  }
+  return "dtype(code " + std::to_string(type.code) + ", " + bits + " bits)";
+}
+
+bool isType(nb::dlpack::dtype type, Code code, unsigned bits) {
+  return type.code == static_cast<uint8_t>(code) && type.bits == bits &&
+         type.lanes == 1;
+}
+
+std::string describe(const KernelArgument &argument) {
+  return (roleName(argument.role) + " '" + argument.name + "'").str();
+}
+
+std::string shapeText(llvm::ArrayRef<int64_t> shape) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "[";
+  llvm::interleaveComma(shape, os);
+  os << "]";
+  return text;
+}
+
+/// Whether the elements are laid out densely in row-major order (strides
+/// of size-1 axes do not matter).
+bool isCContiguous(const nb::ndarray<> &view) {
+  int64_t expected = 1;
+  for (size_t d = view.ndim(); d-- > 0;) {
+    if (view.shape(d) != 1 && view.stride(d) != expected)
+      return false;
+    expected *= static_cast<int64_t>(view.shape(d));
+  }
+  return true;
+}
+
+/// Element `offset` (in elements) of `data`, of a signed or unsigned
+/// integer type of `bits`, as an int64 (uint64 above INT64_MAX saturates:
+/// it cannot fit in int32 either).
+int64_t readInteger(const char *data, int64_t offset, nb::dlpack::dtype type) {
+  const char *p = data + offset * (type.bits / 8);
+  bool isSigned = type.code == static_cast<uint8_t>(Code::Int);
+  switch (type.bits) {
+  case 8:
+    return isSigned ? int64_t(*reinterpret_cast<const int8_t *>(p))
+                    : int64_t(*reinterpret_cast<const uint8_t *>(p));
+  case 16:
+    return isSigned ? int64_t(*reinterpret_cast<const int16_t *>(p))
+                    : int64_t(*reinterpret_cast<const uint16_t *>(p));
+  case 32:
+    return isSigned ? int64_t(*reinterpret_cast<const int32_t *>(p))
+                    : int64_t(*reinterpret_cast<const uint32_t *>(p));
+  default: {
+    if (isSigned)
+      return *reinterpret_cast<const int64_t *>(p);
+    uint64_t value = *reinterpret_cast<const uint64_t *>(p);
+    return value > uint64_t(std::numeric_limits<int64_t>::max())
+               ? std::numeric_limits<int64_t>::max()
+               : int64_t(value);
+  }
+  }
+}
+
+/// Calls `visit(flat, offset)` for every element in row-major order, with
+/// `offset` the element's position in `view` (strides in elements).
+template <typename Visit>
+void forEachElement(const nb::ndarray<> &view, Visit visit) {
+  size_t rank = view.ndim();
+  int64_t count = 1;
+  for (size_t d = 0; d < rank; ++d)
+    count *= static_cast<int64_t>(view.shape(d));
+  std::vector<int64_t> index(rank, 0);
+  int64_t offset = 0;
+  for (int64_t flat = 0; flat < count; ++flat) {
+    visit(flat, offset);
+    for (size_t d = rank; d-- > 0;) {
+      offset += view.stride(d);
+      if (++index[d] < static_cast<int64_t>(view.shape(d)))
+        break;
+      offset -= view.stride(d) * index[d];
+      index[d] = 0;
+    }
+  }
+}
+
+std::string indexText(int64_t flat, llvm::ArrayRef<int64_t> shape) {
+  std::vector<int64_t> index(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    index[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return shapeText(index);
+}
+
+/// Copies `view` into `out` (row-major) as `argument`'s dtype; throws
+/// ValueError when it cannot be done exactly (or, for float64, without
+/// `cast`).
+void convert(const KernelArgument &argument, const nb::ndarray<> &view,
+             bool cast, llvm::ArrayRef<int64_t> shape, void *out) {
+  nb::dlpack::dtype type = view.dtype();
+  const char *data = static_cast<const char *>(view.data());
+  if (argument.type == ElementType::F32) {
+    auto *dst = static_cast<float *>(out);
+    if (isType(type, Code::Float, 32)) {
+      forEachElement(view, [&](int64_t flat, int64_t offset) {
+        dst[flat] = reinterpret_cast<const float *>(data)[offset];
+      });
+      return;
+    }
+    if (isType(type, Code::Float, 64) && cast) {
+      forEachElement(view, [&](int64_t flat, int64_t offset) {
+        dst[flat] = float(reinterpret_cast<const double *>(data)[offset]);
+      });
+      return;
+    }
+    std::string hint = isType(type, Code::Float, 64)
+                           ? " (pass cast=True to convert float64 to f32)"
+                           : "";
+    throw nb::value_error((describe(argument) + ": expected " +
+                           argument.typeString() + ", got " + dtypeName(type) +
+                           shapeText(shape) + hint)
+                              .c_str());
+  }
+  bool integer =
+      (type.code == static_cast<uint8_t>(Code::Int) ||
+       type.code == static_cast<uint8_t>(Code::UInt)) &&
+      type.lanes == 1 &&
+      (type.bits == 8 || type.bits == 16 || type.bits == 32 || type.bits == 64);
+  if (!integer)
+    throw nb::value_error((describe(argument) + ": expected " +
+                           argument.typeString() + ", got " + dtypeName(type) +
+                           shapeText(shape) + " (integers are converted)")
+                              .c_str());
+  auto *dst = static_cast<int32_t *>(out);
+  forEachElement(view, [&](int64_t flat, int64_t offset) {
+    int64_t value = readInteger(data, offset, type);
+    if (value < std::numeric_limits<int32_t>::min() ||
+        value > std::numeric_limits<int32_t>::max())
+      throw nb::value_error((describe(argument) + ": value " +
+                             std::to_string(value) + " at " +
+                             indexText(flat, shape) + " does not fit in i32")
+                                .c_str());
+    dst[flat] = int32_t(value);
+  });
+}
+
+/// Whether `value` is a torch.Tensor (a Parameter, a FakeTensor...), without
+/// importing torch: a program that has made a tensor has imported it.
+bool isTorchTensor(nb::handle value) {
+  static PyObject *tensorType = nullptr; // Kept for the process's life.
+  if (!tensorType) {
+    PyObject *torch = PyDict_GetItemString(PyImport_GetModuleDict(), "torch");
+    if (!torch)
+      return false;
+    tensorType = PyObject_GetAttrString(torch, "Tensor");
+    if (!tensorType) {
+      PyErr_Clear();
+      return false;
+    }
+  }
+  int result = PyObject_IsInstance(value.ptr(), tensorType);
+  if (result < 0)
+    PyErr_Clear();
+  return result == 1;
+}
+
+} // namespace
+
+ArgumentArray attnc::python::readArray(const KernelArgument &argument,
+                                       nb::handle value, bool cast) {
+  ArgumentArray array;
+  array.argument = &argument;
+  array.source = nb::borrow(value);
+  array.isTorch = isTorchTensor(value);
+  bool read = nb::try_cast(value, array.view, /*convert=*/false);
+  if (!read && array.isTorch) {
+    // DLPack refuses tensors that require grad; the kernel only reads.
+    array.source = value.attr("detach")();
+    read = nb::try_cast(array.source, array.view, /*convert=*/false);
+  }
+  if (!read)
+    throw nb::value_error((describe(argument) +
+                           ": expected a NumPy array or a torch tensor (" +
+                           argument.typeString() + "), got " +
+                           nb::type_name(value.type()).c_str())
+                              .c_str());
+  const nb::ndarray<> &view = array.view;
+  for (size_t d = 0; d < view.ndim(); ++d)
+    array.shape.push_back(static_cast<int64_t>(view.shape(d)));
+  if (view.device_type() != nb::device::cpu::value)
+    throw nb::value_error(
+        (describe(argument) +
+         ": the array is not in CPU memory (DLPack device type " +
+         std::to_string(view.device_type()) +
+         "); pass host arrays (tensor.cpu())")
+            .c_str());
+
+  nb::dlpack::dtype want = argument.type == ElementType::F32
+                               ? nb::dtype<float>()
+                               : nb::dtype<int32_t>();
+  nb::dlpack::dtype type = view.dtype();
+  bool sameType = type.code == want.code && type.bits == want.bits &&
+                  type.lanes == want.lanes;
+  if (sameType && isCContiguous(view) && view.data()) {
+    array.data = view.data();
+    return array;
+  }
+  // The shape is checked by the runtime, but a copy is made to the given
+  // shape, whatever it is, so that the runtime's message names it.
+  int64_t count = 1;
+  for (int64_t extent : array.shape)
+    count *= extent;
+  array.storage = allocateAligned(size_t(count) * elementSize(argument.type));
+  convert(argument, view, cast, array.shape, array.storage.get());
+  array.data = array.storage.get();
+  array.copied = true;
+  return array;
+}
+
+nb::object attnc::python::wrapOutput(const KernelArgument &argument,
+                                     AlignedBuffer storage, bool torch) {
+  std::vector<size_t> shape(argument.shape.begin(), argument.shape.end());
+  nb::dlpack::dtype type = argument.type == ElementType::F32
+                               ? nb::dtype<float>()
+                               : nb::dtype<int32_t>();
+  void *data = storage.release();
+  nb::capsule owner(data, [](void *p) noexcept { std::free(p); });
+  if (torch)
+    return nb::ndarray<nb::pytorch>(data, shape.size(), shape.data(), owner,
+                                    nullptr, type)
+        .cast();
+  return nb::ndarray<nb::numpy>(data, shape.size(), shape.data(), owner,
+                                nullptr, type)
+      .cast();
+}

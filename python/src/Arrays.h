@@ -1,0 +1,65 @@
+//===- Arrays.h - NumPy arrays and torch tensors as kernel buffers -*- C++ -*-//
+//
+// How the Python module hands arrays to a kernel: an array that is already
+// what the kernel reads (CPU memory, C-contiguous, the argument's dtype) is
+// passed as it is; any other is converted into a buffer of its own, where
+// the conversion is exact (a strided view, int64 lengths that fit in int32)
+// or asked for (float64 -> float32 with cast=True). Arrays come in through
+// nanobind's ndarray caster, which speaks NumPy's buffer protocol and
+// DLPack (torch), so neither NumPy nor torch is linked.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNC_PYTHON_ARRAYS_H
+#define ATTNC_PYTHON_ARRAYS_H
+
+#include "attnc/Codegen/KernelSignature.h"
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace attnc::python {
+
+/// Memory from aligned_alloc at a 64-byte boundary (the kernels load rows
+/// as whole cache lines), freed by free.
+struct AlignedFree {
+  void operator()(void *p) const;
+};
+using AlignedBuffer = std::unique_ptr<void, AlignedFree>;
+AlignedBuffer allocateAligned(size_t bytes);
+
+/// One array passed for argument `argument`, ready for the kernel: `data`
+/// points into the caller's array (`copied` false) or into `storage`.
+struct ArgumentArray {
+  const KernelArgument *argument = nullptr;
+  nanobind::object source;
+  nanobind::ndarray<> view;
+  AlignedBuffer storage;
+  void *data = nullptr;
+  std::vector<int64_t> shape;
+  bool copied = false;
+  /// True for a torch.Tensor (results are then torch tensors too).
+  bool isTorch = false;
+};
+
+/// Reads `value`, given for `argument`, as an array. Throws ValueError
+/// (nanobind::value_error) with a message naming the argument when it is
+/// not an array, lives on another device, or has a dtype the kernel cannot
+/// take exactly (float64 is taken when `cast`). The shape is left to the
+/// runtime's check, so that its message is the runtime's.
+ArgumentArray readArray(const KernelArgument &argument, nanobind::handle value,
+                        bool cast);
+
+/// A new NumPy array or torch tensor (`torch`) of `argument`'s dtype and
+/// shape, owning `storage`.
+nanobind::object wrapOutput(const KernelArgument &argument,
+                            AlignedBuffer storage, bool torch);
+
+} // namespace attnc::python
+
+#endif // ATTNC_PYTHON_ARRAYS_H

@@ -1,0 +1,288 @@
+//===- Module.cpp - attnc._attnc: the runtime's C++ API for Python --------===//
+//
+// The native half of the Python module (SPEC §6b); python/attnc/__init__.py
+// is the rest (reading a spec from a path or a string, torch operators,
+// from_torch, heatmaps). A Kernel here is the runtime's Kernel: its checks
+// and messages are the runtime's; a BufferError (the caller's names,
+// shapes, dtypes) becomes ValueError, every other error attnc.Error. The GIL
+// is released while a spec compiles and while a kernel runs, so Python
+// threads can run kernels at once (kernels are thread-safe).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Arrays.h"
+
+#include "attnc/Runtime/Runtime.h"
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <optional>
+
+namespace nb = nanobind;
+using namespace attnc;
+using namespace attnc::python;
+
+namespace {
+
+/// Raised as attnc.Error (a RuntimeError).
+struct AttncError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Raises `error` (which must be an error) as ValueError or attnc.Error.
+[[noreturn]] void raise(llvm::Error error) {
+  std::string message;
+  bool isBufferError = false;
+  llvm::handleAllErrors(
+      std::move(error),
+      [&](const BufferError &e) {
+        message = e.message();
+        isBufferError = true;
+      },
+      [&](const llvm::ErrorInfoBase &e) { message = e.message(); });
+  if (isBufferError)
+    throw nb::value_error(message.c_str());
+  throw AttncError(message);
+}
+
+void check(llvm::Error error) {
+  if (error)
+    raise(std::move(error));
+}
+
+/// The Python-visible kernel: the runtime's, shared with its cache.
+struct PyKernel {
+  std::shared_ptr<Kernel> kernel;
+
+  const KernelSignature &signature() const { return kernel->signature(); }
+
+  /// The argument `name` names (ValueError with the runtime's message).
+  const KernelArgument &argument(const std::string &name) const {
+    llvm::Expected<unsigned> index = kernel->argumentIndex(name);
+    if (!index)
+      throw nb::value_error(llvm::toString(index.takeError()).c_str());
+    return signature().arguments[*index];
+  }
+
+  /// Reads every array in `arrays` (keyword arguments), in their order.
+  std::vector<ArgumentArray> readArrays(const nb::kwargs &arrays,
+                                        bool cast) const {
+    std::vector<ArgumentArray> read;
+    read.reserve(arrays.size());
+    for (auto [key, value] : arrays) {
+      std::string name = nb::cast<std::string>(key);
+      const KernelArgument &a = argument(name);
+      if (a.role == ArgumentRole::Output)
+        throw nb::value_error(("'" + name +
+                               "' is an output: the call returns it; pass "
+                               "inputs and params")
+                                  .c_str());
+      read.push_back(readArray(a, value, cast));
+    }
+    return read;
+  }
+
+  /// Removes `cast=` from keyword arguments and returns it.
+  static bool takeCast(nb::kwargs &arrays) {
+    if (!arrays.contains("cast"))
+      return false;
+    bool cast = nb::cast<bool>(arrays["cast"]);
+    PyDict_DelItemString(arrays.ptr(), "cast");
+    return cast;
+  }
+
+  static HostBuffer hostBuffer(const ArgumentArray &array) {
+    return HostBuffer{array.argument->name, array.data, array.argument->type,
+                      array.shape};
+  }
+
+  nb::object call(nb::kwargs arrays) {
+    bool cast = takeCast(arrays);
+    std::vector<ArgumentArray> read = readArrays(arrays, cast);
+    bool torch =
+        llvm::any_of(read, [](const ArgumentArray &a) { return a.isTorch; });
+    std::vector<HostBuffer> buffers;
+    buffers.reserve(signature().arguments.size());
+    for (const ArgumentArray &array : read)
+      buffers.push_back(hostBuffer(array));
+    std::vector<AlignedBuffer> outputs;
+    std::vector<const KernelArgument *> outputArguments;
+    for (const KernelArgument &a : signature().arguments) {
+      if (a.role != ArgumentRole::Output)
+        continue;
+      outputs.push_back(
+          allocateAligned(size_t(a.numElements()) * elementSize(a.type)));
+      outputArguments.push_back(&a);
+      buffers.push_back(
+          HostBuffer{a.name, outputs.back().get(), a.type, a.shape});
+    }
+    llvm::Error error = llvm::Error::success();
+    {
+      nb::gil_scoped_release release;
+      error = kernel->run(buffers);
+    }
+    check(std::move(error));
+    if (outputs.size() == 1)
+      return wrapOutput(*outputArguments[0], std::move(outputs[0]), torch);
+    nb::list results;
+    for (size_t i = 0; i < outputs.size(); ++i)
+      results.append(
+          wrapOutput(*outputArguments[i], std::move(outputs[i]), torch));
+    return nb::tuple(results);
+  }
+
+  void bind(nb::kwargs params) {
+    bool cast = takeCast(params);
+    std::vector<ArgumentArray> read = readArrays(params, cast);
+    nb::gil_scoped_release release;
+    for (const ArgumentArray &array : read) {
+      if (llvm::Error error = kernel->bindParam(hostBuffer(array))) {
+        nb::gil_scoped_acquire acquire;
+        raise(std::move(error));
+      }
+    }
+  }
+
+  void prepare() {
+    llvm::Error error = llvm::Error::success();
+    {
+      nb::gil_scoped_release release;
+      error = kernel->prepareParams();
+    }
+    check(std::move(error));
+  }
+
+  /// How a call would pass each array: (name, "view" or "copy", address).
+  nb::list plan(nb::kwargs arrays) {
+    bool cast = takeCast(arrays);
+    nb::list result;
+    for (const ArgumentArray &array : readArrays(arrays, cast))
+      result.append(nb::make_tuple(array.argument->name,
+                                   array.copied ? "copy" : "view",
+                                   reinterpret_cast<uintptr_t>(array.data)));
+    return result;
+  }
+
+  nb::list signatureList() const {
+    nb::list result;
+    for (const KernelArgument &a : signature().arguments) {
+      nb::list shape;
+      for (int64_t extent : a.shape)
+        shape.append(extent);
+      result.append(nb::make_tuple(a.name, roleName(a.role).str(),
+                                   elementTypeName(a.type).str(),
+                                   nb::tuple(shape)));
+    }
+    return result;
+  }
+
+  nb::dict dims() const {
+    nb::dict result;
+    for (const auto &[name, value] : signature().dims)
+      result[name.c_str()] = value;
+    return result;
+  }
+};
+
+CompileOptions compileOptions(const std::string &target,
+                              const std::string &mcpu, int optLevel) {
+  CompileOptions options = Runtime::defaultOptions();
+  if (target == "nvptx")
+    options.target.kind = TargetKind::Nvptx;
+  else if (target != "cpu")
+    throw nb::value_error(
+        ("attnc.compile: unknown target '" + target + "' (cpu or nvptx)")
+            .c_str());
+  if (optLevel < 0 || optLevel > 3)
+    throw nb::value_error(("attnc.compile: opt_level must be 0, 1, 2 or 3, "
+                           "got " +
+                           std::to_string(optLevel))
+                              .c_str());
+  options.target.cpu = mcpu;
+  options.setOptLevel(unsigned(optLevel));
+  return options;
+}
+
+PyKernel compiled(llvm::Expected<std::shared_ptr<Kernel>> kernel) {
+  if (!kernel)
+    raise(kernel.takeError());
+  return PyKernel{std::move(*kernel)};
+}
+
+} // namespace
+
+NB_MODULE(_attnc, m) {
+  m.doc() = "attnc's runtime: compile .attn specs, bind params, run kernels";
+
+  nb::exception<AttncError>(m, "Error", PyExc_RuntimeError);
+
+  nb::class_<PyKernel>(m, "Kernel")
+      .def_prop_ro("name", [](const PyKernel &k) { return k.signature().name; })
+      .def_prop_ro("signature", &PyKernel::signatureList,
+                   "[(name, role, dtype, shape), ...] in ABI order: inputs "
+                   "and params as declared, then outputs")
+      .def_prop_ro("dims", &PyKernel::dims, "the block's named dims")
+      .def(
+          "bind",
+          [](nb::handle self, nb::kwargs params) {
+            nb::cast<PyKernel &>(self).bind(std::move(params));
+            return nb::borrow(self);
+          },
+          "copies params into the kernel (keyword arrays); returns the "
+          "kernel")
+      .def("prepare", &PyKernel::prepare,
+           "lays the bound params out for the kernel now (else the first "
+           "call does)")
+      .def("plan", &PyKernel::plan,
+           "how a call would pass each array: [(name, 'view' or 'copy', "
+           "address)]")
+      .def("__call__", &PyKernel::call);
+
+  m.def(
+      "compile_text",
+      [](const std::string &text, const std::string &sourceName,
+         const std::string &block, const std::string &target,
+         const std::string &mcpu, int optLevel) {
+        CompileOptions options = compileOptions(target, mcpu, optLevel);
+        nb::gil_scoped_release release;
+        auto kernel =
+            Runtime::global().compile(text, sourceName, block, options);
+        nb::gil_scoped_acquire acquire;
+        return compiled(std::move(kernel));
+      },
+      nb::arg("text"), nb::arg("source_name"), nb::arg("block"),
+      nb::arg("target"), nb::arg("mcpu"), nb::arg("opt_level"));
+  m.def(
+      "compile_file",
+      [](const std::string &path, const std::string &block,
+         const std::string &target, const std::string &mcpu, int optLevel) {
+        CompileOptions options = compileOptions(target, mcpu, optLevel);
+        nb::gil_scoped_release release;
+        auto kernel = Runtime::global().compileFile(path, block, options);
+        nb::gil_scoped_acquire acquire;
+        return compiled(std::move(kernel));
+      },
+      nb::arg("path"), nb::arg("block"), nb::arg("target"), nb::arg("mcpu"),
+      nb::arg("opt_level"));
+  m.def(
+      "set_num_threads",
+      [](unsigned threads) { Runtime::global().setNumThreads(threads); },
+      "threads a kernel may use (the runtime's pool; 1: the calling thread)");
+  m.def("get_num_threads", [] { return Runtime::global().numThreads(); });
+  m.def(
+      "clear_memory_cache", [] { Runtime::global().clearMemoryCache(); },
+      "forgets the kernels compiled so far (the disk cache stays)");
+  m.def("cache_statistics", [] {
+    RuntimeStatistics s = Runtime::global().statistics();
+    nb::dict result;
+    result["compilations"] = s.compilations;
+    result["memory_hits"] = s.memoryHits;
+    result["disk_hits"] = s.diskHits;
+    result["corrupt_entries"] = s.corruptEntries;
+    return result;
+  });
+  m.def("compiler_version", [] { return compilerVersion().str(); });
+}
