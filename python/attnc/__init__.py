@@ -93,6 +93,17 @@ from ._attnc import compile_file as _attnc_compile_file  # noqa: E402
 from ._attnc import compile_text as _attnc_compile_text  # noqa: E402
 
 
+def _kernel_op(kernel):
+    from ._torch import torch_op
+    return torch_op(kernel)
+
+
+Kernel.op = property(_kernel_op, doc=(
+    "the kernel as a torch operator (torch.library.custom_op, with a fake "
+    "implementation for torch.compile): takes its inputs and unbound params "
+    "as tensors, in signature order"))
+
+
 def __getattr__(name):
     # torch and matplotlib are imported only when their parts are used.
     if name == "from_torch":

@@ -216,6 +216,9 @@ PyKernel compiled(llvm::Expected<std::shared_ptr<Kernel>> kernel) {
 
 NB_MODULE(_attnc, m) {
   m.doc() = "attnc's runtime: compile .attn specs, bind params, run kernels";
+  // Kernels held by torch's operator registry (Kernel.op) live until the
+  // interpreter exits, after nanobind's leak check.
+  nb::set_leak_warnings(false);
 
   nb::exception<AttncError>(m, "Error", PyExc_RuntimeError);
 
@@ -233,6 +236,15 @@ NB_MODULE(_attnc, m) {
           },
           "copies params into the kernel (keyword arrays); returns the "
           "kernel")
+      .def(
+          "is_bound",
+          [](const PyKernel &k, const std::string &name) {
+            llvm::Expected<unsigned> index = k.kernel->argumentIndex(name);
+            if (!index)
+              throw nb::value_error(llvm::toString(index.takeError()).c_str());
+            return k.kernel->isBound(*index);
+          },
+          "whether param `name` has values bound")
       .def("prepare", &PyKernel::prepare,
            "lays the bound params out for the kernel now (else the first "
            "call does)")

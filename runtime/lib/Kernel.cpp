@@ -117,6 +117,11 @@ llvm::Error Kernel::bindParam(const HostBuffer &param) {
   return llvm::Error::success();
 }
 
+bool Kernel::isBound(unsigned index) const {
+  std::shared_lock<std::shared_mutex> lock(boundMutex);
+  return index < bound.size() && !bound[index].empty();
+}
+
 std::vector<std::string> Kernel::unboundParams() const {
   std::vector<std::string> names;
   for (unsigned i = 0; i < kernelSignature.arguments.size(); ++i)

@@ -72,6 +72,9 @@ public:
   /// run passes that param itself. Checked like a run's buffers.
   llvm::Error bindParam(const HostBuffer &param);
 
+  /// Whether argument `index` is a param with values bound.
+  bool isBound(unsigned index) const;
+
   /// Once every param is bound, does the work that depends on the params
   /// only (the kernel's NAME_prepare: weights transposed for the GEMMs), so
   /// that runs skip it. The first run after a bind does it otherwise; a

@@ -1,0 +1,603 @@
+"""PyTorch interop: kernels as torch operators, and from_torch.
+
+from_torch(module, example_inputs) reads a module's settings and weights,
+writes the .attn spec that computes the same thing for the example inputs'
+shapes, compiles it, binds the weights and returns a TorchBlock: a callable
+with the module's forward signature and result. Supported (eval mode):
+
+- D2L's MultiHeadAttention (bias or not) and TransformerEncoderBlock,
+  recognized by their attributes (W_q, W_k, W_v, W_o, num_heads, attention;
+  attention, addnorm1, ffn, addnorm2), as the book defines them;
+- torch.nn.MultiheadAttention and torch.nn.TransformerEncoderLayer
+  (batch_first either way, norm_first either way, relu).
+
+Anything else raises NotImplementedError or ValueError naming the module's
+attribute that attnc cannot express.
+"""
+
+import itertools
+
+import numpy as np
+import torch
+from torch import nn
+
+from . import compile as _compile
+
+_op_counter = itertools.count()
+_ops = {}
+
+
+# ---------------------------------------------------------------------------
+# Kernels as torch operators.
+# ---------------------------------------------------------------------------
+
+def torch_op(kernel):
+    """The torch operator (torch.library.custom_op) of `kernel`: it takes the
+    kernel's inputs and its params that are not bound, as tensors in
+    signature order, and returns the outputs (a tuple when there are several).
+    It has a fake implementation, so modules that call it work under
+    torch.compile. One operator per Kernel object, made at the first call."""
+    key = id(kernel)
+    if key in _ops and _ops[key][0] is kernel:
+        return _ops[key][1]
+    signature = kernel.signature
+    args = [(n, dtype, shape) for n, role, dtype, shape in signature
+            if role == "input" or (role == "param" and not kernel.is_bound(n))]
+    outputs = [(n, dtype, shape) for n, role, dtype, shape in signature
+               if role == "output"]
+    names = [n for n, _, _ in args]
+    returns = "Tensor" if len(outputs) == 1 else \
+        "(" + ", ".join("Tensor" for _ in outputs) + ")"
+    schema = "(" + ", ".join(f"Tensor {n}" for n in names) + ") -> " + returns
+    qualname = f"attnc::{kernel.name}_{next(_op_counter)}"
+
+    def impl(*tensors):
+        return kernel(**dict(zip(names, tensors)))
+
+    def fake(*tensors):
+        device = tensors[0].device if tensors else None
+        results = tuple(
+            torch.empty(shape, dtype=_torch_dtype(dtype), device=device)
+            for _, dtype, shape in outputs)
+        return results[0] if len(results) == 1 else results
+
+    op = torch.library.custom_op(qualname, impl, mutates_args=(),
+                                 schema=schema, device_types="cpu")
+    op.register_fake(fake)
+    _ops[key] = (kernel, op)
+    return op
+
+
+def _torch_dtype(dtype):
+    return torch.float32 if dtype == "f32" else torch.int32
+
+
+# ---------------------------------------------------------------------------
+# Writing specs.
+# ---------------------------------------------------------------------------
+
+def _array(tensor):
+    """A parameter's values as a C-contiguous float32 NumPy array."""
+    if isinstance(tensor, nn.parameter.UninitializedParameter):
+        raise ValueError(
+            "attnc.from_torch: a LazyLinear's weight is not initialized yet; "
+            "call the module once on an example first")
+    return np.ascontiguousarray(tensor.detach().cpu().numpy(),
+                                dtype=np.float32)
+
+
+def _type(shape, dtype="f32"):
+    return f"{dtype}[{', '.join(str(int(s)) for s in shape)}]"
+
+
+class _Spec:
+    """One block's text, with its params' values."""
+
+    def __init__(self, name):
+        self.name = name
+        self.inputs = []
+        self.params = {}
+        self.param_lines = []
+        self.lines = []
+        self.outputs = []
+
+    def input(self, name, shape, dtype="f32"):
+        self.inputs.append(f"  input  {name}: {_type(shape, dtype)}")
+        return name
+
+    def param(self, name, value):
+        value = _array(value) if isinstance(value, torch.Tensor) else \
+            np.ascontiguousarray(value, dtype=np.float32)
+        self.param_lines.append(f"  param  {name}: {_type(value.shape)}")
+        self.params[name] = value
+        return name
+
+    def let(self, names, expr):
+        self.lines.append(f"  {names} = {expr}")
+
+    def text(self):
+        body = self.inputs + self.param_lines + [""] + self.lines + \
+            [f"  output {', '.join(self.outputs)}"]
+        return f"block {self.name} {{\n" + "\n".join(body) + "\n}\n"
+
+
+def _mha(spec, prefix, q, k, v, heads, w, b, lens, causal, weights):
+    """Statements for multi-head attention of q, k, v (names) with weights
+    w = (W_q, W_k, W_v, W_o) and biases b (4 values or Nones); returns the
+    name of the result (and of the weights, `weights` true). `lens` names the
+    lengths input: per batch entry without biases (the fused
+    multihead_attention op), per batch entry and head with them (the
+    primitives)."""
+    wn = [spec.param(f"{prefix}W_{x}", t) for x, t in zip("qkvo", w)]
+    out = f"{prefix}out"
+    extra = (f", valid_lens={lens}" if lens else "") + \
+        (", causal=true" if causal else "") + \
+        (", return_weights=true" if weights else "")
+    names = f"{out}, {prefix}weights" if weights else out
+    if all(x is None for x in b):
+        spec.let(names, f"multihead_attention({q}, {k}, {v}, heads={heads}, "
+                 f"w_q={wn[0]}, w_k={wn[1]}, w_v={wn[2]}, w_o={wn[3]}{extra})")
+        return out
+    bn = [spec.param(f"{prefix}b_{x}", t if t is not None else
+                     torch.zeros(w[i].shape[0]))
+          for i, (x, t) in enumerate(zip("qkvo", b))]
+    for x, src, wi, bi in zip("qkv", (q, k, v), wn, bn):
+        spec.let(f"{prefix}{x}", f"linear({src}, {wi}, {bi})")
+        spec.let(f"{prefix}{x}h", f"split_heads({prefix}{x}, heads={heads})")
+    att = f"{prefix}heads_out"
+    spec.let(f"{att}, {prefix}weights" if weights else att,
+             f"attention({prefix}qh, {prefix}kh, {prefix}vh{extra})")
+    spec.let(f"{prefix}merged", f"merge_heads({att}, heads={heads})")
+    spec.let(out, f"linear({prefix}merged, {wn[3]}, {bn[3]})")
+    return out
+
+
+def _check_eval(module):
+    for name, m in module.named_modules():
+        if m.training:
+            where = f"{type(module).__name__}" + (f".{name}" if name else "")
+            raise ValueError(
+                f"attnc.from_torch: {where} is in training mode "
+                f"(.training is True; dropout would be random): call "
+                f"module.eval() first")
+
+
+def _lens_of(valid_lens, heads, per_head):
+    """valid_lens as the kernel takes them: int32, repeated per head (D2L's
+    repeat_interleave) when the spec uses the primitives."""
+    if valid_lens is None:
+        return None
+    lens = valid_lens.to(torch.int32)
+    if per_head:
+        lens = torch.repeat_interleave(lens, repeats=heads, dim=0)
+    return lens
+
+
+def _lens_shape(valid_lens, heads, per_head):
+    shape = list(valid_lens.shape)
+    if per_head:
+        shape[0] *= heads
+    return shape
+
+
+def _is_d2l_mha(m):
+    return all(hasattr(m, a) for a in
+               ("W_q", "W_k", "W_v", "W_o", "num_heads", "attention"))
+
+
+def _is_d2l_encoder_block(m):
+    return all(hasattr(m, a) for a in
+               ("attention", "addnorm1", "ffn", "addnorm2")) and \
+        _is_d2l_mha(m.attention)
+
+
+class TorchBlock:
+    """What from_torch returns: call it like the module. `spec` is the
+    generated .attn text, `kernel` the compiled Kernel (its params bound),
+    `params` the weights as bound (NumPy arrays by spec name)."""
+
+    def __init__(self, spec, kernel, call):
+        self.spec = spec.text()
+        self.params = spec.params
+        self.kernel = kernel
+        self._call = call
+        self.attention_weights = None
+
+    def __call__(self, *args, **kwargs):
+        return self._call(self, *args, **kwargs)
+
+    def __repr__(self):
+        return f"<attnc.TorchBlock {self.kernel.name}>"
+
+
+def _compile_spec(spec, compile_options):
+    kernel = _compile(spec.text(), **compile_options)
+    kernel.bind(**spec.params)
+    kernel.prepare()
+    return kernel
+
+
+# ---------------------------------------------------------------------------
+# D2L MultiHeadAttention and TransformerEncoderBlock.
+# ---------------------------------------------------------------------------
+
+def _d2l_weights(m):
+    w = [m.W_q.weight, m.W_k.weight, m.W_v.weight, m.W_o.weight]
+    b = [m.W_q.bias, m.W_k.bias, m.W_v.bias, m.W_o.bias]
+    return w, b
+
+
+def _d2l_lens_input(spec, valid_lens, heads, per_head, B, Tq):
+    if valid_lens is None:
+        return None
+    if valid_lens.dim() not in (1, 2) or valid_lens.shape[0] != B or \
+            (valid_lens.dim() == 2 and valid_lens.shape[1] != Tq):
+        raise ValueError(
+            f"attnc.from_torch: valid_lens must be [{B}] or [{B}, {Tq}], got "
+            f"{list(valid_lens.shape)}")
+    return spec.input("valid_lens", _lens_shape(valid_lens, heads, per_head),
+                      "i32")
+
+
+def _from_d2l_mha(m, inputs, return_weights, options):
+    if len(inputs) != 4:
+        raise ValueError(
+            "attnc.from_torch: a D2L MultiHeadAttention takes (queries, keys, "
+            f"values, valid_lens) as example inputs, got {len(inputs)}")
+    queries, keys, values, valid_lens = inputs
+    heads = m.num_heads
+    w, b = _d2l_weights(m)
+    per_head = any(x is not None for x in b)
+    spec = _Spec("d2l_mha")
+    self_attention = queries is keys and keys is values
+    if self_attention:
+        q = k = v = spec.input("X", queries.shape)
+    else:
+        q = spec.input("queries", queries.shape)
+        k = spec.input("keys", keys.shape)
+        v = spec.input("values", values.shape)
+    lens = _d2l_lens_input(spec, valid_lens, heads, per_head,
+                           queries.shape[0], queries.shape[1])
+    out = _mha(spec, "", q, k, v, heads, w, b, lens, False, return_weights)
+    spec.outputs = [out] + (["weights"] if return_weights else [])
+    kernel = _compile_spec(spec, options)
+
+    def call(block, queries, keys, values, valid_lens):
+        args = {"X": queries} if self_attention else \
+            {"queries": queries, "keys": keys, "values": values}
+        if self_attention and not (queries is keys and keys is values):
+            raise ValueError(
+                "attnc.from_torch: compiled for self-attention (the example "
+                "passed one tensor as queries, keys and values); pass one "
+                "tensor three times")
+        if (valid_lens is None) != (lens is None):
+            raise ValueError(
+                "attnc.from_torch: compiled " +
+                ("with" if lens else "without") + " valid_lens")
+        if lens:
+            args["valid_lens"] = _lens_of(valid_lens, heads, per_head)
+        result = kernel(**args)
+        if return_weights:
+            result, block.attention_weights = result
+        return result
+
+    return TorchBlock(spec, kernel, call)
+
+
+def _d2l_addnorm(spec, prefix, x, y, addnorm):
+    ln = addnorm.ln
+    g, bt = _layer_norm_params(spec, prefix, ln)
+    out = f"{prefix}out"
+    spec.let(out, f"add_norm({x}, {y}, {g}, {bt}, eps={ln.eps!r})")
+    return out
+
+
+def _layer_norm_params(spec, prefix, ln):
+    if tuple(ln.normalized_shape) != (ln.normalized_shape[-1],):
+        raise NotImplementedError(
+            f"attnc.from_torch: LayerNorm over {tuple(ln.normalized_shape)} "
+            "(attnc normalizes the last axis only: normalized_shape)")
+    d = ln.normalized_shape[-1]
+    gamma = ln.weight if ln.weight is not None else torch.ones(d)
+    beta = getattr(ln, "bias", None)
+    beta = beta if beta is not None else torch.zeros(d)
+    return spec.param(f"{prefix}gamma", gamma), spec.param(f"{prefix}beta",
+                                                           beta)
+
+
+def _ffn(spec, prefix, x, dense1, dense2):
+    biases = [d.bias if d.bias is not None else torch.zeros(d.weight.shape[0])
+              for d in (dense1, dense2)]
+    w1 = spec.param(f"{prefix}w1", dense1.weight)
+    b1 = spec.param(f"{prefix}b1", biases[0])
+    w2 = spec.param(f"{prefix}w2", dense2.weight)
+    b2 = spec.param(f"{prefix}b2", biases[1])
+    out = f"{prefix}out"
+    spec.let(out, f"ffn({x}, {w1}, {b1}, {w2}, {b2})")
+    return out
+
+
+def _from_d2l_encoder_block(m, inputs, return_weights, options):
+    if len(inputs) != 2:
+        raise ValueError(
+            "attnc.from_torch: a D2L TransformerEncoderBlock takes (X, "
+            f"valid_lens) as example inputs, got {len(inputs)}")
+    X, valid_lens = inputs
+    if not isinstance(m.ffn.relu, nn.ReLU):
+        raise NotImplementedError(
+            "attnc.from_torch: ffn.relu is not nn.ReLU")
+    heads = m.attention.num_heads
+    w, b = _d2l_weights(m.attention)
+    per_head = any(x is not None for x in b)
+    spec = _Spec("d2l_encoder_block")
+    x = spec.input("X", X.shape)
+    lens = _d2l_lens_input(spec, valid_lens, heads, per_head, X.shape[0],
+                           X.shape[1])
+    a = _mha(spec, "attention_", x, x, x, heads, w, b, lens, False,
+             return_weights)
+    y = _d2l_addnorm(spec, "addnorm1_", x, a, m.addnorm1)
+    f = _ffn(spec, "ffn_", y, m.ffn.dense1, m.ffn.dense2)
+    z = _d2l_addnorm(spec, "addnorm2_", y, f, m.addnorm2)
+    spec.outputs = [z] + (["attention_weights"] if return_weights else [])
+    kernel = _compile_spec(spec, options)
+
+    def call(block, X, valid_lens):
+        args = {"X": X}
+        if (valid_lens is None) != (lens is None):
+            raise ValueError("attnc.from_torch: compiled " +
+                             ("with" if lens else "without") + " valid_lens")
+        if lens:
+            args["valid_lens"] = _lens_of(valid_lens, heads, per_head)
+        result = kernel(**args)
+        if return_weights:
+            result, block.attention_weights = result
+        return result
+
+    return TorchBlock(spec, kernel, call)
+
+
+# ---------------------------------------------------------------------------
+# torch.nn.MultiheadAttention and torch.nn.TransformerEncoderLayer.
+# ---------------------------------------------------------------------------
+
+def _nn_mha_weights(m):
+    for attr in ("bias_k", "bias_v"):
+        if getattr(m, attr) is not None:
+            raise NotImplementedError(
+                f"attnc.from_torch: MultiheadAttention.{attr} is set "
+                "(add_bias_kv=True)")
+    if m.add_zero_attn:
+        raise NotImplementedError(
+            "attnc.from_torch: MultiheadAttention.add_zero_attn is True")
+    E = m.embed_dim
+    if m._qkv_same_embed_dim:
+        wq, wk, wv = m.in_proj_weight.split(E)
+    else:
+        wq, wk, wv = m.q_proj_weight, m.k_proj_weight, m.v_proj_weight
+    if m.in_proj_bias is not None:
+        bq, bk, bv = m.in_proj_bias.split(E)
+    else:
+        bq = bk = bv = None
+    return [wq, wk, wv, m.out_proj.weight], [bq, bk, bv, m.out_proj.bias]
+
+
+def _padding_lens(mask, B, Tk, name):
+    """The lengths a key padding mask ([B, Tk], True: padding) stands for;
+    ValueError unless each row masks a suffix."""
+    if mask is None:
+        return None
+    if mask.dtype != torch.bool:
+        raise NotImplementedError(
+            f"attnc.from_torch: {name} of dtype {mask.dtype} (a bool mask "
+            "is supported)")
+    if tuple(mask.shape) != (B, Tk):
+        raise ValueError(
+            f"attnc.from_torch: {name} must be [{B}, {Tk}], got "
+            f"{list(mask.shape)}")
+    lens = (~mask).sum(dim=1)
+    expected = torch.arange(Tk, device=mask.device)[None, :] >= lens[:, None]
+    if not torch.equal(mask, expected):
+        raise ValueError(
+            f"attnc.from_torch: {name} must mask a suffix of each row "
+            "(attnc masks keys by lengths, as D2L's valid_lens)")
+    return lens
+
+
+def _batch_major(x, batch_first):
+    return x if batch_first else x.transpose(0, 1)
+
+
+class _Variants:
+    """Kernels of one module compiled on demand, by the call's settings."""
+
+    def __init__(self, make):
+        self.make = make
+        self.kernels = {}
+
+    def get(self, *key):
+        if key not in self.kernels:
+            self.kernels[key] = self.make(*key)
+        return self.kernels[key]
+
+
+def _nn_mha_spec(m, q_shape, k_shape, v_shape, same, masked, causal,
+                 weights):
+    """The spec of nn.MultiheadAttention on batch-major shapes."""
+    w, b = _nn_mha_weights(m)
+    heads = m.num_heads
+    per_head = any(x is not None for x in b)
+    spec = _Spec("torch_mha")
+    if same:
+        q = k = v = spec.input("X", q_shape)
+    else:
+        q = spec.input("query", q_shape)
+        k = spec.input("key", k_shape)
+        v = spec.input("value", v_shape)
+    lens = spec.input("lens", [q_shape[0] * (heads if per_head else 1)],
+                      "i32") if masked else None
+    out = _mha(spec, "", q, k, v, heads, w, b, lens, causal, weights)
+    spec.outputs = [out] + (["weights"] if weights else [])
+    return spec, per_head
+
+
+def _from_nn_mha(m, inputs, return_weights, options):
+    if not 3 <= len(inputs) <= 4:
+        raise ValueError(
+            "attnc.from_torch: nn.MultiheadAttention takes (query, key, "
+            "value[, key_padding_mask]) as example inputs, got "
+            f"{len(inputs)}")
+    query, key, value = (_batch_major(t, m.batch_first) for t in inputs[:3])
+    same = inputs[0] is inputs[1] and inputs[1] is inputs[2]
+    heads = m.num_heads
+    holder = {}
+
+    def make(masked, causal, weights):
+        spec, per_head = _nn_mha_spec(m, query.shape, key.shape, value.shape,
+                                      same, masked, causal, weights)
+        holder.setdefault("spec", spec)
+        return spec, per_head, _compile_spec(spec, options)
+
+    variants = _Variants(make)
+    spec, _, kernel = variants.get(len(inputs) == 4 and inputs[3] is not None,
+                                   False, True)
+
+    def call(block, query, key, value, key_padding_mask=None,
+             need_weights=True, attn_mask=None, average_attn_weights=True,
+             is_causal=False):
+        if attn_mask is not None:
+            raise NotImplementedError(
+                "attnc.from_torch: attn_mask (attnc masks by key lengths: "
+                "key_padding_mask, and causally: is_causal=True)")
+        qkv_same = query is key and key is value
+        if same and not qkv_same:
+            raise ValueError(
+                "attnc.from_torch: compiled for self-attention (one tensor "
+                "as query, key and value)")
+        q, k, v = (_batch_major(t, m.batch_first) for t in (query, key, value))
+        B, Tk = k.shape[0], k.shape[1]
+        lens = _padding_lens(key_padding_mask, B, Tk, "key_padding_mask")
+        spec_, per_head, kernel = variants.get(lens is not None,
+                                               bool(is_causal),
+                                               bool(need_weights))
+        args = {"X": q.contiguous()} if same else {
+            "query": q.contiguous(), "key": k.contiguous(),
+            "value": v.contiguous()}
+        if lens is not None:
+            args["lens"] = _lens_of(lens, heads, per_head)
+        result = kernel(**args)
+        out, attn = result if need_weights else (result, None)
+        out = _batch_major(out, m.batch_first)
+        if attn is not None:
+            attn = attn.reshape(B, heads, attn.shape[1], attn.shape[2])
+            if average_attn_weights:
+                attn = attn.mean(dim=1)
+        return out, attn
+
+    return TorchBlock(spec, kernel, call)
+
+
+def _activation_is_relu(layer):
+    act = layer.activation
+    return act is nn.functional.relu or isinstance(act, nn.ReLU)
+
+
+def _from_nn_encoder_layer(m, inputs, return_weights, options):
+    if not 1 <= len(inputs) <= 2:
+        raise ValueError(
+            "attnc.from_torch: nn.TransformerEncoderLayer takes (src[, "
+            f"src_key_padding_mask]) as example inputs, got {len(inputs)}")
+    if not _activation_is_relu(m):
+        raise NotImplementedError(
+            f"attnc.from_torch: TransformerEncoderLayer.activation is "
+            f"{getattr(m.activation, '__name__', m.activation)!r}; attnc's "
+            "ffn is relu (gelu is not an attnc op yet)")
+    sa = m.self_attn
+    batch_first = sa.batch_first
+    src = _batch_major(inputs[0], batch_first)
+    heads = sa.num_heads
+    w, b = _nn_mha_weights(sa)
+    per_head = any(x is not None for x in b)
+
+    def make(masked, causal):
+        spec = _Spec("torch_encoder_layer")
+        x = spec.input("X", src.shape)
+        lens = spec.input("lens", [src.shape[0] * (heads if per_head else 1)],
+                          "i32") if masked else None
+        if m.norm_first:
+            n1 = "norm1_out"
+            g, bt = _layer_norm_params(spec, "norm1_", m.norm1)
+            spec.let(n1, f"layer_norm({x}, {g}, {bt}, eps={m.norm1.eps!r})")
+            a = _mha(spec, "self_attn_", n1, n1, n1, heads, w, b, lens,
+                     causal, False)
+            spec.let("residual1", f"add({x}, {a})")
+            g, bt = _layer_norm_params(spec, "norm2_", m.norm2)
+            spec.let("norm2_out",
+                     f"layer_norm(residual1, {g}, {bt}, eps={m.norm2.eps!r})")
+            f = _ffn(spec, "ffn_", "norm2_out", m.linear1, m.linear2)
+            spec.let("Y", f"add(residual1, {f})")
+        else:
+            a = _mha(spec, "self_attn_", x, x, x, heads, w, b, lens, causal,
+                     False)
+            g, bt = _layer_norm_params(spec, "norm1_", m.norm1)
+            spec.let("norm1_out",
+                     f"add_norm({x}, {a}, {g}, {bt}, eps={m.norm1.eps!r})")
+            f = _ffn(spec, "ffn_", "norm1_out", m.linear1, m.linear2)
+            g, bt = _layer_norm_params(spec, "norm2_", m.norm2)
+            spec.let("Y",
+                     f"add_norm(norm1_out, {f}, {g}, {bt}, "
+                     f"eps={m.norm2.eps!r})")
+        spec.outputs = ["Y"]
+        return spec, _compile_spec(spec, options)
+
+    variants = _Variants(make)
+    spec, kernel = variants.get(len(inputs) == 2 and inputs[1] is not None,
+                                False)
+
+    def call(block, src, src_mask=None, src_key_padding_mask=None,
+             is_causal=False):
+        if src_mask is not None:
+            raise NotImplementedError(
+                "attnc.from_torch: src_mask (attnc masks by key lengths: "
+                "src_key_padding_mask, and causally: is_causal=True)")
+        x = _batch_major(src, batch_first)
+        lens = _padding_lens(src_key_padding_mask, x.shape[0], x.shape[1],
+                             "src_key_padding_mask")
+        _, kernel = variants.get(lens is not None, bool(is_causal))
+        args = {"X": x.contiguous()}
+        if lens is not None:
+            args["lens"] = _lens_of(lens, heads, per_head)
+        return _batch_major(kernel(**args), batch_first)
+
+    return TorchBlock(spec, kernel, call)
+
+
+def from_torch(module, example_inputs, return_weights=False, **options):
+    """Compiles `module` (eval mode) for the shapes of `example_inputs` (its
+    forward's positional arguments) and returns a TorchBlock that computes
+    what the module computes. With return_weights=True, a D2L block's call
+    also stores the attention weights ([B*heads, Tq, Tk], D2L's
+    attention.attention_weights) in the TorchBlock's .attention_weights.
+    `options` go to attnc.compile (mcpu, opt_level, ...)."""
+    if not isinstance(module, nn.Module):
+        raise TypeError(
+            f"attnc.from_torch: expected a torch.nn.Module, got "
+            f"{type(module).__name__}")
+    if isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    inputs = tuple(example_inputs)
+    _check_eval(module)
+    with torch.no_grad():
+        if isinstance(module, nn.TransformerEncoderLayer):
+            return _from_nn_encoder_layer(module, inputs, return_weights,
+                                          options)
+        if isinstance(module, nn.MultiheadAttention):
+            return _from_nn_mha(module, inputs, return_weights, options)
+        if _is_d2l_encoder_block(module):
+            return _from_d2l_encoder_block(module, inputs, return_weights,
+                                           options)
+        if _is_d2l_mha(module):
+            return _from_d2l_mha(module, inputs, return_weights, options)
+    raise NotImplementedError(
+        f"attnc.from_torch: {type(module).__name__} is not a block attnc "
+        "knows: D2L's MultiHeadAttention or TransformerEncoderBlock, "
+        "nn.MultiheadAttention, nn.TransformerEncoderLayer")
