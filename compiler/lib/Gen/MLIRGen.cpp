@@ -81,7 +81,7 @@ private:
     builder.setInsertionPointToEnd(entry);
     for (const auto &stmt : block.stmts)
       if (auto *assign = llvm::dyn_cast<AssignStmt>(stmt.get()))
-        values[assign->name.name] = generateExpr(*assign->value);
+        generateAssign(*assign);
 
     llvm::SmallVector<mlir::Value> results;
     for (const Ident *output : block.outputs) {
@@ -142,15 +142,29 @@ private:
                   builder.getDenseI64ArrayAttr(dimValues));
   }
 
+  /// Binds each name of `assign` to the matching result (Sema checked that
+  /// there is one per name).
+  void generateAssign(const AssignStmt &assign) {
+    auto *call = llvm::dyn_cast<CallExpr>(assign.value.get());
+    if (!call) {
+      values[assign.names.front().name] = generateExpr(*assign.value);
+      return;
+    }
+    mlir::Operation *op = generateCall(*call);
+    for (auto [name, result] : llvm::zip_equal(assign.names, op->getResults()))
+      values[name.name] = result;
+  }
+
   mlir::Value generateExpr(const Expr &expr) {
     if (auto *name = llvm::dyn_cast<NameExpr>(&expr))
       return values.lookup(name->name);
     if (auto *call = llvm::dyn_cast<CallExpr>(&expr))
-      return generateCall(*call);
+      return generateCall(*call)->getResult(0);
     llvm::report_fatal_error("attnc: MLIRGen reached a non-tensor expression");
   }
 
-  mlir::Value generateCall(const CallExpr &call) {
+  /// The op of one call; nested calls become values first.
+  mlir::Operation *generateCall(const CallExpr &call) {
     mlir::Location location = loc(call.callee.range.Start);
     mlir::OpBuilder &b = builder;
     auto operand = [&](llvm::StringRef name) {
@@ -200,15 +214,15 @@ private:
       mlir::Value q = operand("q"), k = operand("k"), v = operand("v"),
                   validLens = operand("valid_lens");
       return attn::AttentionOp::create(b, location, q, k, v, validLens,
-                                       unit("causal"));
+                                       unit("causal"), unit("return_weights"));
     }
     case OpKind::MultiheadAttention: {
       mlir::Value q = operand("q"), k = operand("k"), v = operand("v"),
                   wQ = operand("w_q"), wK = operand("w_k"), wV = operand("w_v"),
                   wO = operand("w_o"), validLens = operand("valid_lens");
-      return attn::MultiheadAttentionOp::create(b, location, q, k, v, wQ, wK,
-                                                wV, wO, validLens, i64("heads"),
-                                                unit("causal"));
+      return attn::MultiheadAttentionOp::create(
+          b, location, q, k, v, wQ, wK, wV, wO, validLens, i64("heads"),
+          unit("causal"), unit("return_weights"));
     }
     case OpKind::PositionalEncoding:
       return attn::PositionalEncodingOp::create(b, location, operand("x"),

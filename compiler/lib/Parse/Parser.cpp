@@ -170,7 +170,7 @@ std::unique_ptr<Block> Parser::parseBlock() {
       block->hadSyntaxErrors = true;
       break;
     }
-    pendingName.reset();
+    pendingNames.clear();
     std::unique_ptr<Stmt> stmt = parseStatement();
     if (stmt && !atStatementEnd()) {
       expected("the end of the statement (a newline or ';')");
@@ -178,8 +178,8 @@ std::unique_ptr<Block> Parser::parseBlock() {
     }
     if (!stmt) {
       block->hadSyntaxErrors = true;
-      if (pendingName)
-        block->brokenNames.push_back(std::move(*pendingName));
+      for (Ident &name : pendingNames)
+        block->brokenNames.push_back(std::move(name));
       recoverStatement();
       continue;
     }
@@ -204,7 +204,7 @@ std::unique_ptr<Stmt> Parser::parseStatement() {
   case TokenKind::KwOutput:
     return parseOutput();
   case TokenKind::Identifier:
-    if (peek().is(TokenKind::Equal))
+    if (peek().is(TokenKind::Equal) || peek().is(TokenKind::Comma))
       return parseAssign();
     if (peek().is(TokenKind::LParen)) {
       errorHere("the result of " + quoted(tok.spelling) +
@@ -264,7 +264,7 @@ std::unique_ptr<Stmt> Parser::parseDim() {
     std::optional<Ident> name = parseIdent("a dim name");
     if (!name)
       return nullptr;
-    pendingName = *name;
+    pendingNames = {*name};
     if (!consumeIf(TokenKind::Equal)) {
       expected("'=' after dim " + quoted(name->name));
       return nullptr;
@@ -295,7 +295,7 @@ std::unique_ptr<Stmt> Parser::parseDecl() {
   std::optional<Ident> name = parseIdent("a name after '" + keyword + "'");
   if (!name)
     return nullptr;
-  pendingName = *name;
+  pendingNames = {*name};
   if (!consumeIf(TokenKind::Colon)) {
     expected("':' and a type after " + quoted(name->name));
     return nullptr;
@@ -377,14 +377,24 @@ std::unique_ptr<Stmt> Parser::parseOutput() {
 
 std::unique_ptr<Stmt> Parser::parseAssign() {
   SMLoc start = tok.loc();
-  Ident name{tok.spelling.str(), tok.range()};
-  pendingName = name;
+  pendingNames = {Ident{tok.spelling.str(), tok.range()}};
   consume(); // name
-  consume(); // '='
+  // `Y, A = op(...)`: one name per result; Sema checks the count.
+  while (consumeIf(TokenKind::Comma)) {
+    std::optional<Ident> name =
+        parseIdent("a name after ',' (NAME, NAME = op(...))");
+    if (!name)
+      return nullptr;
+    pendingNames.push_back(std::move(*name));
+  }
+  if (!consumeIf(TokenKind::Equal)) {
+    expected("'=' after " + quoted(pendingNames.back().name));
+    return nullptr;
+  }
   std::unique_ptr<Expr> value = parseExpr(0);
   if (!value)
     return nullptr;
-  return std::make_unique<AssignStmt>(std::move(name), std::move(value),
+  return std::make_unique<AssignStmt>(pendingNames, std::move(value),
                                       SMRange{start, prevEnd});
 }
 

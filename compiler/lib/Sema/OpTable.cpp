@@ -34,15 +34,24 @@ const ParamInfo kAdd[] = {tensor("a"), tensor("b")};
 const ParamInfo kUnary[] = {tensor("x")};
 const ParamInfo kHeads[] = {tensor("x"), intKeyword("heads")};
 const ParamInfo kMaskedSoftmax[] = {tensor("x"), tensor("valid_lens")};
-const ParamInfo kAttention[] = {tensor("q"), tensor("k"), tensor("v"),
+// return_weights=true adds a second result, the attention weights.
+const ParamInfo kAttention[] = {tensor("q"),
+                                tensor("k"),
+                                tensor("v"),
                                 optionalTensor("valid_lens"),
-                                boolKeyword("causal", false)};
-const ParamInfo kMultiheadAttention[] = {
-    tensor("q"),         tensor("k"),
-    tensor("v"),         tensor("w_q"),
-    tensor("w_k"),       tensor("w_v"),
-    tensor("w_o"),       optionalTensor("valid_lens"),
-    intKeyword("heads"), boolKeyword("causal", false)};
+                                boolKeyword("causal", false),
+                                boolKeyword("return_weights", false)};
+const ParamInfo kMultiheadAttention[] = {tensor("q"),
+                                         tensor("k"),
+                                         tensor("v"),
+                                         tensor("w_q"),
+                                         tensor("w_k"),
+                                         tensor("w_v"),
+                                         tensor("w_o"),
+                                         optionalTensor("valid_lens"),
+                                         intKeyword("heads"),
+                                         boolKeyword("causal", false),
+                                         boolKeyword("return_weights", false)};
 const ParamInfo kPositionalEncoding[] = {
     tensor("x"), {"max_len", ParamKind::Int, false, false, kDefaultMaxLen}};
 const ParamInfo kLayerNorm[] = {

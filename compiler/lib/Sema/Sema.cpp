@@ -75,6 +75,19 @@ StringRef describeSymbol(Symbol::Kind kind) {
   return "name";
 }
 
+/// The second result of an accepted call with return_weights=true.
+std::optional<TensorShape> attentionWeights(const CallExpr &call) {
+  std::optional<unsigned> slot = call.op->indexOf("return_weights");
+  if (!slot || !call.bound[*slot].boolValue)
+    return std::nullopt;
+  const TensorShape &q = *call.get("q").tensor->shape;
+  const TensorShape &k = *call.get("k").tensor->shape;
+  if (call.op->kind == OpKind::MultiheadAttention)
+    return rules::multiheadAttentionWeightsShape(q, k,
+                                                 call.get("heads").intValue);
+  return rules::attentionWeightsShape(q, k);
+}
+
 /// Checks one block: a scope of dims and tensors filled statement by
 /// statement.
 class BlockChecker {
@@ -100,6 +113,9 @@ private:
   /// one macro are an error at the later one.
   void checkHeaderMacros();
   void checkAssign(AssignStmt &stmt);
+  /// Reports names that do not match the value's `results` one for one.
+  void reportResultCount(const AssignStmt &stmt, const CallExpr *call,
+                         size_t results);
   std::optional<TensorShape> checkType(const TypeExpr &type);
   void checkOutputs();
   void checkUnused();
@@ -196,7 +212,8 @@ void BlockChecker::run() {
     else if (auto *decl = llvm::dyn_cast<DeclStmt>(stmt.get()))
       note(decl->name);
     else if (auto *assign = llvm::dyn_cast<AssignStmt>(stmt.get()))
-      note(assign->name);
+      for (const Ident &name : assign->names)
+        note(name);
   }
 
   for (const auto &stmt : block.stmts) {
@@ -321,13 +338,56 @@ void BlockChecker::checkDecl(DeclStmt &stmt) {
 }
 
 void BlockChecker::checkAssign(AssignStmt &stmt) {
-  const TensorShape *shape = checkTensor(
-      *stmt.value, "the value assigned to " + quoted(stmt.name.name));
-  Symbol symbol{Symbol::Kind::Value, stmt.name.range};
-  if (shape)
-    symbol.shape = *shape;
-  symbol.poisoned = !shape;
-  define(stmt.name, symbol);
+  // A call is checked here rather than by checkTensor, which accepts
+  // calls of one result only.
+  llvm::SmallVector<TensorShape, 2> results;
+  auto *call = llvm::dyn_cast<CallExpr>(stmt.value.get());
+  if (call) {
+    if (checkCall(*call))
+      results = call->results;
+  } else {
+    std::string targets;
+    for (const Ident &name : stmt.names)
+      targets += (targets.empty() ? "" : ", ") + name.name;
+    if (const TensorShape *shape = checkTensor(
+            *stmt.value, "the value assigned to " + quoted(targets)))
+      results.push_back(*shape);
+  }
+  if (!results.empty() && results.size() != stmt.names.size()) {
+    reportResultCount(stmt, call, results.size());
+    results.clear();
+  }
+  for (auto [i, name] : llvm::enumerate(stmt.names)) {
+    Symbol symbol{Symbol::Kind::Value, name.range};
+    if (!results.empty())
+      symbol.shape = results[i];
+    symbol.poisoned = results.empty();
+    define(name, symbol);
+  }
+}
+
+void BlockChecker::reportResultCount(const AssignStmt &stmt,
+                                     const CallExpr *call, size_t results) {
+  size_t names = stmt.names.size();
+  std::string what;
+  if (!call)
+    what = quoted(sourceText(stmt.value->getRange())) + " is one tensor";
+  else if (results == 1)
+    what = quoted(call->callee.name) + " has one result";
+  else
+    what = quoted(call->callee.name) + " with return_weights=true has " +
+           std::to_string(results) +
+           " results (the output and the attention weights)";
+  std::string message = what + ", but " + std::to_string(names) +
+                        (names == 1 ? " name is" : " names are") + " bound";
+  if (call && names < results)
+    message += "; bind both: NAME, WEIGHTS = " + call->callee.name + "(...)";
+  else if (call && results == 1 && names == 2 &&
+           call->op->indexOf("return_weights"))
+    message += "; pass return_weights=true to also get the attention weights";
+  // At the first name without a result, or at the name given for several.
+  const Ident &at = names > results ? stmt.names[results] : stmt.names[0];
+  diag.error(at.range, message);
 }
 
 void BlockChecker::checkOutputs() {
@@ -432,8 +492,19 @@ void BlockChecker::markUses(const Expr &expr) {
 }
 
 const TensorShape *BlockChecker::checkTensor(Expr &expr, const Twine &role) {
-  if (auto *call = llvm::dyn_cast<CallExpr>(&expr))
-    return checkCall(*call);
+  if (auto *call = llvm::dyn_cast<CallExpr>(&expr)) {
+    const TensorShape *shape = checkCall(*call);
+    if (shape && call->results.size() > 1) {
+      diag.error(call->callee.range,
+                 quoted(call->callee.name) +
+                     " with return_weights=true has 2 results (the output "
+                     "and the attention weights), so it cannot be used as " +
+                     role + "; bind them first: NAME, WEIGHTS = " +
+                     call->callee.name + "(...)");
+      return nullptr;
+    }
+    return shape;
+  }
   if (auto *name = llvm::dyn_cast<NameExpr>(&expr)) {
     Symbol *symbol = resolve({name->name, name->getRange()}, true);
     if (!symbol)
@@ -496,7 +567,12 @@ const TensorShape *BlockChecker::checkCall(CallExpr &call) {
   if (!ok)
     return nullptr;
   call.shape = applyRules(call);
-  return call.shape ? &*call.shape : nullptr;
+  if (!call.shape)
+    return nullptr;
+  call.results.assign(1, *call.shape);
+  if (std::optional<TensorShape> weights = attentionWeights(call))
+    call.results.push_back(*weights);
+  return &*call.shape;
 }
 
 bool BlockChecker::bindArguments(

@@ -268,6 +268,69 @@ static RuleResult applyRules(DropoutOp::Adaptor a, RuleError error) {
 }
 
 //===----------------------------------------------------------------------===//
+// Results after the first: the attention weights of return_weights
+//===----------------------------------------------------------------------===//
+
+/// Most ops have one result. Called only once applyRules accepted the
+/// operands.
+template <typename AdaptorT>
+static void addMoreResults(MLIRContext *, AdaptorT, SmallVectorImpl<Type> &) {}
+
+static TensorShape acceptedShape(StringRef name, Value value) {
+  return OperandShapes([](StringRef, const Twine &) {}).get(name, value);
+}
+
+static void addMoreResults(MLIRContext *context, AttentionOp::Adaptor a,
+                           SmallVectorImpl<Type> &resultTypes) {
+  if (a.getReturnWeights())
+    resultTypes.push_back(toType(
+        context, rules::attentionWeightsShape(acceptedShape("q", a.getQ()),
+                                              acceptedShape("k", a.getK()))));
+}
+
+static void addMoreResults(MLIRContext *context,
+                           MultiheadAttentionOp::Adaptor a,
+                           SmallVectorImpl<Type> &resultTypes) {
+  if (a.getReturnWeights())
+    resultTypes.push_back(toType(context, rules::multiheadAttentionWeightsShape(
+                                              acceptedShape("q", a.getQ()),
+                                              acceptedShape("k", a.getK()),
+                                              a.getHeadsAttr().getInt())));
+}
+
+template <typename OpT>
+static LogicalResult verifyWeightsResult(OpT op, StringRef layout) {
+  Value weights = op.getAttentionWeights();
+  if (op.getReturnWeights() && !weights)
+    return op.emitOpError("with return_weights has two results, the output "
+                          "and the attention weights");
+  if (!op.getReturnWeights() && weights)
+    return op.emitOpError("has a second result, the attention weights, only "
+                          "with return_weights");
+  if (!weights)
+    return success();
+  typename OpT::Adaptor adaptor(op);
+  // Bad operands are type inference's to report, with the rules' message.
+  if (!applyRules(adaptor, [](StringRef, const Twine &) {}))
+    return success();
+  SmallVector<Type, 1> expected;
+  addMoreResults(op.getContext(), adaptor, expected);
+  if (weights.getType() != expected.front())
+    return op.emitOpError("'attention_weights' must be ")
+           << expected.front() << " " << layout << ", got "
+           << weights.getType();
+  return success();
+}
+
+LogicalResult mlir::attn::verifyReturnWeights(AttentionOp op) {
+  return verifyWeightsResult(op, "([N, Tq, Tk])");
+}
+
+LogicalResult mlir::attn::verifyReturnWeights(MultiheadAttentionOp op) {
+  return verifyWeightsResult(op, "([B * heads, Tq, Tk])");
+}
+
+//===----------------------------------------------------------------------===//
 // Verifiers and result-type inference, all through applyRules
 //===----------------------------------------------------------------------===//
 
@@ -296,6 +359,9 @@ static LogicalResult inferWithRules(MLIRContext *context,
   if (!result)
     return failure();
   resultTypes.push_back(toType(context, *result));
+  // The types of every result are checked against these (a missing,
+  // extra or misshapen attention_weights result among them).
+  addMoreResults(context, adaptor, resultTypes);
   return success();
 }
 

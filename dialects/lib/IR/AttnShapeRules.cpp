@@ -426,6 +426,17 @@ RuleResult mlir::attn::rules::inferMultiheadAttention(
       TensorShape{ElementKind::F32, {q.dims[0], q.dims[1], hidden}});
 }
 
+TensorShape mlir::attn::rules::attentionWeightsShape(const TensorShape &q,
+                                                     const TensorShape &k) {
+  return TensorShape{ElementKind::F32, {q.dims[0], q.dims[1], k.dims[1]}};
+}
+
+TensorShape mlir::attn::rules::multiheadAttentionWeightsShape(
+    const TensorShape &q, const TensorShape &k, int64_t heads) {
+  return TensorShape{ElementKind::F32,
+                     {q.dims[0] * heads, q.dims[1], k.dims[1]}};
+}
+
 RuleResult mlir::attn::rules::inferPositionalEncoding(const TensorShape &x,
                                                       int64_t maxLen,
                                                       RuleError error) {

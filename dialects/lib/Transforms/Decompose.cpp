@@ -95,6 +95,8 @@ FloatAttr attentionScale(PatternRewriter &rewriter, int64_t d) {
 /// D2L MultiHeadAttention.forward (bias=False). When its attention is
 /// fused, one attn.fused_attention with `heads` reads the projections and
 /// writes the merged heads in place: no split_heads or merge_heads copies.
+/// With return_weights it is never fused: the weights are the inner
+/// attention's, [B*H, Tq, Tk] in split_heads' order (row b*H + h).
 struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
   DecomposeMultiheadAttention(MLIRContext *context, AttentionLowering lowering,
                               int64_t fuseThreshold)
@@ -105,7 +107,9 @@ struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     IntegerAttr heads = op.getHeadsAttr();
-    if (fusesAttention(lowering, fuseThreshold, dimOf(op.getQ(), 1),
+    bool returnWeights = op.getReturnWeights();
+    if (!returnWeights &&
+        fusesAttention(lowering, fuseThreshold, dimOf(op.getQ(), 1),
                        dimOf(op.getK(), 1))) {
       auto project = [&](Value x, Value w) -> Value {
         return LinearOp::create(rewriter, loc, x, w, Value());
@@ -142,10 +146,16 @@ struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
     Value validLens = op.getValidLens();
     if (validLens)
       validLens = repeatPerHead(rewriter, loc, validLens, heads.getInt());
-    Value output = AttentionOp::create(rewriter, loc, q, k, v, validLens,
-                                       op.getCausalAttr());
-    Value concat = MergeHeadsOp::create(rewriter, loc, output, heads);
-    rewriter.replaceOpWithNewOp<LinearOp>(op, concat, op.getWO(), Value());
+    auto attention =
+        AttentionOp::create(rewriter, loc, q, k, v, validLens,
+                            op.getCausalAttr(), op.getReturnWeightsAttr());
+    Value concat =
+        MergeHeadsOp::create(rewriter, loc, attention.getResult(), heads);
+    Value output = LinearOp::create(rewriter, loc, concat, op.getWO(), Value());
+    SmallVector<Value, 2> results = {output};
+    if (returnWeights)
+      results.push_back(attention.getAttentionWeights());
+    rewriter.replaceOp(op, results);
     return success();
   }
 
@@ -154,7 +164,9 @@ struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
 };
 
 /// D2L DotProductAttention.forward, either step by step or as one
-/// attn.fused_attention.
+/// attn.fused_attention. With return_weights, always step by step: the
+/// weights are the masked softmax it computes (D2L's attention_weights),
+/// which the fused kernel never materializes.
 struct DecomposeAttention : OpRewritePattern<AttentionOp> {
   DecomposeAttention(MLIRContext *context, AttentionLowering lowering,
                      int64_t fuseThreshold)
@@ -169,8 +181,9 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
     int64_t tk = dimOf(op.getK(), 1);
     // Scores are multiplied by 1/sqrt(d) rounded to f32 in both paths.
     FloatAttr scale = attentionScale(rewriter, d);
-    if (fusesAttention(lowering, fuseThreshold, tq, tk)) {
-      RankedTensorType type = op.getType();
+    bool returnWeights = op.getReturnWeights();
+    if (!returnWeights && fusesAttention(lowering, fuseThreshold, tq, tk)) {
+      RankedTensorType type = op.getResult().getType();
       Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
                                            type.getElementType());
       rewriter.replaceOpWithNewOp<FusedAttentionOp>(
@@ -188,8 +201,12 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
         validLens
             ? Value(MaskedSoftmaxOp::create(rewriter, loc, scores, validLens))
             : Value(SoftmaxOp::create(rewriter, loc, scores));
-    rewriter.replaceOpWithNewOp<MatmulOp>(op, weights, op.getV(),
-                                          /*transpose_b=*/false);
+    Value output = MatmulOp::create(rewriter, loc, weights, op.getV(),
+                                    /*transpose_b=*/false);
+    SmallVector<Value, 2> results = {output};
+    if (returnWeights)
+      results.push_back(weights);
+    rewriter.replaceOp(op, results);
     return success();
   }
 

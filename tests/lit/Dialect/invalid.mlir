@@ -328,6 +328,60 @@ func.func @case35(%x: tensor<2x4x100xf32>, %w: tensor<100x100xf32>, %vl: tensor<
 
 // -----
 
+// attention: return_weights gives a second result
+func.func @weights_missing(%q: tensor<10x4x20xf32>, %k: tensor<10x6x20xf32>) {
+  // expected-error @+1 {{with return_weights has two results, the output and the attention weights}}
+  %0 = attn.attention %q, %k, %k return_weights : (tensor<10x4x20xf32>, tensor<10x6x20xf32>, tensor<10x6x20xf32>) -> tensor<10x4x20xf32>
+  return
+}
+
+// -----
+
+// attention: the second result comes with return_weights only
+func.func @weights_unrequested(%q: tensor<10x4x20xf32>, %k: tensor<10x6x20xf32>) {
+  // expected-error @+1 {{has a second result, the attention weights, only with return_weights}}
+  %0, %1 = attn.attention %q, %k, %k : (tensor<10x4x20xf32>, tensor<10x6x20xf32>, tensor<10x6x20xf32>) -> (tensor<10x4x20xf32>, tensor<10x4x6xf32>)
+  return
+}
+
+// -----
+
+// attention: the weights are [N, Tq, Tk]
+func.func @weights_shape(%q: tensor<10x4x20xf32>, %k: tensor<10x6x20xf32>) {
+  // expected-error @+1 {{'attention_weights' must be 'tensor<10x4x6xf32>' ([N, Tq, Tk]), got 'tensor<10x6x4xf32>'}}
+  %0, %1 = attn.attention %q, %k, %k return_weights : (tensor<10x4x20xf32>, tensor<10x6x20xf32>, tensor<10x6x20xf32>) -> (tensor<10x4x20xf32>, tensor<10x6x4xf32>)
+  return
+}
+
+// -----
+
+// attention: the operands' rules come first, with weights requested too
+func.func @weights_bad_operands(%q: tensor<10x4x20xf32>, %k: tensor<10x6x16xf32>) {
+  // expected-error @+1 {{'k' must have the feature size of 'q' (20), got f32[10, 6, 16]}}
+  %0, %1 = attn.attention %q, %k, %k return_weights : (tensor<10x4x20xf32>, tensor<10x6x16xf32>, tensor<10x6x16xf32>) -> (tensor<10x4x16xf32>, tensor<10x4x6xf32>)
+  return
+}
+
+// -----
+
+// multihead_attention: the weights are [B * heads, Tq, Tk]
+func.func @mha_weights_shape(%x: tensor<2x4x100xf32>, %w: tensor<100x100xf32>) {
+  // expected-error @+1 {{'attention_weights' must be 'tensor<10x4x4xf32>' ([B * heads, Tq, Tk]), got 'tensor<2x4x4xf32>'}}
+  %0, %1 = attn.multihead_attention %x, %x, %x heads(5) weights(%w, %w, %w, %w) return_weights : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>) -> (tensor<2x4x100xf32>, tensor<2x4x4xf32>)
+  return
+}
+
+// -----
+
+// multihead_attention: return_weights gives a second result
+func.func @mha_weights_missing(%x: tensor<2x4x100xf32>, %w: tensor<100x100xf32>) {
+  // expected-error @+1 {{with return_weights has two results, the output and the attention weights}}
+  %0 = attn.multihead_attention %x, %x, %x heads(5) weights(%w, %w, %w, %w) return_weights : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>) -> tensor<2x4x100xf32>
+  return
+}
+
+// -----
+
 // positional_encoding: D is even
 func.func @case36(%x: tensor<2x4x99xf32>) {
   // expected-error @+1 {{positional encoding needs an even model dimension D, got 99 (f32[2, 4, 99])}}

@@ -72,6 +72,14 @@ func.func @attention(%q: tensor<10x4x20xf32>, %k: tensor<10x6x20xf32>, %v: tenso
   return %0, %1, %2 : tensor<10x4x8xf32>, tensor<10x4x8xf32>, tensor<10x4x8xf32>
 }
 
+// return_weights: the attention weights [N, Tq, Tk] as a second result.
+// CHECK-LABEL: func.func @attention_weights
+func.func @attention_weights(%q: tensor<10x4x20xf32>, %k: tensor<10x6x20xf32>, %v: tensor<10x6x8xf32>, %vl: tensor<10xi32>) -> (tensor<10x4x8xf32>, tensor<10x4x6xf32>) {
+  // CHECK: %{{.*}}, %{{.*}} = attn.attention %{{.*}}, %{{.*}}, %{{.*}} valid_lens(%{{.*}}) causal return_weights : (tensor<10x4x20xf32>, tensor<10x6x20xf32>, tensor<10x6x8xf32>, tensor<10xi32>) -> (tensor<10x4x8xf32>, tensor<10x4x6xf32>)
+  %y, %a = attn.attention %q, %k, %v valid_lens(%vl) causal return_weights : (tensor<10x4x20xf32>, tensor<10x6x20xf32>, tensor<10x6x8xf32>, tensor<10xi32>) -> (tensor<10x4x8xf32>, tensor<10x4x6xf32>)
+  return %y, %a : tensor<10x4x8xf32>, tensor<10x4x6xf32>
+}
+
 // The book's case: B=2, T=4, D=100, 5 heads; then cross-attention Tq != Tk.
 // CHECK-LABEL: func.func @multihead_attention
 func.func @multihead_attention(%x: tensor<2x4x100xf32>, %w: tensor<100x100xf32>, %vl: tensor<2xi32>,
@@ -83,6 +91,16 @@ func.func @multihead_attention(%x: tensor<2x4x100xf32>, %w: tensor<100x100xf32>,
   %1 = attn.multihead_attention %x, %kv, %kv heads(4) weights(%w, %wkv, %wkv, %w) causal
       : (tensor<2x4x100xf32>, tensor<2x6x36xf32>, tensor<2x6x36xf32>, tensor<100x100xf32>, tensor<100x36xf32>, tensor<100x36xf32>, tensor<100x100xf32>) -> tensor<2x4x100xf32>
   return %0, %1 : tensor<2x4x100xf32>, tensor<2x4x100xf32>
+}
+
+// return_weights: [B*heads, Tq, Tk] weights, cross-attention Tq=4, Tk=6.
+// CHECK-LABEL: func.func @multihead_attention_weights
+func.func @multihead_attention_weights(%x: tensor<2x4x100xf32>, %w: tensor<100x100xf32>,
+                                       %kv: tensor<2x6x36xf32>, %wkv: tensor<100x36xf32>) -> (tensor<2x4x100xf32>, tensor<8x4x6xf32>) {
+  // CHECK: %{{.*}}, %{{.*}} = attn.multihead_attention %{{.*}}, %{{.*}}, %{{.*}} heads(4) weights(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) return_weights : (tensor<2x4x100xf32>, tensor<2x6x36xf32>, tensor<2x6x36xf32>, tensor<100x100xf32>, tensor<100x36xf32>, tensor<100x36xf32>, tensor<100x100xf32>) -> (tensor<2x4x100xf32>, tensor<8x4x6xf32>)
+  %y, %a = attn.multihead_attention %x, %kv, %kv heads(4) weights(%w, %wkv, %wkv, %w) return_weights
+      : (tensor<2x4x100xf32>, tensor<2x6x36xf32>, tensor<2x6x36xf32>, tensor<100x100xf32>, tensor<100x36xf32>, tensor<100x36xf32>, tensor<100x100xf32>) -> (tensor<2x4x100xf32>, tensor<8x4x6xf32>)
+  return %y, %a : tensor<2x4x100xf32>, tensor<8x4x6xf32>
 }
 
 // CHECK-LABEL: func.func @positional_encoding

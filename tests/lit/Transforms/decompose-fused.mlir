@@ -52,3 +52,32 @@ func.func @mha(%x: tensor<2x4x100xf32>, %wq: tensor<100x100xf32>, %wk: tensor<10
       : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<2x4xi32>) -> tensor<2x4x100xf32>
   return %0 : tensor<2x4x100xf32>
 }
+
+// An attention whose weights are returned is decomposed whatever the
+// lowering: the fused kernel never builds the [N, Tq, Tk] weights.
+// FUSED-LABEL: func.func @attention_weights
+// FUSED-NOT: attn.fused_attention
+// FUSED: %[[P:.*]] = attn.masked_softmax
+// FUSED: %[[O:.*]] = attn.matmul %[[P]]
+// FUSED: return %[[O]], %[[P]]
+// AUTO-LABEL: func.func @attention_weights
+// AUTO-NOT: attn.fused_attention
+// AUTO: attn.masked_softmax
+func.func @attention_weights(%q: tensor<10x4x20xf32>, %k: tensor<10x6x20xf32>, %v: tensor<10x6x8xf32>, %vl: tensor<10xi32>) -> (tensor<10x4x8xf32>, tensor<10x4x6xf32>) {
+  %0, %1 = attn.attention %q, %k, %v valid_lens(%vl) causal return_weights : (tensor<10x4x20xf32>, tensor<10x6x20xf32>, tensor<10x6x8xf32>, tensor<10xi32>) -> (tensor<10x4x8xf32>, tensor<10x4x6xf32>)
+  return %0, %1 : tensor<10x4x8xf32>, tensor<10x4x6xf32>
+}
+
+// The same for multi-head attention: split heads, D2L's attention, weights.
+// FUSED-LABEL: func.func @mha_weights
+// FUSED-NOT: attn.fused_attention
+// FUSED: attn.split_heads
+// FUSED: %[[P:.*]] = attn.masked_softmax %{{.*}}, %{{.*}} : (tensor<10x4x4xf32>, tensor<10x4xi32>)
+// FUSED: attn.merge_heads
+// FUSED: %[[Y:.*]] = attn.linear
+// FUSED: return %[[Y]], %[[P]]
+func.func @mha_weights(%x: tensor<2x4x100xf32>, %w: tensor<100x100xf32>, %vl: tensor<2x4xi32>) -> (tensor<2x4x100xf32>, tensor<10x4x4xf32>) {
+  %0, %1 = attn.multihead_attention %x, %x, %x heads(5) weights(%w, %w, %w, %w) valid_lens(%vl) causal return_weights
+      : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<2x4xi32>) -> (tensor<2x4x100xf32>, tensor<10x4x4xf32>)
+  return %0, %1 : tensor<2x4x100xf32>, tensor<10x4x4xf32>
+}

@@ -135,6 +135,60 @@ func.func @multihead_attention_2d_lens(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32
 
 // -----
 
+// return_weights: the second result is the masked softmax the attention
+// multiplies v with (D2L's self.attention_weights), causal mask included.
+// CHECK-LABEL: func.func @attention_return_weights
+// CHECK-SAME: (%[[Q:.*]]: tensor<2x3x4xf32>, %[[K:.*]]: tensor<2x5x4xf32>, %[[VL:.*]]: tensor<2xi32>)
+func.func @attention_return_weights(%q: tensor<2x3x4xf32>, %k: tensor<2x5x4xf32>, %vl: tensor<2xi32>) -> (tensor<2x3x4xf32>, tensor<2x3x5xf32>) {
+  // CHECK: %[[S:.*]] = attn.matmul %[[Q]], %[[K]] transpose_b
+  // CHECK: %[[T:.*]] = attn.scale %[[S]] factor(5.000000e-01)
+  // CHECK: %[[MIN:.*]] = arith.minsi
+  // attention_weights = masked_softmax(scores, min(valid_lens, i + 1))
+  // CHECK: %[[P:.*]] = attn.masked_softmax %[[T]], %[[MIN]] : (tensor<2x3x5xf32>, tensor<2x3xi32>) -> tensor<2x3x5xf32>
+  // CHECK: %[[O:.*]] = attn.matmul %[[P]], %[[K]] : (tensor<2x3x5xf32>, tensor<2x5x4xf32>) -> tensor<2x3x4xf32>
+  // CHECK: return %[[O]], %[[P]]
+  %y, %a = attn.attention %q, %k, %k valid_lens(%vl) causal return_weights : (tensor<2x3x4xf32>, tensor<2x5x4xf32>, tensor<2x5x4xf32>, tensor<2xi32>) -> (tensor<2x3x4xf32>, tensor<2x3x5xf32>)
+  return %y, %a : tensor<2x3x4xf32>, tensor<2x3x5xf32>
+}
+
+// -----
+
+// Unmasked weights are a plain softmax.
+// CHECK-LABEL: func.func @attention_return_weights_unmasked
+func.func @attention_return_weights_unmasked(%q: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x3xf32>) {
+  // CHECK: %[[P:.*]] = attn.softmax %{{.*}} : tensor<2x3x3xf32>
+  // CHECK: %[[O:.*]] = attn.matmul %[[P]]
+  // CHECK: return %[[O]], %[[P]]
+  %y, %a = attn.attention %q, %q, %q return_weights : (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x3xf32>)
+  return %y, %a : tensor<2x3x4xf32>, tensor<2x3x3xf32>
+}
+
+// -----
+
+// return_weights of MultiHeadAttention: the weights of its attention over
+// the split heads, [B*H, Tq, Tk] with row b*H + h (head-major per batch
+// entry, as repeat_interleave repeats the lengths).
+// CHECK-LABEL: func.func @multihead_attention_return_weights
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4x100xf32>, %[[W:.*]]: tensor<100x100xf32>, %[[VL:.*]]: tensor<2xi32>)
+func.func @multihead_attention_return_weights(%x: tensor<2x4x100xf32>, %w: tensor<100x100xf32>, %vl: tensor<2xi32>) -> (tensor<2x4x100xf32>, tensor<10x4x4xf32>) {
+  // CHECK: %[[QH:.*]] = attn.split_heads %{{.*}} heads(5) : (tensor<2x4x100xf32>) -> tensor<10x4x20xf32>
+  // CHECK: %[[KH:.*]] = attn.split_heads
+  // CHECK: %[[VH:.*]] = attn.split_heads
+  // CHECK: %[[REP:.*]] = tensor.collapse_shape %{{.*}} {{\[\[}}0, 1]] : tensor<2x5xi32> into tensor<10xi32>
+  // CHECK: %[[S:.*]] = attn.matmul %[[QH]], %[[KH]] transpose_b
+  // CHECK: %[[T:.*]] = attn.scale %[[S]]
+  // CHECK: %[[P:.*]] = attn.masked_softmax %[[T]], %[[REP]] : (tensor<10x4x4xf32>, tensor<10xi32>) -> tensor<10x4x4xf32>
+  // CHECK: %[[O:.*]] = attn.matmul %[[P]], %[[VH]]
+  // CHECK: %[[C:.*]] = attn.merge_heads %[[O]] heads(5)
+  // CHECK: %[[Y:.*]] = attn.linear %[[C]], %[[W]]
+  // CHECK: return %[[Y]], %[[P]]
+  %y, %a = attn.multihead_attention %x, %x, %x heads(5) weights(%w, %w, %w, %w) valid_lens(%vl) return_weights
+      : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<2xi32>) -> (tensor<2x4x100xf32>, tensor<10x4x4xf32>)
+  return %y, %a : tensor<2x4x100xf32>, tensor<10x4x4xf32>
+}
+
+// -----
+
 // D2L AddNorm: ln(dropout(Y) + X).
 // CHECK-LABEL: func.func @add_norm
 // CHECK-SAME: (%[[X:.*]]: tensor<2x4x8xf32>, %[[Y:.*]]: tensor<2x4x8xf32>, %[[G:.*]]: tensor<8xf32>, %[[B:.*]]: tensor<8xf32>)

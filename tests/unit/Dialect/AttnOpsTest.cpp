@@ -73,7 +73,8 @@ TEST_F(AttnOpsTest, BuilderInfersTheMultiheadAttentionResultType) {
       builder, builder.getUnknownLoc(), args[0], args[0], args[0], args[1],
       args[1], args[1], args[1], args[2], builder.getI64IntegerAttr(5),
       UnitAttr());
-  EXPECT_EQ(op.getType(), f32({2, 4, 100}));
+  EXPECT_EQ(op.getResult().getType(), f32({2, 4, 100}));
+  EXPECT_FALSE(op.getAttentionWeights());
   func::ReturnOp::create(builder, builder.getUnknownLoc());
   EXPECT_TRUE(succeeded(verify(*module)));
 }
@@ -137,9 +138,11 @@ TEST_F(AttnOpsTest, DecomposeLeavesOnlyPrimitives) {
   auto args = beginFunction({f32({2, 4, 8}), f32({8, 8}), f32({8}),
                              f32({16, 8}), f32({16}), f32({8, 16})});
   Location loc = builder.getUnknownLoc();
-  Value attention = MultiheadAttentionOp::create(
-      builder, loc, args[0], args[0], args[0], args[1], args[1], args[1],
-      args[1], Value(), builder.getI64IntegerAttr(2), builder.getUnitAttr());
+  Value attention =
+      MultiheadAttentionOp::create(
+          builder, loc, args[0], args[0], args[0], args[1], args[1], args[1],
+          args[1], Value(), builder.getI64IntegerAttr(2), builder.getUnitAttr())
+          .getResult();
   Value normed = AddNormOp::create(builder, loc, args[0], attention, args[2],
                                    args[2], builder.getF32FloatAttr(1e-5f));
   FfnOp::create(builder, loc, normed, args[3], args[4], args[5], args[2]);

@@ -135,6 +135,10 @@ public:
   /// Sema: the op called, and one entry per parameter of `op->params`.
   const OpInfo *op = nullptr;
   llvm::SmallVector<BoundArgument, 8> bound;
+  /// Sema: the shape of every result, in order; `shape` is the first's.
+  /// Two for `attention(..., return_weights=true)`: the output, then the
+  /// attention weights.
+  llvm::SmallVector<TensorShape, 2> results;
 
   /// The bound value of the parameter named `param` (Sema must have run).
   const BoundArgument &get(llvm::StringRef param) const;
@@ -201,15 +205,18 @@ public:
   std::optional<TensorShape> shape;
 };
 
-/// `NAME = expr`.
+/// `NAME = expr`, or `Y, A = op(...)` for an op with two results.
 class AssignStmt : public Stmt {
 public:
-  AssignStmt(Ident name, std::unique_ptr<Expr> value, llvm::SMRange range)
-      : Stmt(Kind::Assign, range), name(std::move(name)),
+  AssignStmt(std::vector<Ident> names, std::unique_ptr<Expr> value,
+             llvm::SMRange range)
+      : Stmt(Kind::Assign, range), names(std::move(names)),
         value(std::move(value)) {}
   static bool classof(const Stmt *s) { return s->getKind() == Kind::Assign; }
 
-  Ident name;
+  /// One name per result of `value`, in result order (Sema checks the
+  /// count); never empty.
+  std::vector<Ident> names;
   std::unique_ptr<Expr> value;
 };
 

@@ -81,9 +81,9 @@ private:
   /// Set when an error already left the parser at the start of the next
   /// statement: recovery must not skip it.
   bool resumeHere = false;
-  /// The name the current statement defines, once known; recorded in the
-  /// block if the statement fails (Sema then stays quiet about its uses).
-  std::optional<ast::Ident> pendingName;
+  /// The names the current statement defines, once known; recorded in the
+  /// block if the statement fails (Sema then stays quiet about their uses).
+  std::vector<ast::Ident> pendingNames;
 };
 
 } // namespace attnc

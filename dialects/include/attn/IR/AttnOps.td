@@ -18,6 +18,12 @@ include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.td"
 def Attn_F32Tensor : StaticShapeTensorOf<[F32]>;
 def Attn_I32Tensor : StaticShapeTensorOf<[I32]>;
 
+// The attention_weights result is there exactly with return_weights
+// (ReturnWeightsResult in AttnOps.h).
+def Attn_ReturnWeightsResult : NativeOpTrait<"ReturnWeightsResult"> {
+  let cppNamespace = "::mlir::attn";
+}
+
 class Attn_Op<string mnemonic, list<Trait> traits = []>
     : Op<Attn_Dialect, mnemonic,
          !listconcat(traits, [Pure, InferTypeOpAdaptor])> {
@@ -237,7 +243,7 @@ def Attn_MaskedSoftmaxOp : Attn_Op<"masked_softmax"> {
 // AttentionOp
 //===----------------------------------------------------------------------===//
 
-def Attn_AttentionOp : Attn_Op<"attention"> {
+def Attn_AttentionOp : Attn_Op<"attention", [Attn_ReturnWeightsResult]> {
   let summary = "D2L DotProductAttention (composite)";
   let description = [{
     `result = masked_softmax(q kᵀ / sqrt(d), valid_lens) @ v` over each of
@@ -246,19 +252,31 @@ def Attn_AttentionOp : Attn_Op<"attention"> {
     `causal` also masks keys `j > i` (replaced by -1e6, like the lengths),
     which equals masking with lengths `min(valid_len, i + 1)`.
 
+    With `return_weights` the op has a second result, `attention_weights =
+    masked_softmax(q kᵀ / sqrt(d), valid_lens)` (with `causal`'s mask too),
+    `[N, Tq, Tk]`: D2L's `DotProductAttention.attention_weights`. An op
+    whose weights are returned is always decomposed (the weights are the
+    scores' softmax), never lowered as a fused, flash-style kernel.
+
     Example:
 
     ```mlir
     %o = attn.attention %q, %k, %v valid_lens(%vl) causal
         : (tensor<10x4x20xf32>, tensor<10x4x20xf32>, tensor<10x4x20xf32>,
            tensor<10xi32>) -> tensor<10x4x20xf32>
+    %y, %a = attn.attention %q, %k, %v valid_lens(%vl) return_weights
+        : (tensor<10x4x20xf32>, tensor<10x6x20xf32>, tensor<10x6x20xf32>,
+           tensor<10xi32>) -> (tensor<10x4x20xf32>, tensor<10x4x6xf32>)
     ```
   }];
   let arguments = (ins Attn_F32Tensor:$q, Attn_F32Tensor:$k,
                        Attn_F32Tensor:$v, Optional<Attn_I32Tensor>:$valid_lens,
-                       UnitAttr:$causal);
+                       UnitAttr:$causal, UnitAttr:$return_weights);
+  let results = (outs Attn_F32Tensor:$result,
+                      Optional<Attn_F32Tensor>:$attention_weights);
   let assemblyFormat = [{
     $q `,` $k `,` $v (`valid_lens` `(` $valid_lens^ `)`)? (`causal` $causal^)?
+    (`return_weights` $return_weights^)?
     attr-dict `:` functional-type(operands, results)
   }];
 }
@@ -267,7 +285,8 @@ def Attn_AttentionOp : Attn_Op<"attention"> {
 // MultiheadAttentionOp
 //===----------------------------------------------------------------------===//
 
-def Attn_MultiheadAttentionOp : Attn_Op<"multihead_attention"> {
+def Attn_MultiheadAttentionOp
+    : Attn_Op<"multihead_attention", [Attn_ReturnWeightsResult]> {
   let summary = "D2L MultiHeadAttention(bias=False) (composite)";
   let description = [{
     With `split`/`merge` the head reshapes of `split_heads`/`merge_heads`:
@@ -280,6 +299,12 @@ def Attn_MultiheadAttentionOp : Attn_Op<"multihead_attention"> {
     `heads` divides `Hd`. `valid_lens` is `[B]` or `[B, Tq]` and is repeated
     for every head; `causal` is passed on to `attention`.
 
+    With `return_weights` the op has a second result, `attention_weights`:
+    the weights of that `attention`, `[B*heads, Tq, Tk]` with row
+    `b*heads + h` for head `h` of batch entry `b` (D2L's
+    `attention.attention_weights`). Like `attention`'s, such an op is
+    always decomposed, never fused.
+
     Example (the book's case, B=2, T=4, D=100, 5 heads):
 
     ```mlir
@@ -288,17 +313,27 @@ def Attn_MultiheadAttentionOp : Attn_Op<"multihead_attention"> {
         : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>,
            tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>,
            tensor<100x100xf32>, tensor<2xi32>) -> tensor<2x4x100xf32>
+    %z, %a = attn.multihead_attention %x, %x, %x heads(5)
+        weights(%wq, %wk, %wv, %wo) valid_lens(%vl) return_weights
+        : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>,
+           tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>,
+           tensor<100x100xf32>, tensor<2xi32>)
+        -> (tensor<2x4x100xf32>, tensor<10x4x4xf32>)
     ```
   }];
   let arguments = (ins Attn_F32Tensor:$q, Attn_F32Tensor:$k,
                        Attn_F32Tensor:$v, Attn_F32Tensor:$w_q,
                        Attn_F32Tensor:$w_k, Attn_F32Tensor:$w_v,
                        Attn_F32Tensor:$w_o, Optional<Attn_I32Tensor>:$valid_lens,
-                       I64Attr:$heads, UnitAttr:$causal);
+                       I64Attr:$heads, UnitAttr:$causal,
+                       UnitAttr:$return_weights);
+  let results = (outs Attn_F32Tensor:$result,
+                      Optional<Attn_F32Tensor>:$attention_weights);
   let assemblyFormat = [{
     $q `,` $k `,` $v `heads` `(` $heads `)`
     `weights` `(` $w_q `,` $w_k `,` $w_v `,` $w_o `)`
     (`valid_lens` `(` $valid_lens^ `)`)? (`causal` $causal^)?
+    (`return_weights` $return_weights^)?
     attr-dict `:` functional-type(operands, results)
   }];
 }

@@ -88,6 +88,15 @@ RuleResult inferMultiheadAttention(const TensorShape &q, const TensorShape &k,
                                    const TensorShape &wO,
                                    const TensorShape *validLens, int64_t heads,
                                    RuleError error);
+/// The attention weights that `attention(..., return_weights=true)` also
+/// returns (D2L's `attention_weights`, the masked softmax of the scores):
+/// f32[N, Tq, Tk], for operands that inferAttention accepted.
+TensorShape attentionWeightsShape(const TensorShape &q, const TensorShape &k);
+/// The same for `multihead_attention`: f32[B * heads, Tq, Tk], row
+/// b * heads + h for head h of batch entry b (split_heads' order), for
+/// operands that inferMultiheadAttention accepted.
+TensorShape multiheadAttentionWeightsShape(const TensorShape &q,
+                                           const TensorShape &k, int64_t heads);
 RuleResult inferPositionalEncoding(const TensorShape &x, int64_t maxLen,
                                    RuleError error);
 RuleResult inferLayerNorm(const TensorShape &x, const TensorShape &gamma,

@@ -25,7 +25,9 @@ def AttnDecompose : Pass<"attn-decompose"> {
       `masked_softmax` (or `softmax` when nothing is masked), `matmul`.
       `causal` becomes 2-D lengths `min(valid_len, i + 1)`: masking `j > i`
       and `j >= valid_len` by the same `-1e6` replacement is masking
-      `j >= min(valid_len, i + 1)`;
+      `j >= min(valid_len, i + 1)`. With `return_weights`, that softmax is
+      also the op's `attention_weights` result (for `multihead_attention`,
+      its inner attention's, `[B*heads, Tq, Tk]`);
     - `add_norm` → `add(y, x)`, `layer_norm`;
     - `ffn` → `linear`, `relu`, `linear`.
 
@@ -56,7 +58,9 @@ def AttnDecompose : Pass<"attn-decompose"> {
            "matmul: the D2L code step by step), `fused` (one "
            "attn.fused_attention, a flash-style kernel that never "
            "materializes the scores) or `auto` (fused when the scores of one "
-           "batch entry exceed `fuse-threshold` elements)">,
+           "batch entry exceed `fuse-threshold` elements). An op with "
+           "`return_weights` is always decomposed: its weights are the "
+           "scores' softmax">,
     Option<"fuseThreshold", "fuse-threshold", "int64_t", /*default=*/"4096",
            "With attention=auto: Tq * Tk from which attention is fused">
   ];
