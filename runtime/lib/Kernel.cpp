@@ -69,7 +69,7 @@ std::error_code BufferError::convertToErrorCode() const {
   return llvm::inconvertibleErrorCode();
 }
 
-Kernel::Kernel(KernelSignature signature, std::unique_ptr<LoadedObject> object)
+Kernel::Kernel(KernelSignature signature, std::shared_ptr<LoadedObject> object)
     : kernelSignature(std::move(signature)), object(std::move(object)),
       bound(kernelSignature.arguments.size()) {}
 

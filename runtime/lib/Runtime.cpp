@@ -39,6 +39,7 @@
 #include <dlfcn.h>
 #include <map>
 #include <mutex>
+#include <optional>
 
 using namespace attnc;
 
@@ -252,9 +253,16 @@ llvm::Expected<DiskEntry> compileSpec(llvm::StringRef text,
 
 } // namespace
 
+/// What the memory cache keeps of a kernel: its code, loaded once, and its
+/// signature; every compile() makes a Kernel of its own from them.
+struct CachedKernel {
+  KernelSignature signature;
+  std::shared_ptr<LoadedObject> object;
+};
+
 struct Runtime::State {
   std::mutex mutex;
-  std::map<std::string, std::shared_ptr<Kernel>> kernels;
+  std::map<std::string, CachedKernel> kernels;
   RuntimeStatistics statistics;
 };
 
@@ -312,23 +320,21 @@ Runtime::compile(llvm::StringRef text, llvm::StringRef sourceName,
     auto it = state->kernels.find(key);
     if (it != state->kernels.end()) {
       ++state->statistics.memoryHits;
-      return it->second;
+      return std::make_shared<Kernel>(it->second.signature, it->second.object);
     }
   }
 
   llvm::SmallString<256> jsonPath(cacheDir), objectPath(cacheDir);
   llvm::sys::path::append(jsonPath, key + ".json");
   llvm::sys::path::append(objectPath, key + ".o");
-  std::shared_ptr<Kernel> kernel;
+  std::optional<CachedKernel> kernel;
   if (!cacheDir.empty() && llvm::sys::fs::exists(jsonPath)) {
     auto entry = readEntry(jsonPath, objectPath, key);
-    std::unique_ptr<LoadedObject> loaded;
     if (entry) {
       auto object =
           LoadedObject::load(entry->object, entry->signature.name, gpu);
       if (object)
-        kernel = std::make_shared<Kernel>(std::move(entry->signature),
-                                          std::move(*object));
+        kernel = CachedKernel{std::move(entry->signature), std::move(*object)};
       else
         llvm::consumeError(object.takeError());
     } else {
@@ -349,16 +355,15 @@ Runtime::compile(llvm::StringRef text, llvm::StringRef sourceName,
     auto object = LoadedObject::load(entry->object, entry->signature.name, gpu);
     if (!object)
       return object.takeError();
-    kernel = std::make_shared<Kernel>(std::move(entry->signature),
-                                      std::move(*object));
+    kernel = CachedKernel{std::move(entry->signature), std::move(*object)};
     std::lock_guard<std::mutex> lock(state->mutex);
     ++state->statistics.compilations;
   }
 
   std::lock_guard<std::mutex> lock(state->mutex);
-  // Another thread may have finished the same kernel first: share its.
-  auto [it, inserted] = state->kernels.emplace(key, kernel);
-  return it->second;
+  // Another thread may have finished the same kernel first: share its code.
+  auto [it, inserted] = state->kernels.emplace(key, std::move(*kernel));
+  return std::make_shared<Kernel>(it->second.signature, it->second.object);
 }
 
 llvm::Expected<std::shared_ptr<Kernel>>

@@ -162,6 +162,26 @@ TEST_F(RuntimeTest, BoundParamsAreCopiedOnce) {
   expectCorrect(y);
 }
 
+TEST_F(RuntimeTest, KernelsFromTheCacheHaveParamsOfTheirOwn) {
+  // Two compiles of one spec (the second a memory hit) share code, not
+  // bound weights: two modules of one shape keep their own weights.
+  Runtime runtime(cacheDir);
+  auto first = runtime.compile(kSpec, "small.attn", "");
+  auto second = runtime.compile(kSpec, "small.attn", "");
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(runtime.statistics().memoryHits, 1u);
+  EXPECT_NE(first->get(), second->get());
+  std::vector<HostBuffer> all = buffers();
+  for (int i : {2, 3, 4})
+    ASSERT_EQ(message((*first)->bindParam(all[i])), "");
+  EXPECT_FALSE((*second)->isBound(2));
+  EXPECT_EQ(message((*second)->run({all[0], all[1], all[5]})),
+            "kernel 'small' is missing param 'w' (f32[4, 5]), param 'b' "
+            "(f32[4]), param 'table' (f32[6, 4])");
+  ASSERT_EQ(message((*first)->run({all[0], all[1], all[5]})), "");
+  expectCorrect(y);
+}
+
 TEST_F(RuntimeTest, BoundParamsArePreparedAgainWhenRebound) {
   Runtime runtime(cacheDir);
   auto kernel = runtime.compile(kSpec, "small.attn", "");

@@ -57,10 +57,12 @@ private:
 
 class LoadedObject;
 
-/// A compiled kernel, loaded and ready to run.
+/// A compiled kernel, loaded and ready to run. Each Kernel that compile()
+/// returns has params of its own (bound, prepared); kernels compiled from
+/// the same spec and options share their loaded code.
 class Kernel {
 public:
-  Kernel(KernelSignature signature, std::unique_ptr<LoadedObject> object);
+  Kernel(KernelSignature signature, std::shared_ptr<LoadedObject> object);
   ~Kernel();
 
   const KernelSignature &signature() const { return kernelSignature; }
@@ -106,7 +108,7 @@ private:
   llvm::Error preparePacked() const;
 
   KernelSignature kernelSignature;
-  std::unique_ptr<LoadedObject> object;
+  std::shared_ptr<LoadedObject> object;
   /// Bound params (index -> owned copy); guarded by `boundMutex`.
   std::vector<std::vector<char>> bound;
   /// NAME_prepare's output for the bound params, valid when `prepared`;
@@ -137,7 +139,9 @@ public:
 
   /// Compiles (or finds in a cache) block `block` of the spec `text`
   /// (`sourceName` names it in diagnostics, which are part of the error).
-  /// An empty `block` selects the spec's only block.
+  /// An empty `block` selects the spec's only block. The Kernel is new,
+  /// with no params bound, even when its code comes from a cache: binding
+  /// weights to one never changes another's.
   llvm::Expected<std::shared_ptr<Kernel>>
   compile(llvm::StringRef text, llvm::StringRef sourceName,
           llvm::StringRef block,

@@ -1,0 +1,110 @@
+"""attnc.compile: paths and texts, blocks, options, and their errors."""
+
+import os
+import pathlib
+
+import pytest
+
+import attnc
+from conftest import SAMPLES
+
+MHA = os.path.join(SAMPLES, "d2l_mha.attn")
+
+TWO_BLOCKS = """
+block first {
+  input X: f32[2, 3]
+  Y = relu(X)
+  output Y
+}
+block second {
+  input X: f32[4]
+  Y = scale(X, 2.0)
+  output Y
+}
+"""
+
+
+def test_compile_path_str_and_pathlike():
+    for spec in (MHA, pathlib.Path(MHA)):
+        k = attnc.compile(spec)
+        assert k.name == "d2l_mha"
+        assert k.dims == {"B": 2, "T": 4, "D": 100}
+
+
+def test_signature():
+    k = attnc.compile(MHA)
+    assert k.signature == [
+        ("X", "input", "f32", (2, 4, 100)),
+        ("valid_lens", "input", "i32", (2,)),
+        ("W_q", "param", "f32", (100, 100)),
+        ("W_k", "param", "f32", (100, 100)),
+        ("W_v", "param", "f32", (100, 100)),
+        ("W_o", "param", "f32", (100, 100)),
+        ("Y", "output", "f32", (2, 4, 100)),
+    ]
+
+
+def test_compile_text_and_block():
+    assert attnc.compile(TWO_BLOCKS, block="second").name == "second"
+    assert attnc.compile(TWO_BLOCKS, "first").signature[0] == (
+        "X", "input", "f32", (2, 3))
+
+
+def test_several_blocks_need_a_name():
+    with pytest.raises(attnc.Error, match="first.*second|block"):
+        attnc.compile(TWO_BLOCKS)
+
+
+def test_unknown_block():
+    with pytest.raises(attnc.Error, match="third"):
+        attnc.compile(TWO_BLOCKS, block="third")
+
+
+def test_spec_error_has_a_location():
+    bad = "block b {\n  input X: f32[2]\n  Y = nosuchop(X)\n  output Y\n}\n"
+    with pytest.raises(attnc.Error, match=r"<string>:3:\d+.*nosuchop"):
+        attnc.compile(bad)
+
+
+def test_error_is_a_runtime_error():
+    assert issubclass(attnc.Error, RuntimeError)
+
+
+def test_missing_file():
+    with pytest.raises(FileNotFoundError, match="no_such.attn"):
+        attnc.compile("no_such.attn")
+
+
+def test_bad_options():
+    with pytest.raises(ValueError, match="unknown target 'tpu'"):
+        attnc.compile(MHA, target="tpu")
+    with pytest.raises(ValueError, match="opt_level"):
+        attnc.compile(MHA, opt_level=7)
+    with pytest.raises(ValueError, match="opt_level"):
+        attnc.compile(MHA, opt_level="2")
+    with pytest.raises(ValueError, match="backend 'halide'"):
+        attnc.compile(MHA, backend="halide")
+    with pytest.raises(ValueError, match="threads"):
+        attnc.compile(MHA, threads=0)
+    with pytest.raises(TypeError, match="spec must be"):
+        attnc.compile(42)
+    with pytest.raises(attnc.Error, match="nosuchcpu"):
+        attnc.compile(MHA, mcpu="nosuchcpu")
+
+
+def test_opt_levels_and_threads():
+    for level in range(4):
+        assert attnc.compile(MHA, opt_level=level).name == "d2l_mha"
+    attnc.compile(MHA, threads=2)
+    assert attnc.get_num_threads() == 2
+    attnc.set_num_threads(1)
+    assert attnc.get_num_threads() == 1
+
+
+def test_memory_cache():
+    attnc.compile(MHA)
+    before = attnc.cache_statistics()["memory_hits"]
+    attnc.compile(MHA)
+    assert attnc.cache_statistics()["memory_hits"] == before + 1
+    attnc.clear_memory_cache()
+    assert "attnc" in attnc.compiler_version()

@@ -1,0 +1,145 @@
+"""attnc.from_torch against the modules themselves: D2L's
+MultiHeadAttention and TransformerEncoderBlock (the book's code, as the
+goldens use it), nn.MultiheadAttention, nn.TransformerEncoderLayer."""
+
+import pytest
+import torch
+from torch import nn
+
+import attnc
+import make_goldens as d2l
+
+ATOL = 1e-5
+
+
+@pytest.fixture(autouse=True)
+def seed():
+    torch.manual_seed(0)
+
+
+def close(a, b, atol=ATOL):
+    assert a.shape == b.shape
+    torch.testing.assert_close(a, b.detach(), atol=atol, rtol=0)
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_d2l_mha_book_shapes(bias):
+    # The book: 100 hiddens, 5 heads, batch 2, 4 queries, valid_lens [3, 2].
+    m = d2l.MultiHeadAttention(100, 5, 0.5, bias=bias).eval()
+    X = torch.randn(2, 4, 100)
+    vl = torch.tensor([3, 2])
+    f = attnc.from_torch(m, (X, X, X, vl), return_weights=True)
+    close(f(X, X, X, vl), m(X, X, X, vl))
+    close(f.attention_weights, m.attention.attention_weights, atol=1e-6)
+    assert "multihead_attention" in f.spec if not bias else \
+        "split_heads" in f.spec
+
+
+def test_d2l_mha_cross_attention_and_2d_lens():
+    m = d2l.MultiHeadAttention(100, 5, 0.5).eval()
+    Q, KV = torch.randn(2, 4, 100), torch.randn(2, 6, 100)
+    vl = torch.tensor([[1, 2, 3, 6], [0, 6, 2, 1]])
+    f = attnc.from_torch(m, (Q, KV, KV, vl))
+    close(f(Q, KV, KV, vl), m(Q, KV, KV, vl))
+
+
+def test_d2l_mha_without_lens():
+    m = d2l.MultiHeadAttention(20, 4, 0.5).eval()
+    X = torch.randn(3, 5, 20)
+    f = attnc.from_torch(m, (X, X, X, None))
+    close(f(X, X, X, None), m(X, X, X, None))
+    with pytest.raises(ValueError, match="compiled without valid_lens"):
+        f(X, X, X, torch.tensor([1, 2, 3]))
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_d2l_encoder_block(bias):
+    # The book's: 24 hiddens, 48 FFN hiddens, 8 heads, X [2, 100, 24].
+    m = d2l.TransformerEncoderBlock(24, 48, 8, 0.5, use_bias=bias).eval()
+    X = torch.randn(2, 100, 24)
+    vl = torch.tensor([3, 2])
+    f = attnc.from_torch(m, (X, vl), return_weights=True)
+    close(f(X, vl), m(X, vl))
+    close(f.attention_weights, m.attention.attention.attention_weights,
+          atol=1e-6)
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+@pytest.mark.parametrize("bias", [True, False])
+def test_nn_multihead_attention(batch_first, bias):
+    m = nn.MultiheadAttention(16, 4, bias=bias, batch_first=batch_first).eval()
+    x = torch.randn(2, 5, 16) if batch_first else torch.randn(5, 2, 16)
+    f = attnc.from_torch(m, (x, x, x))
+    for kwargs in ({}, {"average_attn_weights": False},
+                   {"need_weights": False}, {"is_causal": True}):
+        if kwargs.get("is_causal"):
+            mask = nn.Transformer.generate_square_subsequent_mask(5)
+            expected = m(x, x, x, attn_mask=mask, is_causal=True)
+        else:
+            expected = m(x, x, x, **kwargs)
+        got = f(x, x, x, **kwargs)
+        close(got[0], expected[0])
+        if expected[1] is None:
+            assert got[1] is None
+        else:
+            close(got[1], expected[1], atol=1e-6)
+    mask = torch.tensor([[False] * 3 + [True] * 2, [False] * 5])
+    expected = m(x, x, x, key_padding_mask=mask)
+    got = f(x, x, x, key_padding_mask=mask)
+    close(got[0], expected[0])
+    close(got[1], expected[1], atol=1e-6)
+
+
+def test_nn_multihead_attention_cross():
+    m = nn.MultiheadAttention(16, 2, batch_first=True, kdim=8, vdim=12).eval()
+    q, k, v = torch.randn(2, 3, 16), torch.randn(2, 7, 8), torch.randn(2, 7, 12)
+    f = attnc.from_torch(m, (q, k, v))
+    close(f(q, k, v)[0], m(q, k, v)[0])
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_nn_transformer_encoder_layer(norm_first, batch_first):
+    m = nn.TransformerEncoderLayer(16, 4, 32, batch_first=batch_first,
+                                   norm_first=norm_first).eval()
+    x = torch.randn(2, 5, 16) if batch_first else torch.randn(5, 2, 16)
+    f = attnc.from_torch(m, (x,))
+    close(f(x), m(x))
+    mask = torch.tensor([[False] * 3 + [True] * 2, [False] * 5])
+    close(f(x, src_key_padding_mask=mask), m(x, src_key_padding_mask=mask))
+
+
+def test_errors_name_the_attribute():
+    m = d2l.MultiHeadAttention(20, 4, 0.5)
+    X = torch.randn(2, 3, 20)
+    with pytest.raises(ValueError, match=r"MultiHeadAttention.*\.training"):
+        attnc.from_torch(m, (X, X, X, None))
+    m.eval()
+    m.attention.train()
+    with pytest.raises(ValueError, match=r"MultiHeadAttention\.attention is "
+                       "in training mode"):
+        attnc.from_torch(m, (X, X, X, None))
+    layer = nn.TransformerEncoderLayer(16, 4, 32, activation="gelu",
+                                       batch_first=True).eval()
+    with pytest.raises(NotImplementedError, match="activation is 'gelu'"):
+        attnc.from_torch(layer, (torch.randn(2, 5, 16),))
+    kv = nn.MultiheadAttention(16, 4, add_bias_kv=True).eval()
+    with pytest.raises(NotImplementedError, match="bias_k"):
+        attnc.from_torch(kv, (torch.randn(5, 2, 16),) * 3)
+    with pytest.raises(NotImplementedError, match="Linear is not a block"):
+        attnc.from_torch(nn.Linear(3, 4).eval(), (torch.randn(2, 3),))
+    with pytest.raises(TypeError, match="expected a torch.nn.Module"):
+        attnc.from_torch(42, ())
+    with pytest.raises(ValueError, match=r"takes \(queries, keys, values, "
+                       r"valid_lens\)"):
+        attnc.from_torch(m.eval(), (X,))
+    mha = nn.MultiheadAttention(16, 4, batch_first=True).eval()
+    x = torch.randn(2, 5, 16)
+    f = attnc.from_torch(mha, (x, x, x))
+    with pytest.raises(ValueError, match="must mask a suffix"):
+        f(x, x, x, key_padding_mask=torch.tensor([[True] + [False] * 4] * 2))
+    with pytest.raises(NotImplementedError, match="attn_mask"):
+        f(x, x, x, attn_mask=torch.zeros(5, 5))
+    short = x[:, :4]
+    with pytest.raises(ValueError, match=r"expected f32\[2, 5, 16\]"):
+        f(short, short, short)
