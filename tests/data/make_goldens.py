@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """Makes the numerical goldens of attnc from the D2L PyTorch code.
 
-    /usr/bin/python3 tests/data/make_goldens.py
+    /usr/bin/python3 tests/data/make_goldens.py [CASE...]
 
-(needs torch and numpy: Debian's python3-torch 1.13 / python3-numpy 1.24).
+(with CASE names, only those cases are written; needs torch and numpy: Debian's python3-torch 1.13 / python3-numpy 1.24).
 
 For each case it writes tests/data/goldens/<case>/:
   <case>.attn          the block in the attnc DSL (SPEC section 2)
@@ -21,6 +21,7 @@ bytes.
 import math
 import os
 import shutil
+import sys
 
 import numpy as np
 import torch
@@ -299,9 +300,16 @@ MHA_PARAMS = """\
 """
 
 
-def case_mha_book(name, seed, B, T, D, H, valid_lens, header):
+def attention_weights_of(mha):
+    """D2L's MultiHeadAttention.attention.attention_weights after a forward
+    call: [B * heads, Tq, Tk], row b * heads + h for head h of entry b."""
+    return mha.attention.attention_weights.numpy().astype(np.float32)
+
+
+def case_mha_book(name, seed, B, T, D, H, valid_lens, header, weights=False):
     """positional_encoding then self multi-head attention (SPEC section 2's
-    example block). valid_lens 1-D [B] or 2-D [B, T]."""
+    example block). valid_lens 1-D [B] or 2-D [B, T]. With weights, the
+    block also returns the attention weights (return_weights=true)."""
     rng = np.random.default_rng(seed)
     X = uniform(rng, (B, T, D))
     vl = np.asarray(valid_lens, dtype=np.int32)
@@ -311,22 +319,32 @@ def case_mha_book(name, seed, B, T, D, H, valid_lens, header):
         P = pe(torch.from_numpy(X))
         Y = mha(P, P, P, torch.from_numpy(vl)).numpy()
     vl_type = "i32[B]" if vl.ndim == 1 else "i32[B, T]"
+    outputs = {"Y": Y}
+    if weights:
+        outputs["A"] = attention_weights_of(mha)
+        call = f"""  Y, A = multihead_attention(P, P, P, heads={H}, w_q=W_q, w_k=W_k, w_v=W_v,
+                             w_o=W_o, valid_lens=valid_lens, return_weights=true)
+  output Y, A"""
+    else:
+        call = f"""  Y = multihead_attention(P, P, P, heads={H}, w_q=W_q, w_k=W_k, w_v=W_v, w_o=W_o,
+                          valid_lens=valid_lens)
+  output Y"""
     spec = f"""{header}block {name} {{
   dim B = {B}, T = {T}, D = {D}
   input  X: f32[B, T, D]
   input  valid_lens: {vl_type}
 {MHA_PARAMS}
   P = positional_encoding(X, max_len=1000)
-  Y = multihead_attention(P, P, P, heads={H}, w_q=W_q, w_k=W_k, w_v=W_v, w_o=W_o,
-                          valid_lens=valid_lens)
-  output Y
+{call}
 }}
 """
-    save_case(name, spec, {"X": X, "valid_lens": vl, **w}, {"Y": Y})
+    save_case(name, spec, {"X": X, "valid_lens": vl, **w}, outputs)
 
 
-def case_mha_self(name, seed, B, T, D, H, valid_lens, header, causal=False):
-    """Self multi-head attention on X (no positional encoding)."""
+def case_mha_self(name, seed, B, T, D, H, valid_lens, header, causal=False,
+                  weights=False):
+    """Self multi-head attention on X (no positional encoding). With
+    weights, the block also returns the attention weights."""
     rng = np.random.default_rng(seed)
     X = uniform(rng, (B, T, D))
     vl = np.asarray(valid_lens, dtype=np.int32)
@@ -342,17 +360,58 @@ def case_mha_self(name, seed, B, T, D, H, valid_lens, header, causal=False):
     Y = run(mha, torch.from_numpy(X), torch.from_numpy(X),
             torch.from_numpy(X), torch_vl)
     extra = ", causal=true" if causal else ""
+    outputs = {"Y": Y}
+    if weights:
+        outputs["A"] = attention_weights_of(mha)
+        call = f"""  Y, A = multihead_attention(X, X, X, heads={H}, w_q=W_q, w_k=W_k, w_v=W_v,
+                             w_o=W_o, valid_lens=valid_lens{extra},
+                             return_weights=true)
+  output Y, A"""
+    else:
+        call = f"""  Y = multihead_attention(X, X, X, heads={H}, w_q=W_q, w_k=W_k, w_v=W_v, w_o=W_o,
+                          valid_lens=valid_lens{extra})
+  output Y"""
     spec = f"""{header}block {name} {{
   dim B = {B}, T = {T}, D = {D}
   input  X: f32[B, T, D]
   input  valid_lens: i32[B]
 {MHA_PARAMS}
-  Y = multihead_attention(X, X, X, heads={H}, w_q=W_q, w_k=W_k, w_v=W_v, w_o=W_o,
-                          valid_lens=valid_lens{extra})
-  output Y
+{call}
 }}
 """
-    save_case(name, spec, {"X": X, "valid_lens": vl, **w}, {"Y": Y})
+    save_case(name, spec, {"X": X, "valid_lens": vl, **w}, outputs)
+
+
+def case_attention_weights():
+    """D2L DotProductAttention with the book's shapes (queries [2, 1, 2],
+    keys [2, 10, 2], values [2, 10, 4], valid_lens [2, 6]), returning its
+    attention_weights too."""
+    name = "attention_weights_book"
+    N, Tq, Tk, d, dv = 2, 1, 10, 2, 4
+    rng = np.random.default_rng(10)
+    Q = uniform(rng, (N, Tq, d))
+    K = uniform(rng, (N, Tk, d))
+    V = uniform(rng, (N, Tk, dv))
+    vl = np.array([2, 6], dtype=np.int32)
+    attention = DotProductAttention(0.5).eval()
+    Y = run(attention, torch.from_numpy(Q), torch.from_numpy(K),
+            torch.from_numpy(V), torch.from_numpy(vl))
+    A = attention.attention_weights.numpy().astype(np.float32)
+    spec = f"""# D2L DotProductAttention with the book's shapes and valid_lens [2, 6],
+# returning its attention_weights as well.
+block {name} {{
+  dim N = {N}, Tq = {Tq}, Tk = {Tk}, d = {d}, dv = {dv}
+  input  Q: f32[N, Tq, d]
+  input  K: f32[N, Tk, d]
+  input  V: f32[N, Tk, dv]
+  input  valid_lens: i32[N]
+
+  Y, A = attention(Q, K, V, valid_lens=valid_lens, return_weights=true)
+  output Y, A
+}}
+"""
+    save_case(name, spec, {"Q": Q, "K": K, "V": V, "valid_lens": vl},
+              {"Y": Y, "A": A})
 
 
 def case_mha_cross():
@@ -509,31 +568,67 @@ def case_bert_base_layer():
               formula=formula)
 
 
-def main():
-    case_mha_book(
-        "mha_book_1d", 1, 2, 4, 100, 5, [3, 2],
+def main(selected):
+    """Writes every case, or only those named in `selected`."""
+    known = set()
+
+    def case(name, make, *args, **kwargs):
+        known.add(name)
+        if not selected or name in selected:
+            make(name, *args, **kwargs)
+
+    def fixed(name, make):
+        known.add(name)
+        if not selected or name in selected:
+            make()
+
+    case(
+        "mha_book_1d", case_mha_book, 1, 2, 4, 100, 5, [3, 2],
         "# SPEC section 2's example block: D2L PositionalEncoding then\n"
         "# MultiHeadAttention(100, 5, bias=False), valid_lens [3, 2].\n")
-    case_mha_book(
-        "mha_book_2d", 2, 2, 4, 100, 5, [[1, 2, 3, 4], [2, 2, 1, 3]],
+    case(
+        "mha_book_2d", case_mha_book, 2, 2, 4, 100, 5,
+        [[1, 2, 3, 4], [2, 2, 1, 3]],
         "# As mha_book_1d with 2-D valid_lens [B, T] (one length per query).\n")
-    case_mha_self(
-        "mha_zero_and_long", 3, 3, 5, 20, 4, [0, 9, 2],
+    case(
+        "mha_zero_and_long", case_mha_self, 3, 3, 5, 20, 4, [0, 9, 2],
         "# valid_len 0 (the row is uniform over all keys, never NaN) and\n"
         "# valid_len 9 > T = 5 (nothing is masked).\n")
-    case_mha_self(
-        "mha_causal", 4, 2, 6, 16, 2, [6, 4],
+    case(
+        "mha_causal", case_mha_self, 4, 2, 6, 16, 2, [6, 4],
         "# Causal self-attention with padding lengths [6, 4]. The golden is D2L's\n"
         "# decoder masking: 2-D valid_lens min(valid_lens[b], i + 1) for query i.\n",
         causal=True)
-    case_mha_cross()
-    case_mha_self(
-        "mha_odd_prime", 6, 3, 13, 36, 4, [13, 7, 1],
+    fixed("mha_cross", case_mha_cross)
+    case(
+        "mha_odd_prime", case_mha_self, 6, 3, 13, 36, 4, [13, 7, 1],
         "# Odd and prime sizes: B = 3, T = 13, D = 36, 4 heads (head dim 9).\n")
-    case_positional_encoding()
-    case_encoder_block()
-    case_bert_base_layer()
+    fixed("positional_encoding_1000", case_positional_encoding)
+    fixed("encoder_block", case_encoder_block)
+    fixed("bert_base_layer", case_bert_base_layer)
+    # return_weights=true: the attention weights as a second output.
+    case(
+        "mha_book_weights", case_mha_book, 11, 2, 4, 100, 5, [3, 2],
+        "# The book's MultiHeadAttention(100, 5, bias=False) after positional\n"
+        "# encoding, valid_lens [3, 2], returning D2L's\n"
+        "# attention.attention_weights ([B*heads, T, T]) as well.\n",
+        weights=True)
+    case(
+        "mha_weights_zero_len", case_mha_self, 12, 3, 5, 20, 4, [0, 9, 2],
+        "# Attention weights with valid_len 0 (every row of batch entry 0's\n"
+        "# heads is uniform, 1/T) and 9 > T = 5 (nothing masked).\n",
+        weights=True)
+    case(
+        "mha_weights_causal", case_mha_self, 13, 2, 6, 16, 2, [6, 0],
+        "# Causal attention weights with padding lengths [6, 0] (D2L's decoder\n"
+        "# masking: 2-D valid_lens min(valid_lens[b], i + 1)); entry 1 is\n"
+        "# uniform.\n",
+        causal=True, weights=True)
+    fixed("attention_weights_book", case_attention_weights)
+    unknown = set(selected) - known
+    if unknown:
+        sys.exit("unknown case(s): " + ", ".join(sorted(unknown)))
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

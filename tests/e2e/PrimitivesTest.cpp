@@ -752,6 +752,84 @@ void attentionCases(Cases &cases) {
   }
 }
 
+/// return_weights=true: the attention weights as a second output, under
+/// every lowering (an op whose weights are returned is never fused, even
+/// with attention=fused or when auto would fuse its Tq x Tk).
+void attentionWeightsCases(Cases &cases) {
+  // {N, Tq, Tk, d, dv}; 130 x 100 scores are fused by auto without weights.
+  std::vector<Shape> shapes = {{2, 4, 4, 8, 8},
+                               {3, 7, 13, 5, 3},
+                               {2, 3, 130, 32, 16},
+                               {1, 130, 100, 8, 33}};
+  for (const Shape &s : shapes) {
+    int64_t n = s[0], tq = s[1], tk = s[2], d = s[3], dv = s[4];
+    // vl: 0 none, 1 [N], 2 [N, Tq].
+    for (std::pair<int, bool> variant :
+         {std::pair{1, false}, std::pair{2, true}, std::pair{0, true}}) {
+      int vlRank = variant.first;
+      bool causal = variant.second;
+      cases.add(
+          "attention_weights_" + shapeName(s) + "_vl" + std::to_string(vlRank) +
+              "d" + (causal ? "_causal" : ""),
+          [=](Case &c) {
+            Tensor q = c.input("Q", {n, tq, d});
+            Tensor k = c.input("K", {n, tk, d});
+            Tensor v = c.input("V", {n, tk, dv});
+            IntTensor vl;
+            std::string call = "Y, A = attention(Q, K, V";
+            if (vlRank) {
+              vl = c.validLens("vl", vlRank == 1 ? Shape{n} : Shape{n, tq}, tk);
+              call += ", valid_lens=vl";
+            }
+            if (causal)
+              call += ", causal=true";
+            c.let(call + ", return_weights=true)");
+            const IntTensor *lens = vlRank ? &vl : nullptr;
+            c.output("Y", ref::attention(q, k, v, lens, causal));
+            c.output("A", ref::attentionWeights(q, k, lens, causal));
+          },
+          vlRank == 2);
+      cases.list.back().attentionLowerings = {"decomposed", "fused"};
+    }
+  }
+
+  struct S {
+    int64_t b, tq, tk, dq, dkv, hd, heads;
+    int vlRank;
+    bool causal;
+  };
+  for (S s : {S{2, 4, 4, 100, 100, 100, 5, 1, false}, // the D2L book's
+              S{3, 7, 13, 5, 6, 12, 3, 1, false},
+              S{2, 9, 100, 32, 40, 32, 4, 2, true},
+              S{4, 70, 70, 16, 16, 16, 2, 1, true}}) {
+    cases.add(
+        "multihead_attention_weights_b" + std::to_string(s.b) + "_tq" +
+            std::to_string(s.tq) + "_tk" + std::to_string(s.tk) + "_h" +
+            std::to_string(s.heads) + "_vl" + std::to_string(s.vlRank) + "d" +
+            (s.causal ? "_causal" : ""),
+        [=](Case &c) {
+          Tensor q = c.input("Qx", {s.b, s.tq, s.dq});
+          Tensor kv = c.input("KVx", {s.b, s.tk, s.dkv});
+          IntTensor vl = c.validLens(
+              "vl", s.vlRank == 1 ? Shape{s.b} : Shape{s.b, s.tq}, s.tk);
+          Tensor wq = c.weight("W_q", {s.hd, s.dq}, s.dq);
+          Tensor wk = c.weight("W_k", {s.hd, s.dkv}, s.dkv);
+          Tensor wv = c.weight("W_v", {s.hd, s.dkv}, s.dkv);
+          Tensor wo = c.weight("W_o", {s.hd, s.hd}, s.hd);
+          c.let("Y, A = multihead_attention(Qx, KVx, KVx, heads=" +
+                std::to_string(s.heads) +
+                ", w_q=W_q, w_k=W_k, w_v=W_v, w_o=W_o, valid_lens=vl" +
+                (s.causal ? ", causal=true" : "") + ", return_weights=true)");
+          c.output("Y", ref::multiheadAttention(q, kv, kv, s.heads, wq, wk, wv,
+                                                wo, &vl, s.causal));
+          c.output("A", ref::multiheadAttentionWeights(q, kv, s.heads, wq, wk,
+                                                       &vl, s.causal));
+        },
+        s.vlRank == 2);
+    cases.list.back().attentionLowerings = {"decomposed", "fused"};
+  }
+}
+
 void multiheadCases(Cases &cases) {
   struct S {
     int64_t b, tq, tk, dq, dk, dv, hd, heads;
@@ -1006,6 +1084,7 @@ const std::vector<CaseSpec> &allCases() {
     for (size_t i = first; i < c.list.size(); ++i)
       if (c.list[i].name.find("_vl2d_causal") != std::string::npos)
         c.list[i].attentionLowerings = {"fused"};
+    attentionWeightsCases(c);
     positionalEncodingCases(c);
     normCases(c);
     ffnCases(c);

@@ -240,16 +240,15 @@ Tensor maskedSoftmax(const Tensor &x, const IntTensor *validLens, bool causal) {
 // Composite ops
 //===----------------------------------------------------------------------===//
 
-Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
-                 const IntTensor *validLens, bool causal) {
+Tensor attentionWeights(const Tensor &q, const Tensor &k,
+                        const IntTensor *validLens, bool causal) {
   checkRank(q, 3, "attention: q");
   checkRank(k, 3, "attention: k");
-  checkRank(v, 3, "attention: v");
   int64_t n = q.dim(0), tq = q.dim(1), d = q.dim(2);
   int64_t tk = k.dim(1);
-  check(k.dim(0) == n && k.dim(2) == d && v.dim(0) == n && v.dim(1) == tk,
-        "attention: q " + shapeStr(q.shape) + ", k " + shapeStr(k.shape) +
-            ", v " + shapeStr(v.shape) + " do not match");
+  check(k.dim(0) == n && k.dim(2) == d, "attention: q " + shapeStr(q.shape) +
+                                            ", k " + shapeStr(k.shape) +
+                                            " do not match");
   Tensor scores({n, tq, tk});
   double invSqrtD = 1.0 / std::sqrt(double(d));
   for (int64_t b = 0; b < n; ++b)
@@ -261,39 +260,76 @@ Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
                  double(k.data[(b * tk + j) * d + e]);
         scores.data[(b * tq + i) * tk + j] = float(acc * invSqrtD);
       }
-  Tensor p = maskedSoftmax(scores, validLens, causal);
-  return matmul(p, v);
+  return maskedSoftmax(scores, validLens, causal);
 }
+
+Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
+                 const IntTensor *validLens, bool causal) {
+  checkRank(v, 3, "attention: v");
+  check(v.dim(0) == q.dim(0) && v.dim(1) == k.dim(1),
+        "attention: k " + shapeStr(k.shape) + ", v " + shapeStr(v.shape) +
+            " do not match");
+  return matmul(attentionWeights(q, k, validLens, causal), v);
+}
+
+namespace {
+
+/// repeat_interleave(validLens, heads, dim=0) of a [B] or [B, Tq] length
+/// tensor, for the queries q[B, Tq, ...].
+IntTensor repeatPerHead(const IntTensor &validLens, const Tensor &q,
+                        int64_t heads) {
+  int64_t b = q.dim(0), tq = q.dim(1);
+  bool twoD = validLens.shape.size() == 2;
+  check((validLens.shape.size() == 1 && validLens.shape[0] == b) ||
+            (twoD && validLens.shape[0] == b && validLens.shape[1] == tq),
+        "multihead_attention: valid_lens " + shapeStr(validLens.shape) +
+            " must be [B] or [B, Tq]");
+  int64_t per = twoD ? tq : 1;
+  IntTensor repeated;
+  repeated.shape = validLens.shape;
+  repeated.shape[0] = b * heads;
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < per; ++i)
+        repeated.data.push_back(validLens.data[bi * per + i]);
+  return repeated;
+}
+
+void checkHeads(const Tensor &q, const Tensor &wQ, int64_t heads) {
+  checkRank(q, 3, "multihead_attention: q");
+  check(heads > 0 && wQ.rank() == 2 && wQ.dim(0) % heads == 0,
+        "multihead_attention: w_q " + shapeStr(wQ.shape) +
+            " rows not divisible by heads=" + Twine(heads));
+}
+
+} // namespace
 
 Tensor multiheadAttention(const Tensor &q, const Tensor &k, const Tensor &v,
                           int64_t heads, const Tensor &wQ, const Tensor &wK,
                           const Tensor &wV, const Tensor &wO,
                           const IntTensor *validLens, bool causal) {
-  checkRank(q, 3, "multihead_attention: q");
-  int64_t b = q.dim(0), tq = q.dim(1);
-  check(heads > 0 && wQ.rank() == 2 && wQ.dim(0) % heads == 0,
-        "multihead_attention: w_q " + shapeStr(wQ.shape) +
-            " rows not divisible by heads=" + Twine(heads));
+  checkHeads(q, wQ, heads);
   Tensor qs = splitHeads(linear(q, wQ), heads);
   Tensor ks = splitHeads(linear(k, wK), heads);
   Tensor vs = splitHeads(linear(v, wV), heads);
   IntTensor repeated;
-  if (validLens) {
-    bool twoD = validLens->shape.size() == 2;
-    check((validLens->shape.size() == 1 && validLens->shape[0] == b) ||
-              (twoD && validLens->shape[0] == b && validLens->shape[1] == tq),
-          "multihead_attention: valid_lens " + shapeStr(validLens->shape) +
-              " must be [B] or [B, Tq]");
-    int64_t per = twoD ? tq : 1;
-    repeated.shape = validLens->shape;
-    repeated.shape[0] = b * heads;
-    for (int64_t bi = 0; bi < b; ++bi)
-      for (int64_t h = 0; h < heads; ++h)
-        for (int64_t i = 0; i < per; ++i)
-          repeated.data.push_back(validLens->data[bi * per + i]);
-  }
+  if (validLens)
+    repeated = repeatPerHead(*validLens, q, heads);
   Tensor o = attention(qs, ks, vs, validLens ? &repeated : nullptr, causal);
   return linear(mergeHeads(o, heads), wO);
+}
+
+Tensor multiheadAttentionWeights(const Tensor &q, const Tensor &k,
+                                 int64_t heads, const Tensor &wQ,
+                                 const Tensor &wK, const IntTensor *validLens,
+                                 bool causal) {
+  checkHeads(q, wQ, heads);
+  Tensor qs = splitHeads(linear(q, wQ), heads);
+  Tensor ks = splitHeads(linear(k, wK), heads);
+  IntTensor repeated;
+  if (validLens)
+    repeated = repeatPerHead(*validLens, q, heads);
+  return attentionWeights(qs, ks, validLens ? &repeated : nullptr, causal);
 }
 
 Tensor positionalEncodingTable(int64_t maxLen, int64_t d) {

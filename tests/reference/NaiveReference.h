@@ -78,6 +78,11 @@ Tensor maskedSoftmax(const Tensor &x, const IntTensor *validLens, bool causal);
 /// D2L DotProductAttention: masked_softmax(q k^T / sqrt(d), vl) @ v.
 Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
                  const IntTensor *validLens = nullptr, bool causal = false);
+/// Its attention_weights, masked_softmax(q k^T / sqrt(d), vl) (with the
+/// causal mask too): [N, Tq, Tk], what return_weights=true returns.
+Tensor attentionWeights(const Tensor &q, const Tensor &k,
+                        const IntTensor *validLens = nullptr,
+                        bool causal = false);
 /// D2L MultiHeadAttention(bias=False). validLens is [B] or [B, Tq] and is
 /// repeated per head (repeat_interleave along axis 0).
 Tensor multiheadAttention(const Tensor &q, const Tensor &k, const Tensor &v,
@@ -85,6 +90,13 @@ Tensor multiheadAttention(const Tensor &q, const Tensor &k, const Tensor &v,
                           const Tensor &wV, const Tensor &wO,
                           const IntTensor *validLens = nullptr,
                           bool causal = false);
+/// The attention_weights of multiheadAttention: [B*H, Tq, Tk], row b*H + h
+/// for head h of batch entry b.
+Tensor multiheadAttentionWeights(const Tensor &q, const Tensor &k,
+                                 int64_t heads, const Tensor &wQ,
+                                 const Tensor &wK,
+                                 const IntTensor *validLens = nullptr,
+                                 bool causal = false);
 /// D2L PositionalEncoding (eval): x[B, T, D] + P[:T], P computed in float32
 /// like torch. Requires D even and T <= maxLen.
 Tensor positionalEncoding(const Tensor &x, int64_t maxLen = 1000);

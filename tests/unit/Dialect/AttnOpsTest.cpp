@@ -79,6 +79,24 @@ TEST_F(AttnOpsTest, BuilderInfersTheMultiheadAttentionResultType) {
   EXPECT_TRUE(succeeded(verify(*module)));
 }
 
+TEST_F(AttnOpsTest, BuilderInfersTheAttentionWeightsType) {
+  auto args =
+      beginFunction({f32({2, 4, 100}), f32({100, 100}), f32({2, 6, 100})});
+  auto op = MultiheadAttentionOp::create(
+      builder, builder.getUnknownLoc(), args[0], args[2], args[2], args[1],
+      args[1], args[1], args[1], Value(), builder.getI64IntegerAttr(5),
+      UnitAttr(), builder.getUnitAttr());
+  ASSERT_TRUE(op.getAttentionWeights());
+  // [B * heads, Tq, Tk]
+  EXPECT_EQ(op.getAttentionWeights().getType(), f32({10, 4, 6}));
+  auto attention =
+      AttentionOp::create(builder, builder.getUnknownLoc(), args[2], args[0],
+                          args[0], Value(), UnitAttr(), builder.getUnitAttr());
+  EXPECT_EQ(attention.getAttentionWeights().getType(), f32({2, 6, 4}));
+  func::ReturnOp::create(builder, builder.getUnknownLoc());
+  EXPECT_TRUE(succeeded(verify(*module)));
+}
+
 TEST_F(AttnOpsTest, VerifierReportsHeadsThatDoNotDivide) {
   auto args = beginFunction({f32({2, 4, 100}), f32({100, 100})});
   // Built with an explicit result type: the inferring builder would refuse.

@@ -73,6 +73,33 @@ TEST_F(MLIRGenTest, OneFunctionPerBlockWithArgumentsInOrder) {
   EXPECT_TRUE(module->lookupSymbol<mlir::func::FuncOp>("second"));
 }
 
+TEST_F(MLIRGenTest, TwoNamesBindTheTwoResults) {
+  test::Run run("block b {\n"
+                "  input X: f32[2, 4, 8]\n"
+                "  Y, A = attention(X, X, X, return_weights=true)\n"
+                "  S = softmax(A)\n"
+                "  output S, Y\n"
+                "}\n");
+  run.check();
+  ASSERT_TRUE(run.module) << run.printed;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlirGen(context, *run.module, run.sourceMgr);
+  ASSERT_TRUE(succeeded(mlir::verify(*module)));
+  auto func = module->lookupSymbol<mlir::func::FuncOp>("b");
+  mlir::attn::AttentionOp attention;
+  func.walk([&](mlir::attn::AttentionOp op) { attention = op; });
+  ASSERT_TRUE(attention);
+  EXPECT_TRUE(attention.getReturnWeights());
+  mlir::Value weights = attention.getAttentionWeights();
+  ASSERT_TRUE(weights);
+  // A feeds the softmax, Y is the second output.
+  ASSERT_TRUE(weights.hasOneUse());
+  EXPECT_TRUE(llvm::isa<mlir::attn::SoftmaxOp>(*weights.getUsers().begin()));
+  auto ret =
+      llvm::cast<mlir::func::ReturnOp>(func.getBody().front().getTerminator());
+  EXPECT_EQ(ret.getOperand(1), attention.getResult());
+}
+
 TEST_F(MLIRGenTest, OnlyTheSelectedBlock) {
   test::Run run("block a {\n input X: f32[2]\n output X\n}\n"
                 "block b {\n input X: f32[2]\n Y = relu(X)\n output Y\n}\n");

@@ -43,6 +43,33 @@ TEST(ParserTest, BlockWithEveryStatementKind) {
   EXPECT_TRUE(llvm::isa<OutputStmt>(block.stmts[4].get()));
 }
 
+TEST(ParserTest, AStatementMayBindSeveralNames) {
+  test::Run run("block b {\n  Y, A = attention(X, X, X, return_weights=true)"
+                "\n}\n");
+  run.parse();
+  ASSERT_EQ(run.numErrors(), 0u) << run.printed;
+  auto *assign = llvm::cast<AssignStmt>(run.module->blocks[0]->stmts[0].get());
+  ASSERT_EQ(assign->names.size(), 2u);
+  EXPECT_EQ(assign->names[0].name, "Y");
+  EXPECT_EQ(assign->names[1].name, "A");
+  auto [line, col] =
+      run.sourceMgr.getLineAndColumn(assign->names[1].range.Start);
+  EXPECT_EQ(line, 2u);
+  EXPECT_EQ(col, 6u);
+  EXPECT_TRUE(llvm::isa<CallExpr>(assign->value.get()));
+}
+
+TEST(ParserTest, NamesOfAFailedStatementAreBroken) {
+  // Both names of a statement that does not parse are remembered, so
+  // their uses are not reported as undefined.
+  test::Run run("block b {\n  Y, A = attention(X,, X)\n}\n");
+  run.parse();
+  EXPECT_EQ(run.numErrors(), 1u) << run.printed;
+  const Block &block = *run.module->blocks[0];
+  ASSERT_EQ(block.brokenNames.size(), 2u);
+  EXPECT_EQ(block.brokenNames[1].name, "A");
+}
+
 TEST(ParserTest, SourceRangesPointIntoTheBuffer) {
   test::Run run("block b {\n  Y = relu(X)\n}\n");
   run.parse();

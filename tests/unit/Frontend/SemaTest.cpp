@@ -43,6 +43,29 @@ TEST(SemaTest, InfersShapesOfNestedCalls) {
   EXPECT_EQ(block.outputs[1]->name, "Z");
 }
 
+TEST(SemaTest, ReturnWeightsGivesASecondResult) {
+  test::Run run(spec("  Y, A = multihead_attention(X, X, X, heads=H, w_q=W, "
+                     "w_k=W, w_v=W, w_o=W, valid_lens=vl, "
+                     "return_weights=true)\n"
+                     "  Z, S = attention(X, X, X, return_weights=true)\n"
+                     "  output Y, A, Z, S\n"));
+  run.check();
+  ASSERT_TRUE(run.module) << run.printed;
+  const Block &block = *run.module->blocks[0];
+  auto *mha = llvm::cast<CallExpr>(
+      llvm::cast<AssignStmt>(block.stmts[4].get())->value.get());
+  ASSERT_EQ(mha->results.size(), 2u);
+  EXPECT_EQ(mha->results[0].dims, (llvm::SmallVector<int64_t, 4>{2, 4, 100}));
+  // [B * heads, Tq, Tk]
+  EXPECT_EQ(mha->results[1].dims, (llvm::SmallVector<int64_t, 4>{10, 4, 4}));
+  auto *attention = llvm::cast<CallExpr>(
+      llvm::cast<AssignStmt>(block.stmts[5].get())->value.get());
+  ASSERT_EQ(attention->results.size(), 2u);
+  EXPECT_EQ(attention->results[1].dims,
+            (llvm::SmallVector<int64_t, 4>{2, 4, 4}));
+  ASSERT_EQ(block.outputs.size(), 4u);
+}
+
 TEST(SemaTest, DefaultsComeFromTheRules) {
   test::Run run("block b {\n"
                 "  input X: f32[2, 4, 8]\n"

@@ -128,6 +128,35 @@ TEST(NaiveReference, AttentionHandComputed) {
   expectNear(attention(qc, qc, vc, nullptr, true).data, {4, 6});
 }
 
+TEST(NaiveReference, AttentionWeightsHandComputed) {
+  // q = 0: the weights are uniform over each row's valid keys; length 0
+  // gives a uniform row over every key.
+  Tensor q({2, 1, 2});
+  Tensor k({2, 3, 2}, std::vector<float>(12, 1.0f));
+  IntTensor vl({2}, {2, 0});
+  Tensor w = attentionWeights(q, k, &vl);
+  EXPECT_EQ(w.shape, (std::vector<int64_t>{2, 1, 3}));
+  expectNear(w.data, {0.5f, 0.5f, 0, 1.0f / 3, 1.0f / 3, 1.0f / 3});
+  // Causal: query i sees keys 0..i.
+  Tensor qc({1, 2, 1});
+  expectNear(attentionWeights(qc, qc, nullptr, true).data, {1, 0, 0.5f, 0.5f});
+  // attention is the weights times v.
+  Tensor v({2, 3, 1}, {1, 2, 6, 1, 2, 6});
+  expectNear(attention(q, k, v, &vl).data, matmul(w, v).data);
+}
+
+TEST(NaiveReference, MultiheadAttentionWeightsAreHeadMajor) {
+  // Identity projections, 2 heads of size 1, B = 2: row b*2 + h holds head
+  // h of entry b, with entry b's length.
+  Tensor eye({2, 2}, {1, 0, 0, 1});
+  Tensor x({2, 2, 2}, {0, 0, 0, 0, 0, 0, 0, 0});
+  IntTensor vl({2}, {1, 2});
+  Tensor w = multiheadAttentionWeights(x, x, 2, eye, eye, &vl);
+  EXPECT_EQ(w.shape, (std::vector<int64_t>{4, 2, 2}));
+  expectNear(w.data, {1, 0, 1, 0, 1, 0, 1, 0, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f,
+                      0.5f, 0.5f, 0.5f});
+}
+
 TEST(NaiveReference, MultiheadAttentionHeadsAreIndependent) {
   // Identity projections, 2 heads of size 1: head h only sees feature h.
   Tensor eye({2, 2}, {1, 0, 0, 1});
@@ -308,6 +337,51 @@ TEST(NaiveReferenceGolden, MhaOddPrime) {
   IntTensor vl = g.i32("valid_lens");
   EXPECT_LE(maxAbsDiff(goldenMha(g, x, x, x, 4, &vl), g.f32("expected_Y")),
             kTol);
+}
+
+/// Cases whose block also returns the attention weights (return_weights):
+/// expected_A is D2L's attention.attention_weights.
+void checkMhaWeights(const char *name, bool positionalEncoding, int64_t heads,
+                     bool causal) {
+  Golden g(name);
+  Tensor x = g.f32("X");
+  if (positionalEncoding)
+    x = ref::positionalEncoding(x, 1000);
+  IntTensor vl = g.i32("valid_lens");
+  EXPECT_LE(maxAbsDiff(goldenMha(g, x, x, x, heads, &vl, causal),
+                       g.f32("expected_Y")),
+            kTol);
+  Tensor expected = g.f32("expected_A");
+  Tensor w = multiheadAttentionWeights(x, x, heads, g.f32("W_q"), g.f32("W_k"),
+                                       &vl, causal);
+  EXPECT_EQ(w.shape, expected.shape);
+  EXPECT_LE(maxAbsDiff(w, expected), kTol);
+}
+
+TEST(NaiveReferenceGolden, MhaBookWeights) {
+  checkMhaWeights("mha_book_weights", true, 5, false);
+  EXPECT_EQ(Golden("mha_book_weights").f32("expected_A").shape,
+            (std::vector<int64_t>{10, 4, 4}));
+}
+
+TEST(NaiveReferenceGolden, MhaWeightsZeroLen) {
+  checkMhaWeights("mha_weights_zero_len", false, 4, false);
+  // Batch entry 0 has length 0: all of its heads' rows are uniform.
+  Tensor a = Golden("mha_weights_zero_len").f32("expected_A");
+  for (size_t i = 0; i < 4 * 5 * 5; ++i)
+    EXPECT_NEAR(a.data[i], 0.2f, 1e-7) << i;
+}
+
+TEST(NaiveReferenceGolden, MhaWeightsCausal) {
+  checkMhaWeights("mha_weights_causal", false, 2, true);
+}
+
+TEST(NaiveReferenceGolden, AttentionWeightsBook) {
+  Golden g("attention_weights_book");
+  Tensor q = g.f32("Q"), k = g.f32("K"), v = g.f32("V");
+  IntTensor vl = g.i32("valid_lens");
+  EXPECT_LE(maxAbsDiff(attention(q, k, v, &vl), g.f32("expected_Y")), kTol);
+  EXPECT_LE(maxAbsDiff(attentionWeights(q, k, &vl), g.f32("expected_A")), kTol);
 }
 
 TEST(NaiveReferenceGolden, PositionalEncoding1000) {
