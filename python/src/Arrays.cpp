@@ -191,24 +191,94 @@ void convert(const KernelArgument &argument, const nb::ndarray<> &view,
   });
 }
 
-/// Whether `value` is a torch.Tensor (a Parameter, a FakeTensor...), without
-/// importing torch: a program that has made a tensor has imported it.
-bool isTorchTensor(nb::handle value) {
-  static PyObject *tensorType = nullptr; // Kept for the process's life.
-  if (!tensorType) {
-    PyObject *torch = PyDict_GetItemString(PyImport_GetModuleDict(), "torch");
-    if (!torch)
-      return false;
-    tensorType = PyObject_GetAttrString(torch, "Tensor");
-    if (!tensorType) {
-      PyErr_Clear();
-      return false;
-    }
+/// torch.Tensor and torch.from_numpy, looked up without importing torch:
+/// a program that has made a tensor has imported it. Kept for the
+/// process's life once found.
+struct TorchHandles {
+  PyObject *tensorType = nullptr;
+  PyObject *fromNumpy = nullptr;
+  PyObject *float32 = nullptr;
+  PyObject *int32 = nullptr;
+};
+
+const TorchHandles *torchHandles() {
+  static TorchHandles handles;
+  if (handles.tensorType)
+    return &handles;
+  PyObject *torch = PyDict_GetItemString(PyImport_GetModuleDict(), "torch");
+  if (!torch)
+    return nullptr;
+  PyObject *tensorType = PyObject_GetAttrString(torch, "Tensor");
+  PyObject *fromNumpy = PyObject_GetAttrString(torch, "from_numpy");
+  PyObject *float32 = PyObject_GetAttrString(torch, "float32");
+  PyObject *int32 = PyObject_GetAttrString(torch, "int32");
+  if (!tensorType || !fromNumpy || !float32 || !int32) {
+    PyErr_Clear();
+    for (PyObject *o : {tensorType, fromNumpy, float32, int32})
+      Py_XDECREF(o);
+    return nullptr;
   }
-  int result = PyObject_IsInstance(value.ptr(), tensorType);
+  handles.fromNumpy = fromNumpy;
+  handles.float32 = float32;
+  handles.int32 = int32;
+  handles.tensorType = tensorType;
+  return &handles;
+}
+
+/// Whether `value` is a torch.Tensor (a Parameter, a FakeTensor...).
+bool isTorchTensor(nb::handle value) {
+  const TorchHandles *torch = torchHandles();
+  if (!torch)
+    return false;
+  int result = PyObject_IsInstance(value.ptr(), torch->tensorType);
   if (result < 0)
     PyErr_Clear();
   return result == 1;
+}
+
+/// `tensor.name` or `tensor.name()` (`call`); null with no Python error set
+/// when it fails.
+nb::object torchAttribute(nb::handle tensor, const char *name, bool call) {
+  PyObject *result = call ? PyObject_CallMethod(tensor.ptr(), name, nullptr)
+                          : PyObject_GetAttrString(tensor.ptr(), name);
+  if (!result)
+    PyErr_Clear();
+  return nb::steal(result);
+}
+
+/// The common case of a torch tensor, read off its attributes (cheaper than
+/// a DLPack capsule): a contiguous CPU tensor of `argument`'s dtype. False
+/// for any other tensor.
+bool readTorchInPlace(const KernelArgument &argument, nb::handle tensor,
+                      ArgumentArray &array) {
+  const TorchHandles *torch = torchHandles();
+  nb::object isCpu = torchAttribute(tensor, "is_cpu", false);
+  nb::object dtype = torchAttribute(tensor, "dtype", false);
+  if (!isCpu.is_valid() || !dtype.is_valid() || !isCpu.is(nb::handle(Py_True)))
+    return false;
+  PyObject *want =
+      argument.type == ElementType::F32 ? torch->float32 : torch->int32;
+  if (dtype.ptr() != want)
+    return false;
+  nb::object contiguous = torchAttribute(tensor, "is_contiguous", true);
+  nb::object shape = torchAttribute(tensor, "shape", false);
+  nb::object pointer = torchAttribute(tensor, "data_ptr", true);
+  if (!contiguous.is(nb::handle(Py_True)) || !shape.is_valid() ||
+      !pointer.is_valid())
+    return false;
+  for (nb::handle extent : shape)
+    array.shape.push_back(nb::cast<int64_t>(extent));
+  array.data = reinterpret_cast<void *>(nb::cast<uintptr_t>(pointer));
+  return array.data != nullptr;
+}
+
+/// Any other torch tensor, through DLPack, of the tensor or, when it
+/// requires grad, of .detach() (the kernel only reads).
+bool readTorch(nb::handle value, ArgumentArray &array) {
+  if (nb::try_cast(value, array.view, /*convert=*/false))
+    return true;
+  array.source = value.attr("detach")();
+  return nb::try_cast(array.source, array.view, /*convert=*/false);
 }
 
 } // namespace
@@ -219,12 +289,11 @@ ArgumentArray attnc::python::readArray(const KernelArgument &argument,
   array.argument = &argument;
   array.source = nb::borrow(value);
   array.isTorch = isTorchTensor(value);
-  bool read = nb::try_cast(value, array.view, /*convert=*/false);
-  if (!read && array.isTorch) {
-    // DLPack refuses tensors that require grad; the kernel only reads.
-    array.source = value.attr("detach")();
-    read = nb::try_cast(array.source, array.view, /*convert=*/false);
-  }
+  if (array.isTorch && readTorchInPlace(argument, value, array))
+    return array;
+  bool read = array.isTorch
+                  ? readTorch(value, array)
+                  : nb::try_cast(value, array.view, /*convert=*/false);
   if (!read)
     throw nb::value_error((describe(argument) +
                            ": expected a NumPy array or a torch tensor (" +
@@ -272,11 +341,16 @@ nb::object attnc::python::wrapOutput(const KernelArgument &argument,
                                : nb::dtype<int32_t>();
   void *data = storage.release();
   nb::capsule owner(data, [](void *p) noexcept { std::free(p); });
-  if (torch)
-    return nb::ndarray<nb::pytorch>(data, shape.size(), shape.data(), owner,
-                                    nullptr, type)
-        .cast();
-  return nb::ndarray<nb::numpy>(data, shape.size(), shape.data(), owner,
-                                nullptr, type)
-      .cast();
+  nb::object result = nb::ndarray<nb::numpy>(data, shape.size(), shape.data(),
+                                             owner, nullptr, type)
+                          .cast();
+  // torch.from_numpy shares the array's memory, and is cheaper than
+  // nanobind's DLPack route to a tensor.
+  const TorchHandles *handles = torch ? torchHandles() : nullptr;
+  if (!handles)
+    return result;
+  PyObject *tensor = PyObject_CallOneArg(handles->fromNumpy, result.ptr());
+  if (!tensor)
+    throw nb::python_error();
+  return nb::steal(tensor);
 }
