@@ -39,9 +39,8 @@ fi
 
 # The Python environment: .venv in the repository, made from Debian's
 # python3 (not whatever python3 comes first on PATH), holding what
-# python/requirements.txt pins. The build finds it (CMakePresets.json), and
-# the module is installed into it with `.venv/bin/pip install .`. A stamp
-# with the requirements' checksum makes a rerun return at once.
+# python/requirements.txt pins; a stamp with the requirements' checksum
+# makes a rerun skip pip. The build finds it (CMakePresets.json).
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv="$root/.venv"
 requirements="$root/python/requirements.txt"
@@ -49,9 +48,16 @@ stamp="$venv/.attnc-requirements"
 want=$(sha256sum "$requirements" | cut -d' ' -f1)
 if [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
   echo "setup: $venv up to date"
-  exit 0
+else
+  echo "setup: making $venv (python/requirements.txt)"
+  [[ -x "$venv/bin/python" ]] || /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements"
+  echo "$want" >"$stamp"
 fi
-echo "setup: making $venv (python/requirements.txt)"
-[[ -x "$venv/bin/python" ]] || /usr/bin/python3 -m venv "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements"
-echo "$want" >"$stamp"
+
+# The Python module attnc, installed into it (pyproject.toml): this builds
+# the module and the libraries it links in build/ (the default preset's
+# directory, which the build then reuses), or only reinstalls once built.
+echo "setup: installing the Python module attnc into $venv"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check \
+  --no-build-isolation --no-deps "$root"
