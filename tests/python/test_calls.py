@@ -219,3 +219,51 @@ def test_threads_share_one_kernel(mha, rng):
     for t in threads:
         t.join()
     assert failures == []
+
+
+FFN = """
+block wide_ffn {
+  input  X: f32[64, 512]
+  param  W1: f32[2048, 512]
+  param  B1: f32[2048]
+  param  W2: f32[512, 2048]
+  param  B2: f32[512]
+  Y = ffn(X, W1, B1, W2, B2)
+  output Y
+}
+"""
+
+
+def test_the_gil_is_released_while_a_kernel_runs(rng):
+    # With a switch interval far longer than the call, another thread runs
+    # during the call only if the call releases the GIL: while the caller
+    # holds it, the other thread cannot run at all, so its count would not
+    # move.
+    import sys
+    k = attnc.compile(FFN)
+    k.bind(**random_params(k, rng))
+    X = rng.standard_normal((64, 512)).astype(np.float32)
+    k(X=X)
+    count = [0]
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            count[0] += 1
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1.0)
+    try:
+        spinner = threading.Thread(target=spin)
+        spinner.start()
+        while count[0] == 0:
+            pass
+        before = count[0]
+        for _ in range(3):
+            k(X=X)
+        during = count[0] - before
+        stop.set()
+        spinner.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert during > 0
