@@ -236,11 +236,21 @@ bool isTorchTensor(nb::handle value) {
   return result == 1;
 }
 
+/// The attribute names the common case reads, interned once: this runs on
+/// every call.
+struct TorchNames {
+  PyObject *isCpu = PyUnicode_InternFromString("is_cpu");
+  PyObject *dtype = PyUnicode_InternFromString("dtype");
+  PyObject *isContiguous = PyUnicode_InternFromString("is_contiguous");
+  PyObject *shape = PyUnicode_InternFromString("shape");
+  PyObject *dataPtr = PyUnicode_InternFromString("data_ptr");
+};
+
 /// `tensor.name` or `tensor.name()` (`call`); null with no Python error set
 /// when it fails.
-nb::object torchAttribute(nb::handle tensor, const char *name, bool call) {
-  PyObject *result = call ? PyObject_CallMethod(tensor.ptr(), name, nullptr)
-                          : PyObject_GetAttrString(tensor.ptr(), name);
+nb::object torchAttribute(nb::handle tensor, PyObject *name, bool call) {
+  PyObject *result = call ? PyObject_CallMethodNoArgs(tensor.ptr(), name)
+                          : PyObject_GetAttr(tensor.ptr(), name);
   if (!result)
     PyErr_Clear();
   return nb::steal(result);
@@ -252,17 +262,18 @@ nb::object torchAttribute(nb::handle tensor, const char *name, bool call) {
 bool readTorchInPlace(const KernelArgument &argument, nb::handle tensor,
                       ArgumentArray &array) {
   const TorchHandles *torch = torchHandles();
-  nb::object isCpu = torchAttribute(tensor, "is_cpu", false);
-  nb::object dtype = torchAttribute(tensor, "dtype", false);
+  static const TorchNames names; // Kept for the process's life.
+  nb::object isCpu = torchAttribute(tensor, names.isCpu, false);
+  nb::object dtype = torchAttribute(tensor, names.dtype, false);
   if (!isCpu.is_valid() || !dtype.is_valid() || !isCpu.is(nb::handle(Py_True)))
     return false;
   PyObject *want =
       argument.type == ElementType::F32 ? torch->float32 : torch->int32;
   if (dtype.ptr() != want)
     return false;
-  nb::object contiguous = torchAttribute(tensor, "is_contiguous", true);
-  nb::object shape = torchAttribute(tensor, "shape", false);
-  nb::object pointer = torchAttribute(tensor, "data_ptr", true);
+  nb::object contiguous = torchAttribute(tensor, names.isContiguous, true);
+  nb::object shape = torchAttribute(tensor, names.shape, false);
+  nb::object pointer = torchAttribute(tensor, names.dataPtr, true);
   if (!contiguous.is(nb::handle(Py_True)) || !shape.is_valid() ||
       !pointer.is_valid())
     return false;

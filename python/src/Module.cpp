@@ -87,10 +87,15 @@ struct PyKernel {
 
   /// Removes `cast=` from keyword arguments and returns it.
   static bool takeCast(nb::kwargs &arrays) {
-    if (!arrays.contains("cast"))
+    static PyObject *key = PyUnicode_InternFromString("cast");
+    PyObject *value = PyDict_GetItemWithError(arrays.ptr(), key);
+    if (!value) {
+      if (PyErr_Occurred())
+        throw nb::python_error();
       return false;
-    bool cast = nb::cast<bool>(arrays["cast"]);
-    PyDict_DelItemString(arrays.ptr(), "cast");
+    }
+    bool cast = nb::cast<bool>(nb::handle(value));
+    PyDict_DelItem(arrays.ptr(), key);
     return cast;
   }
 
