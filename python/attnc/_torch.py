@@ -40,12 +40,9 @@ def torch_op(kernel):
     key = id(kernel)
     if key in _ops and _ops[key][0] is kernel:
         return _ops[key][1]
-    signature = kernel.signature
-    args = [(n, dtype, shape) for n, role, dtype, shape in signature
-            if role == "input" or (role == "param" and not kernel.is_bound(n))]
-    outputs = [(n, dtype, shape) for n, role, dtype, shape in signature
+    names = _op_arguments(kernel)
+    outputs = [(n, dtype, shape) for n, role, dtype, shape in kernel.signature
                if role == "output"]
-    names = [n for n, _, _ in args]
     returns = "Tensor" if len(outputs) == 1 else \
         "(" + ", ".join("Tensor" for _ in outputs) + ")"
     schema = "(" + ", ".join(f"Tensor {n}" for n in names) + ") -> " + returns
@@ -66,6 +63,29 @@ def torch_op(kernel):
     op.register_fake(fake)
     _ops[key] = (kernel, op)
     return op
+
+
+def _op_arguments(kernel):
+    """The names the kernel's torch operator takes, in order."""
+    return [n for n, role, _, _ in kernel.signature
+            if role == "input" or (role == "param" and not kernel.is_bound(n))]
+
+
+class _BoundKernel:
+    """A kernel with its params bound, called with keyword tensors: while
+    torch.compile traces, through its torch operator (which the compiler
+    puts in the graph; Dynamo cannot trace into the extension), else
+    directly (the operator's dispatch costs more than a small kernel)."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.names = _op_arguments(kernel)
+        self.op = torch_op(kernel)
+
+    def __call__(self, **args):
+        if torch.compiler.is_compiling():
+            return self.op(*(args[n] for n in self.names))
+        return self.kernel(**args)
 
 
 def _torch_dtype(dtype):
@@ -199,7 +219,7 @@ class TorchBlock:
     def __init__(self, spec, kernel, call):
         self.spec = spec.text()
         self.params = spec.params
-        self.kernel = kernel
+        self.kernel = kernel.kernel
         self._call = call
         self.attention_weights = None
 
@@ -214,7 +234,7 @@ def _compile_spec(spec, compile_options):
     kernel = _compile(spec.text(), **compile_options)
     kernel.bind(**spec.params)
     kernel.prepare()
-    return kernel
+    return _BoundKernel(kernel)
 
 
 # ---------------------------------------------------------------------------

@@ -63,3 +63,29 @@ def test_torch_compile_of_a_module_calling_the_op(rng):
     with torch.no_grad():
         np.testing.assert_allclose(compiled(X, vl).numpy(),
                                    block(X, vl).numpy(), atol=1e-5)
+
+
+def test_torch_compile_of_a_module_calling_from_torch():
+    # While torch.compile traces, from_torch's callable goes through the
+    # kernel's operator, so the whole module is one graph.
+    import make_goldens as d2l
+    torch.manual_seed(0)
+    mha = d2l.MultiHeadAttention(100, 5, 0.5).eval()
+    X = torch.randn(2, 4, 100)
+    vl = torch.tensor([3, 2])
+    attention = attnc.from_torch(mha, (X, X, X, vl))
+
+    class Encoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = torch.nn.LayerNorm(100)
+
+        def forward(self, x, valid_lens):
+            return self.norm(x + attention(x, x, x, valid_lens))
+
+    encoder = Encoder().eval()
+    compiled = torch.compile(encoder, fullgraph=True)
+    with torch.no_grad():
+        expected = encoder.norm(X + mha(X, X, X, vl))
+        np.testing.assert_allclose(compiled(X, vl).numpy(), expected.numpy(),
+                                   atol=1e-5)
