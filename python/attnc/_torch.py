@@ -259,6 +259,21 @@ def _d2l_lens_input(spec, valid_lens, heads, per_head, B, Tq):
                       "i32")
 
 
+def _call_d2l(block, kernel, args, valid_lens, lens, heads, per_head,
+              return_weights):
+    """A D2L block's call: the lengths as its kernel takes them (`lens`
+    names the input, or is None), the weights kept as D2L keeps them."""
+    if (valid_lens is None) != (lens is None):
+        raise ValueError("attnc.from_torch: compiled " +
+                         ("with" if lens else "without") + " valid_lens")
+    if lens:
+        args["valid_lens"] = _lens_of(valid_lens, heads, per_head)
+    result = kernel(**args)
+    if return_weights:
+        result, block.attention_weights = result
+    return result
+
+
 def _from_d2l_mha(m, inputs, return_weights, options):
     if len(inputs) != 4:
         raise ValueError(
@@ -290,16 +305,8 @@ def _from_d2l_mha(m, inputs, return_weights, options):
                 "attnc.from_torch: compiled for self-attention (the example "
                 "passed one tensor as queries, keys and values); pass one "
                 "tensor three times")
-        if (valid_lens is None) != (lens is None):
-            raise ValueError(
-                "attnc.from_torch: compiled " +
-                ("with" if lens else "without") + " valid_lens")
-        if lens:
-            args["valid_lens"] = _lens_of(valid_lens, heads, per_head)
-        result = kernel(**args)
-        if return_weights:
-            result, block.attention_weights = result
-        return result
+        return _call_d2l(block, kernel, args, valid_lens, lens, heads,
+                         per_head, return_weights)
 
     return TorchBlock(spec, kernel, call)
 
@@ -362,16 +369,8 @@ def _from_d2l_encoder_block(m, inputs, return_weights, options):
     kernel = _compile_spec(spec, options)
 
     def call(block, X, valid_lens):
-        args = {"X": X}
-        if (valid_lens is None) != (lens is None):
-            raise ValueError("attnc.from_torch: compiled " +
-                             ("with" if lens else "without") + " valid_lens")
-        if lens:
-            args["valid_lens"] = _lens_of(valid_lens, heads, per_head)
-        result = kernel(**args)
-        if return_weights:
-            result, block.attention_weights = result
-        return result
+        return _call_d2l(block, kernel, {"X": X}, valid_lens, lens, heads,
+                         per_head, return_weights)
 
     return TorchBlock(spec, kernel, call)
 
