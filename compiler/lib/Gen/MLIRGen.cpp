@@ -249,6 +249,9 @@ private:
     }
     case OpKind::Dropout:
       return attn::DropoutOp::create(b, location, operand("x"), f32("p"));
+    case OpKind::Gelu:
+      return attn::GeluOp::create(b, location, operand("x"),
+                                  unit("approximate"));
     }
     llvm::report_fatal_error("attnc: MLIRGen reached an unknown op");
   }

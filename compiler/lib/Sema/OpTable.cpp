@@ -70,6 +70,8 @@ const ParamInfo kFfn[] = {tensor("x"), tensor("w1"), tensor("b1"), tensor("w2"),
 const ParamInfo kEmbedding[] = {tensor("ids"), tensor("table")};
 const ParamInfo kDropout[] = {tensor("x"),
                               {"p", ParamKind::Float, true, false}};
+// approximate=true is torch's approximate='tanh'.
+const ParamInfo kGelu[] = {tensor("x"), boolKeyword("approximate", false)};
 
 const OpInfo kOps[] = {
     {"linear", OpKind::Linear, kLinear},
@@ -89,6 +91,7 @@ const OpInfo kOps[] = {
     {"ffn", OpKind::Ffn, kFfn},
     {"embedding", OpKind::Embedding, kEmbedding},
     {"dropout", OpKind::Dropout, kDropout},
+    {"gelu", OpKind::Gelu, kGelu},
 };
 
 } // namespace

@@ -766,6 +766,7 @@ std::optional<TensorShape> BlockChecker::applyRules(CallExpr &call) {
   case OpKind::Scale:
     return rules::inferScale(shape("x"), f64("factor"), error);
   case OpKind::Relu:
+  case OpKind::Gelu:
     return rules::inferElementwiseUnary(shape("x"), error);
   case OpKind::Add:
     return rules::inferElementwiseBinary(shape("a"), shape("b"), error);

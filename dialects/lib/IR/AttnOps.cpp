@@ -148,6 +148,14 @@ static RuleResult applyRules(ReluOp::Adaptor a, RuleError error) {
   return rules::inferElementwiseUnary(x, error);
 }
 
+static RuleResult applyRules(GeluOp::Adaptor a, RuleError error) {
+  OperandShapes s(error);
+  TensorShape x = s.get("x", a.getX());
+  if (s.failed())
+    return std::nullopt;
+  return rules::inferElementwiseUnary(x, error);
+}
+
 static RuleResult applyRules(SplitHeadsOp::Adaptor a, RuleError error) {
   OperandShapes s(error);
   TensorShape x = s.get("x", a.getX());
@@ -379,6 +387,7 @@ ATTN_VERIFY_AND_INFER_WITH_RULES(MatmulOp)
 ATTN_VERIFY_AND_INFER_WITH_RULES(ScaleOp)
 ATTN_VERIFY_AND_INFER_WITH_RULES(AddOp)
 ATTN_VERIFY_AND_INFER_WITH_RULES(ReluOp)
+ATTN_VERIFY_AND_INFER_WITH_RULES(GeluOp)
 ATTN_VERIFY_AND_INFER_WITH_RULES(SplitHeadsOp)
 ATTN_VERIFY_AND_INFER_WITH_RULES(MergeHeadsOp)
 ATTN_VERIFY_AND_INFER_WITH_RULES(SoftmaxOp)

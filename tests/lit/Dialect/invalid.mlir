@@ -544,6 +544,43 @@ func.func @case53(%x: tensor<2x3xf32>) {
 
 // -----
 
+// gelu: x must be f32 (the shared rule's message: the type is inferred)
+func.func @gelu_i32(%x: tensor<2x3xi32>) {
+  // expected-error @+1 {{'x' must be an f32 tensor, got i32[2, 3]}}
+  %0 = attn.gelu %x approximate : tensor<2x3xi32>
+  return
+}
+
+// -----
+
+// gelu: the shared rules (no zero-sized dims)
+func.func @gelu_empty(%x: tensor<2x0xf32>) {
+  // expected-error @+1 {{'x' has a dimension of size 0 (f32[2, 0]); every dimension must be positive}}
+  %0 = attn.gelu %x : tensor<2x0xf32>
+  return
+}
+
+// -----
+
+// gelu: the result has x's shape (generic form)
+func.func @gelu_result(%x: tensor<2x3xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{inferred type(s) 'tensor<2x3xf32>' are incompatible with return type(s) of operation 'tensor<3x2xf32>'}}
+  %0 = "attn.gelu"(%x) : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  return
+}
+
+// -----
+
+// gelu: approximate is a unit attribute, not a bool
+func.func @gelu_bool(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{attribute 'approximate' failed to satisfy constraint: unit attribute}}
+  %0 = "attn.gelu"(%x) {approximate = true} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
 // scale: factor is required (generic form)
 func.func @case54(%x: tensor<2x3xf32>) {
   // expected-error @+1 {{requires attribute 'factor'}}

@@ -41,6 +41,17 @@ func.func @elementwise(%x: tensor<2x3xf32>, %y: tensor<2x3xf32>) -> tensor<2x3xf
   return %3 : tensor<2x3xf32>
 }
 
+// CHECK-LABEL: func.func @gelu
+func.func @gelu(%x: tensor<2x3xf32>, %s: tensor<f32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<f32>) {
+  // CHECK: attn.gelu %{{.*}} : tensor<2x3xf32>
+  %0 = attn.gelu %x : tensor<2x3xf32>
+  // CHECK: attn.gelu %{{.*}} approximate : tensor<2x3xf32>
+  %1 = attn.gelu %0 approximate : tensor<2x3xf32>
+  // CHECK: attn.gelu %{{.*}} approximate : tensor<f32>
+  %2 = attn.gelu %s approximate : tensor<f32>
+  return %0, %1, %2 : tensor<2x3xf32>, tensor<2x3xf32>, tensor<f32>
+}
+
 // CHECK-LABEL: func.func @heads
 func.func @heads(%x: tensor<2x4x100xf32>) -> tensor<2x4x100xf32> {
   // CHECK: attn.split_heads %{{.*}} heads(5) : (tensor<2x4x100xf32>) -> tensor<10x4x20xf32>

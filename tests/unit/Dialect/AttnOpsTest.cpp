@@ -97,6 +97,19 @@ TEST_F(AttnOpsTest, BuilderInfersTheAttentionWeightsType) {
   EXPECT_TRUE(succeeded(verify(*module)));
 }
 
+TEST_F(AttnOpsTest, BuilderInfersTheGeluResultType) {
+  auto args = beginFunction({f32({3, 1, 7}), f32({})});
+  auto exact = GeluOp::create(builder, builder.getUnknownLoc(), args[0]);
+  EXPECT_EQ(exact.getType(), f32({3, 1, 7}));
+  EXPECT_FALSE(exact.getApproximate());
+  auto tanhForm = GeluOp::create(builder, builder.getUnknownLoc(), args[1],
+                                 builder.getUnitAttr());
+  EXPECT_EQ(tanhForm.getType(), f32({}));
+  EXPECT_TRUE(tanhForm.getApproximate());
+  func::ReturnOp::create(builder, builder.getUnknownLoc());
+  EXPECT_TRUE(succeeded(verify(*module)));
+}
+
 TEST_F(AttnOpsTest, VerifierReportsHeadsThatDoNotDivide) {
   auto args = beginFunction({f32({2, 4, 100}), f32({100, 100})});
   // Built with an explicit result type: the inferring builder would refuse.

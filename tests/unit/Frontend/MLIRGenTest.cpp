@@ -100,6 +100,27 @@ TEST_F(MLIRGenTest, TwoNamesBindTheTwoResults) {
   EXPECT_EQ(ret.getOperand(1), attention.getResult());
 }
 
+TEST_F(MLIRGenTest, GeluCarriesApproximate) {
+  test::Run run("block b {\n"
+                "  input X: f32[3, 5]\n"
+                "  Y = gelu(X)\n"
+                "  Z = gelu(Y, approximate=true)\n"
+                "  output Z\n"
+                "}\n");
+  run.check();
+  ASSERT_TRUE(run.module) << run.printed;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlirGen(context, *run.module, run.sourceMgr);
+  ASSERT_TRUE(succeeded(mlir::verify(*module)));
+  llvm::SmallVector<mlir::attn::GeluOp> gelus;
+  module->walk([&](mlir::attn::GeluOp op) { gelus.push_back(op); });
+  ASSERT_EQ(gelus.size(), 2u);
+  EXPECT_FALSE(gelus[0].getApproximate());
+  EXPECT_TRUE(gelus[1].getApproximate());
+  EXPECT_EQ(gelus[1].getX(), gelus[0].getResult());
+  EXPECT_EQ(gelus[1].getType(), gelus[0].getX().getType());
+}
+
 TEST_F(MLIRGenTest, OnlyTheSelectedBlock) {
   test::Run run("block a {\n input X: f32[2]\n output X\n}\n"
                 "block b {\n input X: f32[2]\n Y = relu(X)\n output Y\n}\n");

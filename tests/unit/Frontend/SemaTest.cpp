@@ -66,6 +66,28 @@ TEST(SemaTest, ReturnWeightsGivesASecondResult) {
   ASSERT_EQ(block.outputs.size(), 4u);
 }
 
+TEST(SemaTest, GeluKeepsTheShapeAndReadsApproximate) {
+  test::Run run(spec("  Y = gelu(linear(X, W))\n"
+                     "  Z = gelu(X, approximate=true)\n"
+                     "  output Y, Z, vl\n"));
+  run.check();
+  ASSERT_TRUE(run.module) << run.printed;
+  const Block &block = *run.module->blocks[0];
+  auto *y = llvm::cast<CallExpr>(
+      llvm::cast<AssignStmt>(block.stmts[4].get())->value.get());
+  EXPECT_EQ(y->shape->dims, (llvm::SmallVector<int64_t, 4>{2, 4, 100}));
+  // approximate defaults to false: torch's approximate='none'.
+  EXPECT_FALSE(y->get("approximate").boolValue);
+  auto *z = llvm::cast<CallExpr>(
+      llvm::cast<AssignStmt>(block.stmts[5].get())->value.get());
+  EXPECT_TRUE(z->get("approximate").boolValue);
+  EXPECT_EQ(z->shape->dims, (llvm::SmallVector<int64_t, 4>{2, 4, 100}));
+
+  test::Run wrong(spec("  Y = gelu(vl)\n  output Y, X, W\n"));
+  wrong.check();
+  EXPECT_EQ(wrong.first(), "6:12: 'x' must be an f32 tensor, got i32[2]");
+}
+
 TEST(SemaTest, DefaultsComeFromTheRules) {
   test::Run run("block b {\n"
                 "  input X: f32[2, 4, 8]\n"
@@ -213,10 +235,11 @@ TEST(SemaTest, EveryOpIsInTheTable) {
        {"linear", "matmul", "scale", "add", "relu", "split_heads",
         "merge_heads", "softmax", "masked_softmax", "attention",
         "multihead_attention", "positional_encoding", "layer_norm", "add_norm",
-        "ffn", "embedding", "dropout"})
+        "ffn", "embedding", "dropout", "gelu"})
     EXPECT_TRUE(lookupOp(name)) << name.str();
-  EXPECT_EQ(allOps().size(), 17u);
+  EXPECT_EQ(allOps().size(), 18u);
   EXPECT_EQ(lookupOp("linear")->signature(), "linear(x, w[, b])");
+  EXPECT_EQ(lookupOp("gelu")->signature(), "gelu(x[, approximate=...])");
 }
 
 } // namespace

@@ -42,6 +42,8 @@ enum class OpKind {
   Ffn,
   Embedding,
   Dropout,
+  // v2
+  Gelu,
 };
 
 /// What a parameter accepts.

@@ -145,6 +145,38 @@ def Attn_ReluOp : Attn_Op<"relu"> {
 }
 
 //===----------------------------------------------------------------------===//
+// GeluOp
+//===----------------------------------------------------------------------===//
+
+def Attn_GeluOp : Attn_Op<"gelu"> {
+  let summary = "Gaussian error linear unit, torch.nn.functional.gelu";
+  let description = [{
+    Elementwise, exactly `torch.nn.functional.gelu`:
+
+    - `result = 0.5 * x * (1 + erf(x / sqrt(2)))` (torch's default,
+      `approximate='none'`);
+    - with `approximate`, torch's `approximate='tanh'`:
+      `result = 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))`.
+
+    Both are f32. attn-lower-to-linalg computes the first with `math.erf`
+    and the second as `x / (1 + exp(-2u))`, `u` the argument of tanh (the
+    same function, closer to torch in f32); the CPU pipeline approximates
+    `erf` and `exp` with polynomials (no libm), the GPU's takes libdevice's.
+
+    Example:
+
+    ```mlir
+    %y = attn.gelu %x : tensor<2x4x64xf32>
+    %z = attn.gelu %x approximate : tensor<2x4x64xf32>
+    ```
+  }];
+  let arguments = (ins Attn_F32Tensor:$x, UnitAttr:$approximate);
+  let assemblyFormat = [{
+    $x (`approximate` $approximate^)? attr-dict `:` type($x)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // SplitHeadsOp
 //===----------------------------------------------------------------------===//
 

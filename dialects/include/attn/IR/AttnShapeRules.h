@@ -64,7 +64,7 @@ RuleResult inferLinear(const TensorShape &x, const TensorShape &w,
                        const TensorShape *b, RuleError error);
 RuleResult inferMatmul(const TensorShape &a, const TensorShape &b,
                        bool transposeB, RuleError error);
-/// relu: any f32 tensor, same shape out.
+/// relu, gelu: any f32 tensor, same shape out.
 RuleResult inferElementwiseUnary(const TensorShape &x, RuleError error);
 /// scale: any f32 tensor and a finite factor.
 RuleResult inferScale(const TensorShape &x, double factor, RuleError error);
