@@ -25,6 +25,9 @@ from ._attnc import (  # noqa: F401
     set_num_threads,
 )
 
+# "attnc 0.1.0 <commit> LLVM ...": the version CMakeLists.txt sets.
+__version__ = compiler_version().split()[1]
+
 __all__ = [
     "Error",
     "Kernel",

@@ -108,3 +108,9 @@ def test_memory_cache():
     assert attnc.cache_statistics()["memory_hits"] == before + 1
     attnc.clear_memory_cache()
     assert "attnc" in attnc.compiler_version()
+
+
+def test_version_is_the_projects():
+    import importlib.metadata
+    assert attnc.__version__ == importlib.metadata.version("attnc")
+    assert attnc.compiler_version().startswith(f"attnc {attnc.__version__} ")
