@@ -4,9 +4,12 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -51,24 +54,59 @@ bool isPositiveZero(Value value) {
          constant.getValue().isPosZero();
 }
 
-/// max(x, +0.0) elementwise with identity maps, as attn-lower-to-linalg
-/// builds relu: returns the input, or null.
-Value reluInput(linalg::GenericOp generic) {
+/// A scalar float constant (inside the body or hoisted out of it).
+bool isScalarConstant(Value value) {
+  FloatAttr constant;
+  return matchPattern(value, m_Constant(&constant));
+}
+
+/// An op of an activation's body that has a lane-wise vector form: an
+/// elementwise arith/math op on scalars (not index: no linalg.index, loads
+/// or other ops that depend on where the element is).
+bool isLaneWise(Operation &op) {
+  if (!isa<arith::ArithDialect, math::MathDialect>(op.getDialect()) ||
+      !op.hasTrait<OpTrait::Elementwise>() || op.getNumRegions() != 0)
+    return false;
+  auto scalar = [](Type type) { return type.isIntOrFloat(); };
+  return llvm::all_of(op.getOperandTypes(), scalar) &&
+         llvm::all_of(op.getResultTypes(), scalar);
+}
+
+/// An elementwise op of one f32 input into an output of its type, with
+/// identity maps, whose body reads only the input's element, constants and
+/// its own lane-wise ops, as attn-lower-to-linalg builds relu and gelu:
+/// returns the input, or null.
+Value activationInput(linalg::GenericOp generic) {
   if (generic.getNumDpsInputs() != 1 || generic.getNumDpsInits() != 1 ||
-      generic.getNumReductionLoops() != 0 ||
+      generic.getNumReductionLoops() != 0 || generic->getNumResults() != 0 ||
       !llvm::all_of(generic.getIndexingMapsArray(),
                     [](AffineMap map) { return map.isIdentity(); }))
     return nullptr;
-  Block &body = generic.getRegion().front();
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  auto max = yield.getValues()[0].getDefiningOp<arith::MaximumFOp>();
-  if (!max || max->getBlock() != &body || max.getLhs() != body.getArgument(0) ||
-      !isPositiveZero(max.getRhs()))
+  Value input = generic.getDpsInputs()[0];
+  if (input.getType() != generic.getDpsInits()[0].getType() ||
+      !getElementTypeOrSelf(input.getType()).isF32())
     return nullptr;
-  for (Operation &op : body.without_terminator())
-    if (&op != max.getOperation() && !isa<arith::ConstantOp>(op))
+  Block &body = generic.getRegion().front();
+  // The output's old contents are not read.
+  if (!body.getArgument(1).use_empty())
+    return nullptr;
+  auto known = [&](Value value) {
+    if (value == body.getArgument(0) || isScalarConstant(value))
+      return true;
+    Operation *def = value.getDefiningOp();
+    return def && def->getBlock() == &body;
+  };
+  for (Operation &op : body.without_terminator()) {
+    if (isa<arith::ConstantOp>(op) && isScalarConstant(op.getResult(0)))
+      continue;
+    if (!isLaneWise(op) || !llvm::all_of(op.getOperands(), known))
       return nullptr;
-  return generic.getDpsInputs()[0];
+  }
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  if (yield.getNumOperands() != 1 || !known(yield.getOperand(0)) ||
+      !yield.getOperand(0).getType().isF32())
+    return nullptr;
+  return input;
 }
 
 /// Whether `value` is available before `op` (same block or an argument of
@@ -118,12 +156,12 @@ GemmEpilogue mlir::attn::foldGemmEpilogue(RewriterBase &rewriter,
   if (epilogue.zeroInit || epilogue.bias)
     rewriter.eraseOp(initOp);
 
-  // relu(C) into another buffer right after, C read by nothing else: the
-  // last k slice stores max(C, 0) there.
-  auto relu = dyn_cast_or_null<linalg::GenericOp>(nextActive(matmul));
-  if (!relu || reluInput(relu) != buffer)
+  // activation(C) into another buffer right after, C read by nothing else:
+  // the last k slice stores activation(C) there.
+  auto activation = dyn_cast_or_null<linalg::GenericOp>(nextActive(matmul));
+  if (!activation || activationInput(activation) != buffer)
     return epilogue;
-  Value output = relu.getDpsInits()[0];
+  Value output = activation.getDpsInits()[0];
   Value lhs = matmul.getDpsInputs()[0], rhs = matmul.getDpsInputs()[1];
   if (output.getType() != buffer.getType() ||
       !availableBefore(output, matmul) ||
@@ -131,17 +169,52 @@ GemmEpilogue mlir::attn::foldGemmEpilogue(RewriterBase &rewriter,
       viewedBuffer(output) == viewedBuffer(rhs))
     return epilogue;
   for (Operation *user : buffer.getUsers())
-    if (user != init.getDefiningOp() && user != relu.getOperation() &&
+    if (user != init.getDefiningOp() && user != activation.getOperation() &&
         user != matmul.getOperation() && !isa<memref::DeallocOp>(user))
       return epilogue;
   rewriter.setInsertionPoint(matmul);
   Value view = output;
   if (init != buffer)
     view = memref::CollapseShapeOp::create(
-        rewriter, relu.getLoc(), output,
+        rewriter, activation.getLoc(), output,
         init.getDefiningOp<memref::CollapseShapeOp>()
             .getReassociationIndices());
-  epilogue.reluOutput = view;
-  rewriter.eraseOp(relu);
+  epilogue.activation = activation;
+  epilogue.activationOutput = view;
   return epilogue;
+}
+
+Value mlir::attn::applyActivation(OpBuilder &b, Location loc,
+                                  linalg::GenericOp activation, Value vector) {
+  int64_t lanes = cast<VectorType>(vector.getType()).getNumElements();
+  auto vectorOf = [&](Type scalar) { return VectorType::get({lanes}, scalar); };
+  Block &body = activation.getRegion().front();
+  IRMapping mapping;
+  mapping.map(body.getArgument(0), vector);
+  auto splat = [&](Value scalar) -> Value {
+    FloatAttr constant;
+    (void)matchPattern(scalar, m_Constant(&constant));
+    return arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(vectorOf(constant.getType()),
+                               constant.getValue()));
+  };
+  for (Operation &op : body.without_terminator()) {
+    if (isa<arith::ConstantOp>(op)) {
+      mapping.map(op.getResult(0), splat(op.getResult(0)));
+      continue;
+    }
+    // Constants hoisted out of the body (by canonicalization) are splat
+    // here.
+    for (Value operand : op.getOperands())
+      if (!mapping.contains(operand))
+        mapping.map(operand, splat(operand));
+    Operation *lanewise = b.clone(op, mapping);
+    for (OpResult result : lanewise->getResults())
+      result.setType(vectorOf(result.getType()));
+  }
+  Value result = cast<linalg::YieldOp>(body.getTerminator()).getOperand(0);
+  if (!mapping.contains(result))
+    return splat(result);
+  return mapping.lookup(result);
 }

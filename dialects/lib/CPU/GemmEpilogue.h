@@ -2,22 +2,22 @@
 //
 // After bufferization a linear layer is three passes over its output C: a
 // linalg.fill (zeros) or linalg.broadcast (the bias over rows) writes C, the
-// linalg.matmul accumulates into it, and a ReLU linalg.generic may read it
-// into another buffer. The GEMM's register blocks can start from zeros or
-// the bias and store max(C, 0) where the ReLU wrote, saving those passes.
+// linalg.matmul accumulates into it, and an activation (a linalg.generic
+// computing relu, gelu, ... of C alone) may read it into another buffer.
+// The GEMM's register blocks can start from zeros or the bias and store
+// activation(C) where the activation wrote, saving those passes.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef ATTN_TRANSFORMS_GEMMEPILOGUE_H
 #define ATTN_TRANSFORMS_GEMMEPILOGUE_H
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Value.h"
 
 namespace mlir {
+class OpBuilder;
 class RewriterBase;
-namespace linalg {
-class MatmulOp;
-} // namespace linalg
 
 namespace attn {
 
@@ -26,16 +26,26 @@ struct GemmEpilogue {
   /// column) on every row, not as C's contents.
   bool zeroInit = false;
   Value bias;
-  /// Where max(C, 0) goes (viewed in C's shape) instead of C, once the sum
-  /// is complete; C then only holds partial sums.
-  Value reluOutput;
+  /// An elementwise linalg.generic of C alone (identity maps, a body of
+  /// scalar arith/math ops on C's element) whose result goes to
+  /// `activationOutput` (viewed in C's shape) instead of C, once the sum is
+  /// complete; C then only holds partial sums. The GEMM lowering emits its
+  /// body on the register blocks (applyActivation) and then erases it.
+  linalg::GenericOp activation;
+  Value activationOutput;
 };
 
-/// Erases the fill or broadcast that initializes `matmul`'s accumulator and
-/// the ReLU that reads its result, when nothing else reads or writes the
-/// accumulator and they sit right next to the matmul, and returns what the
-/// GEMM lowering must do instead. The ops are left alone otherwise.
+/// Erases the fill or broadcast that initializes `matmul`'s accumulator, and
+/// finds the activation that reads its result, when nothing else reads or
+/// writes the accumulator and they sit right next to the matmul; returns
+/// what the GEMM lowering must do instead. The ops are left alone otherwise.
 GemmEpilogue foldGemmEpilogue(RewriterBase &rewriter, linalg::MatmulOp matmul);
+
+/// The activation's body applied to every lane of `vector` (a vector of C's
+/// elements): each scalar op is re-created on vectors of that length,
+/// scalar constants become splats.
+Value applyActivation(OpBuilder &b, Location loc, linalg::GenericOp activation,
+                      Value vector);
 
 } // namespace attn
 } // namespace mlir

@@ -6,8 +6,8 @@
 // all-parallel linalg ops become vector strips of their innermost dimension,
 // row reductions one vector per row. Shapes are static, so leftover
 // rows/columns are smaller static blocks: no masks. A GEMM's zero or bias
-// initialization and a following ReLU become part of its register blocks
-// (GemmEpilogue.h). Other reductions and
+// initialization and a following activation (ReLU, GELU, ...) become part
+// of its register blocks (GemmEpilogue.h). Other reductions and
 // transposes, and gathers, are left for convert-linalg-to-loops.
 //
 //===----------------------------------------------------------------------===//
@@ -119,9 +119,9 @@ SmallVector<int64_t> chooseTransposeBlocks(linalg::LinalgOp op, int64_t block) {
 /// step loads one vector of B, broadcasts `rows` scalars of A and issues
 /// `rows` FMAs, and the block is stored back. `batch` is empty for a plain
 /// matmul. With an epilogue, the first k slice (of `totalDepth`) starts from
-/// zeros or the bias instead of C, and the last stores max(C, 0) into the
-/// ReLU's output instead of C into C. With `packedB`, B is read from that
-/// [depth, width] copy of the slice instead (see packSliceOfB). C has
+/// zeros or the bias instead of C, and the last stores activation(C) into
+/// the activation's output instead of C into C. With `packedB`, B is read from
+/// that [depth, width] copy of the slice instead (see packSliceOfB). C has
 /// `matrixRows` rows; the next block's C is prefetched a line every
 /// `prefetchStride` floats.
 void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
@@ -220,7 +220,7 @@ void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
       vector::StoreOp::create(b, loc, loop.getResult(r), out,
                               at({rowIndex[r], n}));
   };
-  if (!epilogue.reluOutput) {
+  if (!epilogue.activationOutput) {
     storeC(b);
     return;
   }
@@ -229,13 +229,12 @@ void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
                             arith::ConstantIndexOp::create(b, loc, totalDepth));
   auto finish = scf::IfOp::create(b, loc, last, /*withElseRegion=*/true);
   OpBuilder thenBuilder = finish.getThenBodyBuilder();
-  Value zero = arith::ConstantOp::create(
-      thenBuilder, loc, DenseElementsAttr::get(vectorType, 0.0f));
   for (int64_t r = 0; r < rows; ++r)
     vector::StoreOp::create(
         thenBuilder, loc,
-        arith::MaximumFOp::create(thenBuilder, loc, loop.getResult(r), zero),
-        epilogue.reluOutput, ValueRange{rowIndex[r], n});
+        attn::applyActivation(thenBuilder, loc, epilogue.activation,
+                              loop.getResult(r)),
+        epilogue.activationOutput, ValueRange{rowIndex[r], n});
   OpBuilder elseBuilder = finish.getElseBodyBuilder();
   storeC(elseBuilder);
 }
@@ -327,8 +326,8 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
   Value lhs = op.getDpsInputs()[0], rhs = op.getDpsInputs()[1],
         out = op.getDpsInits()[0];
   Location loc = op.getLoc();
-  // The fill or bias broadcast before it and a ReLU after it become part
-  // of the register blocks (plain matmuls only).
+  // The fill or bias broadcast before it and an activation after it become
+  // part of the register blocks (plain matmuls only).
   attn::GemmEpilogue epilogue;
   if (auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation());
       matmul && depth > 0)
@@ -410,6 +409,9 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
                  [&](OpBuilder &b, Value batch) { emitAll(b, batch); });
   else
     emitAll(rewriter, {});
+  // Every block now stores activation(C) itself.
+  if (epilogue.activation)
+    rewriter.eraseOp(epilogue.activation);
   rewriter.eraseOp(op);
   return success();
 }
@@ -432,7 +434,7 @@ struct AttnTileAndVectorizePass
     int64_t strip = columnTile ? columnTile : schedule->stripElements;
 
     // GEMMs first: their epilogues take the fills, bias broadcasts and
-    // ReLUs next to them out of the IR.
+    // activations next to them out of the IR.
     SmallVector<linalg::LinalgOp> gemms;
     func.walk([&](linalg::LinalgOp op) {
       if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op))

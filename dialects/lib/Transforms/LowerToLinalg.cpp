@@ -286,6 +286,51 @@ struct LowerRelu : OpRewritePattern<ReluOp> {
   }
 };
 
+/// attn.gelu (semantics in AttnOps.td). The erf form is torch's formula as
+/// torch's CPU kernel writes it, x * 0.5 * (1 + erf(x * M_SQRT1_2)). The tanh
+/// form uses 0.5 * (1 + tanh(u)) = 1 / (1 + exp(-2u)), i.e.
+/// x / (1 + exp(-2u)) with u = sqrt(2 / pi) * (x + 0.044715 * x^3): the same
+/// function, but the CPU's exp approximation is within about an ulp where
+/// its tanh approximation (near +-1, x around 4) is several, which doubled
+/// the distance to torch. Below x = -10 or so exp(-2u) overflows to +inf and
+/// x / inf is -0, as torch's formula gives once tanh(u) rounds to -1.
+struct LowerGelu : OpRewritePattern<GeluOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GeluOp op,
+                                PatternRewriter &rewriter) const override {
+    bool tanhForm = op.getApproximate();
+    rewriter.replaceOp(
+        op,
+        elementwiseSameShape(
+            rewriter, op.getLoc(), op.getType(), {op.getX()},
+            [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+              Value x = args[0];
+              auto mul = [&](Value lhs, Value rhs) -> Value {
+                return arith::MulFOp::create(b, loc, lhs, rhs);
+              };
+              auto add = [&](Value lhs, Value rhs) -> Value {
+                return arith::AddFOp::create(b, loc, lhs, rhs);
+              };
+              Value one = f32Constant(b, loc, 1.0f);
+              if (!tanhForm) {
+                Value scaled = mul(x, f32Constant(b, loc, float(M_SQRT1_2)));
+                Value erf = math::ErfOp::create(b, loc, scaled);
+                return mul(mul(x, f32Constant(b, loc, 0.5f)), add(one, erf));
+              }
+              // -2 sqrt(2 / pi): sqrt(2 / pi) as ATen's kGeluBeta
+              // computes it, times -2 (exact in f32).
+              float minusTwoBeta = -2.0f * float(M_SQRT2 * M_2_SQRTPI * 0.5);
+              Value cube = mul(mul(x, x), x);
+              Value minusTwoU =
+                  mul(f32Constant(b, loc, minusTwoBeta),
+                      add(x, mul(f32Constant(b, loc, 0.044715f), cube)));
+              Value exp = math::ExpOp::create(b, loc, minusTwoU);
+              return arith::DivFOp::create(b, loc, x, add(one, exp));
+            }));
+    return success();
+  }
+};
+
 /// [B, T, H*d] -> [B, T, H, d] -> [B, H, T, d] -> [B*H, T, d].
 struct LowerSplitHeads : OpRewritePattern<SplitHeadsOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -628,7 +673,7 @@ struct AttnLowerToLinalgPass
 
 void mlir::attn::populateLowerToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<LowerLinear, LowerMatmul, LowerScale, LowerAdd, LowerRelu,
-               LowerSplitHeads, LowerMergeHeads, LowerSoftmax,
+               LowerGelu, LowerSplitHeads, LowerMergeHeads, LowerSoftmax,
                LowerMaskedSoftmax, LowerPositionalEncoding, LowerLayerNorm,
                LowerEmbedding, LowerDropout>(patterns.getContext());
 }

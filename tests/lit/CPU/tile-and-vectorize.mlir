@@ -87,6 +87,117 @@ func.func @bias_and_relu(%a: memref<8x5xf32>, %b: memref<5x32xf32>, %bias: memre
 
 // -----
 
+// Any activation of C alone is an epilogue: here gelu as
+// attn-lower-to-linalg builds it, with its constants hoisted out of the body
+// by canonicalization. Each register block applies the body to its vectors
+// of C (constants as splats, math.erf on vectors) and stores the result
+// where the generic wrote.
+// CHECK-LABEL: func.func @bias_and_gelu
+// CHECK-SAME: (%[[A:.*]]: memref<8x5xf32>, %[[B:.*]]: memref<5x32xf32>, %[[BIAS:.*]]: memref<32xf32>, %[[OUT:.*]]: memref<8x32xf32>)
+// CHECK-DAG: %[[ONE:.*]] = arith.constant dense<1.000000e+00> : vector<32xf32>
+// CHECK-DAG: %[[HALF:.*]] = arith.constant dense<5.000000e-01> : vector<32xf32>
+// CHECK-DAG: %[[RSQRT2:.*]] = arith.constant dense<0.707106769> : vector<32xf32>
+// CHECK-NOT: linalg.broadcast
+// CHECK: %[[ACC:.*]]:8 = scf.for {{.*}} iter_args
+// CHECK: vector.fma
+// CHECK: scf.if
+// CHECK: %[[SCALED:.*]] = arith.mulf %[[ACC]]#0, %[[RSQRT2]] : vector<32xf32>
+// CHECK: %[[ERF:.*]] = math.erf %[[SCALED]] : vector<32xf32>
+// CHECK: %[[HALFX:.*]] = arith.mulf %[[ACC]]#0, %[[HALF]] : vector<32xf32>
+// CHECK: %[[SUM:.*]] = arith.addf %[[ERF]], %[[ONE]] : vector<32xf32>
+// CHECK: %[[GELU:.*]] = arith.mulf %[[HALFX]], %[[SUM]] : vector<32xf32>
+// CHECK: vector.store %[[GELU]], %[[OUT]]
+// CHECK-COUNT-7: math.erf
+// CHECK: } else {
+// CHECK: vector.store
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @bias_and_gelu(%a: memref<8x5xf32>, %b: memref<5x32xf32>, %bias: memref<32xf32>, %out: memref<8x32xf32>) {
+  %half = arith.constant 0.5 : f32
+  %rsqrt2 = arith.constant 0.707106769 : f32
+  %c = memref.alloc() : memref<8x32xf32>
+  linalg.broadcast ins(%bias : memref<32xf32>) outs(%c : memref<8x32xf32>) dimensions = [0]
+  linalg.matmul ins(%a, %b : memref<8x5xf32>, memref<5x32xf32>) outs(%c : memref<8x32xf32>)
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%c : memref<8x32xf32>) outs(%out : memref<8x32xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %s = arith.mulf %in, %rsqrt2 : f32
+    %e = math.erf %s : f32
+    %h = arith.mulf %in, %half : f32
+    %one = arith.constant 1.0 : f32
+    %p = arith.addf %e, %one : f32
+    %g = arith.mulf %h, %p : f32
+    linalg.yield %g : f32
+  }
+  memref.dealloc %c : memref<8x32xf32>
+  return
+}
+
+// -----
+
+// Not activations of C alone, so they stay separate passes after the
+// register blocks: a generic that also reads another buffer, one whose body
+// depends on the element's index, one that reads its output's old value.
+// CHECK-LABEL: func.func @not_epilogues
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: vector.fma
+// CHECK-NOT: arith.addf
+// CHECK: arith.addf {{.*}} : vector<32xf32>
+// CHECK-LABEL: func.func @index_body
+// CHECK: vector.fma
+// CHECK: vector.step : vector<32xindex>
+// CHECK-LABEL: func.func @reads_output
+// CHECK: vector.fma
+// CHECK-NOT: arith.subf
+// CHECK: arith.subf {{.*}} : vector<32xf32>
+func.func @not_epilogues(%a: memref<8x5xf32>, %b: memref<5x32xf32>, %y: memref<8x32xf32>, %out: memref<8x32xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<8x32xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x32xf32>)
+  linalg.matmul ins(%a, %b : memref<8x5xf32>, memref<5x32xf32>) outs(%c : memref<8x32xf32>)
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%c, %y : memref<8x32xf32>, memref<8x32xf32>) outs(%out : memref<8x32xf32>) {
+  ^bb0(%in: f32, %other: f32, %o: f32):
+    %r = arith.addf %in, %other : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %c : memref<8x32xf32>
+  return
+}
+func.func @index_body(%a: memref<8x5xf32>, %b: memref<5x32xf32>, %out: memref<8x32xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<8x32xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x32xf32>)
+  linalg.matmul ins(%a, %b : memref<8x5xf32>, memref<5x32xf32>) outs(%c : memref<8x32xf32>)
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%c : memref<8x32xf32>) outs(%out : memref<8x32xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %j = linalg.index 1 : index
+    %ji = arith.index_cast %j : index to i32
+    %jf = arith.sitofp %ji : i32 to f32
+    %r = arith.addf %in, %jf : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %c : memref<8x32xf32>
+  return
+}
+func.func @reads_output(%a: memref<8x5xf32>, %b: memref<5x32xf32>, %out: memref<8x32xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<8x32xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x32xf32>)
+  linalg.matmul ins(%a, %b : memref<8x5xf32>, memref<5x32xf32>) outs(%c : memref<8x32xf32>)
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%c : memref<8x32xf32>) outs(%out : memref<8x32xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %r = arith.subf %o, %in : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %c : memref<8x32xf32>
+  return
+}
+
+// -----
+
 // A zero fill becomes zero accumulators; C is read after the GEMM, so a
 // ReLU of it stays a separate pass.
 // CHECK-LABEL: func.func @zero_init_c_read_later

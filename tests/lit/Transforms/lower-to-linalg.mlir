@@ -82,6 +82,42 @@ func.func @elementwise(%x: tensor<2x3xf32>, %y: tensor<2x3xf32>) -> tensor<2x3xf
 
 // -----
 
+// gelu, torch's default: x * 0.5 * (1 + erf(x * (1 / sqrt(2)))).
+// CHECK-LABEL: func.func @gelu
+// CHECK-DAG: %[[KAPPA:.*]] = arith.constant 4.471500e-02 : f32
+// CHECK-DAG: %[[M2BETA:.*]] = arith.constant -1.59576917 : f32
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-DAG: %[[RSQRT2:.*]] = arith.constant 0.707106769 : f32
+// CHECK-DAG: %[[HALF:.*]] = arith.constant 5.000000e-01 : f32
+// CHECK: linalg.generic
+// CHECK-NEXT: ^bb0(%[[IN:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[S:.*]] = arith.mulf %[[IN]], %[[RSQRT2]] : f32
+// CHECK-NEXT: %[[E:.*]] = math.erf %[[S]] : f32
+// CHECK-NEXT: %[[H:.*]] = arith.mulf %[[IN]], %[[HALF]] : f32
+// CHECK-NEXT: %[[P:.*]] = arith.addf %[[E]], %[[ONE]] : f32
+// CHECK-NEXT: %[[G:.*]] = arith.mulf %[[H]], %[[P]] : f32
+// CHECK-NEXT: linalg.yield %[[G]] : f32
+// approximate ('tanh'): 0.5 (1 + tanh(u)) is 1 / (1 + exp(-2u)), with
+// u = sqrt(2 / pi) (x + 0.044715 x^3)
+// CHECK: linalg.generic
+// CHECK-NEXT: ^bb0(%[[IN:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[X2:.*]] = arith.mulf %[[IN]], %[[IN]] : f32
+// CHECK-NEXT: %[[X3:.*]] = arith.mulf %[[X2]], %[[IN]] : f32
+// CHECK-NEXT: %[[KX3:.*]] = arith.mulf %[[X3]], %[[KAPPA]] : f32
+// CHECK-NEXT: %[[SUM:.*]] = arith.addf %[[IN]], %[[KX3]] : f32
+// CHECK-NEXT: %[[M2U:.*]] = arith.mulf %[[SUM]], %[[M2BETA]] : f32
+// CHECK-NEXT: %[[EXP:.*]] = math.exp %[[M2U]] : f32
+// CHECK-NEXT: %[[DEN:.*]] = arith.addf %[[EXP]], %[[ONE]] : f32
+// CHECK-NEXT: %[[T:.*]] = arith.divf %[[IN]], %[[DEN]] : f32
+// CHECK-NEXT: linalg.yield %[[T]] : f32
+func.func @gelu(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>) {
+  %0 = attn.gelu %x : tensor<2x3xf32>
+  %1 = attn.gelu %x approximate : tensor<2x3xf32>
+  return %0, %1 : tensor<2x3xf32>, tensor<2x3xf32>
+}
+
+// -----
+
 // D2L transpose_qkv: [B, T, H*d] -> [B, T, H, d] -> [B, H, T, d] -> [B*H, T, d].
 // CHECK-LABEL: func.func @split_heads
 func.func @split_heads(%x: tensor<2x4x6xf32>) -> tensor<6x4x2xf32> {

@@ -76,12 +76,14 @@ def AttnTileAndVectorize
 
     Epilogues: a `linalg.fill` of zeros or a `linalg.broadcast` of a bias
     over rows that writes a plain matmul's accumulator right before it, and
-    a ReLU `linalg.generic` (`max(x, +0.0)`) that reads the accumulator
-    right after it into another buffer, are folded into the register
-    blocks: the first k slice starts from zeros or the bias instead of
-    loading C, and the last stores `max(acc, 0)` into the ReLU's output.
-    Each saves a pass over C. The ReLU is folded only when nothing else
-    reads C.
+    an activation that reads the accumulator right after it into another
+    buffer (an elementwise `linalg.generic` of C alone with identity maps
+    whose body is scalar arith/math: ReLU's `max(x, +0.0)`, GELU's erf or
+    exp formula, ...), are folded into the register blocks: the first k
+    slice starts from zeros or the bias instead of loading C, and the last
+    applies the activation's body to the accumulator vectors and stores the
+    result into the activation's output. Each saves a pass over C. The
+    activation is folded only when nothing else reads C.
 
     All-parallel ops (elementwise `linalg.generic`, `linalg.fill`,
     `linalg.broadcast`, and `linalg.transpose` when it keeps the innermost
@@ -141,12 +143,15 @@ def AttnTileAndVectorize
 }
 
 def AttnApproximateMath : Pass<"attn-approximate-math"> {
-  let summary = "Replace math.exp by its polynomial approximation";
+  let summary = "Replace math.exp, math.erf and math.tanh by polynomial "
+                "approximations";
   let description = [{
-    Rewrites `math.exp` on f32 scalars and vectors into upstream's polynomial
-    approximation (range reduction, a polynomial, exponent bit
-    manipulation; ~1 ulp). Without it, LLVM turns every lane of a vector
-    `exp` into a call to libm's `expf`: slow, and the kernel object would need
+    Rewrites `math.exp` (softmax), `math.erf` and `math.tanh` (gelu) on f32
+    scalars and vectors into upstream's polynomial approximations (`exp`:
+    range reduction, a polynomial, exponent bit manipulation, ~1 ulp;
+    `erf`, `tanh`: rational polynomials on clamped ranges, ~3e-7 absolute).
+    Without it, LLVM turns every lane of a vector `exp` into a call to
+    libm's `expf` (`erff`, `tanhf`): slow, and the kernel object would need
     `-lm` to link.
 
     Before: `%y = math.exp %x : vector<16xf32>`
