@@ -174,6 +174,23 @@ class PositionWiseFFN(nn.Module):
         return self.dense2(self.relu(self.dense1(X)))
 
 
+class PositionWiseFFNGELU(nn.Module):
+    """D2L's PositionWiseFFN with GELU in place of the ReLU: BERT's
+    intermediate and output dense layers (BertIntermediate, BertOutput
+    without its dropout and LayerNorm) with approximate='none', GPT-2's MLP
+    (c_fc, gelu_new, c_proj) with approximate='tanh'."""
+
+    def __init__(self, num_inputs, ffn_num_hiddens, ffn_num_outputs,
+                 approximate="none"):
+        super().__init__()
+        self.dense1 = nn.Linear(num_inputs, ffn_num_hiddens)
+        self.gelu = nn.GELU(approximate=approximate)
+        self.dense2 = nn.Linear(ffn_num_hiddens, ffn_num_outputs)
+
+    def forward(self, X):
+        return self.dense2(self.gelu(self.dense1(X)))
+
+
 class AddNorm(nn.Module):
     """The residual connection followed by layer normalization."""
 
@@ -568,6 +585,66 @@ def case_bert_base_layer():
               formula=formula)
 
 
+def case_ffn_gelu(name, seed, B, T, D, F, approximate, header):
+    """linear -> gelu -> linear (PositionWiseFFNGELU). X is uniform in
+    [-3, 3) so that the hidden layer reaches GELU's curved part."""
+    rng = np.random.default_rng(seed)
+    X = uniform(rng, (B, T, D), -3.0, 3.0)
+    w = {"W1": linear_weight(rng, F, D),
+         "b1": uniform(rng, (F,), -1 / math.sqrt(D), 1 / math.sqrt(D)),
+         "W2": linear_weight(rng, D, F),
+         "b2": uniform(rng, (D,), -1 / math.sqrt(F), 1 / math.sqrt(F))}
+    ffn = PositionWiseFFNGELU(D, F, D, approximate)
+    set_param(ffn.dense1.weight, w["W1"])
+    set_param(ffn.dense1.bias, w["b1"])
+    set_param(ffn.dense2.weight, w["W2"])
+    set_param(ffn.dense2.bias, w["b2"])
+    Y = run(ffn.eval(), torch.from_numpy(X))
+    flag = ", approximate=true" if approximate == "tanh" else ""
+    spec = f"""{header}block {name} {{
+  dim B = {B}, T = {T}, D = {D}, F = {F}
+  input  X: f32[B, T, D]
+  param  W1: f32[F, D]
+  param  b1: f32[F]
+  param  W2: f32[D, F]
+  param  b2: f32[D]
+
+  Y = linear(gelu(linear(X, W1, b1){flag}), W2, b2)
+  output Y
+}}
+"""
+    save_case(name, spec, {"X": X, **w}, {"Y": Y})
+
+
+def case_gelu_values():
+    """torch.nn.functional.gelu, both forms, on [-10, 10] in steps of
+    0.0025, then 0, -0, tiny and large magnitudes. Checked to 1e-6 (its
+    tolerance.txt), not SPEC's 1e-4: the point is the accuracy of the erf
+    and exp approximations."""
+    name = "gelu_values"
+    sweep = np.arange(-4000, 4001, dtype=np.float64) * 0.0025
+    special = np.array([0.0, -0.0, 1e-3, -1e-3, 1e-6, -1e-6, 1e-30, -1e-30,
+                        20.0, -20.0, 100.0, -100.0, 1e4, -1e4])
+    X = np.concatenate([sweep, special]).astype(np.float32)
+    x = torch.from_numpy(X)
+    with torch.no_grad():
+        Y = nn.functional.gelu(x).numpy().astype(np.float32)
+        Z = nn.functional.gelu(x, approximate="tanh").numpy().astype(np.float32)
+    spec = f"""# torch.nn.functional.gelu(X) and gelu(X, approximate='tanh') on [-10, 10]
+# (step 0.0025), 0, -0, tiny and large magnitudes; checked to 1e-6.
+block {name} {{
+  input  X: f32[{X.size}]
+
+  Y = gelu(X)
+  Z = gelu(X, approximate=true)
+  output Y, Z
+}}
+"""
+    save_case(name, spec, {"X": X}, {"Y": Y, "Z": Z})
+    with open(os.path.join(OUT, name, "tolerance.txt"), "w") as f:
+        f.write("1e-6\n")
+
+
 def main(selected):
     """Writes every case, or only those named in `selected`."""
     known = set()
@@ -625,6 +702,16 @@ def main(selected):
         "# uniform.\n",
         causal=True, weights=True)
     fixed("attention_weights_book", case_attention_weights)
+    # gelu (SPEC section 2, v2).
+    case(
+        "ffn_gelu", case_ffn_gelu, 14, 2, 7, 24, 96, "none",
+        "# A BERT-style FFN: linear -> gelu (torch's default, erf) -> linear,\n"
+        "# D = 24, F = 4 D, B = 2, T = 7.\n")
+    case(
+        "ffn_gelu_tanh", case_ffn_gelu, 15, 1, 13, 32, 128, "tanh",
+        "# A GPT-2-style MLP: linear -> gelu(approximate='tanh') -> linear,\n"
+        "# D = 32, F = 4 D, B = 1, T = 13.\n")
+    fixed("gelu_values", case_gelu_values)
     unknown = set(selected) - known
     if unknown:
         sys.exit("unknown case(s): " + ", ".join(sorted(unknown)))

@@ -139,6 +139,19 @@ attnc::test::loadGoldenCase(const std::string &name) {
           std::string(file) + ": shape does not match " + a.typeString());
     c.values.push_back(array->data);
   }
+
+  // A case about the accuracy of one op states a tighter bound.
+  llvm::SmallString<256> tolerance(dir);
+  llvm::sys::path::append(tolerance, "tolerance.txt");
+  if (llvm::sys::fs::exists(tolerance)) {
+    auto buffer = llvm::MemoryBuffer::getFile(tolerance);
+    double value = 0;
+    if (!buffer || (*buffer)->getBuffer().trim().getAsDouble(value) ||
+        !(value > 0))
+      return llvm::createStringError(std::string(tolerance) +
+                                     ": expected one positive number");
+    c.tolerance = std::min(c.tolerance, value);
+  }
   return c;
 }
 

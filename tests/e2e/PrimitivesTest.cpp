@@ -19,7 +19,9 @@
 // (AVX-512, AVX2, the SSE2 baseline: each has its own schedule), and a subset
 // also at -O0 (scalar loops).
 //
-// Tolerance: max |kernel - reference| <= 1e-4 * max(1, max |reference|). The
+// Tolerance: max |kernel - reference| <= 1e-4 * max(1, max |reference|)
+// (gelu's sweep over [-10, 10]: 1e-6 absolute, against erf and tanh in
+// double). The
 // kernel sums in f32 and the reference in double, so for long sums (linear
 // and matmul with K up to 100, outputs of magnitude ~10) the bound is relative
 // to the output's magnitude; for outputs within [-1, 1] (softmax, attention
@@ -271,6 +273,10 @@ struct CaseSpec {
   /// Attention lowerings (attn-decompose attention=...) to run at -O3 besides
   /// the default (auto: fused when Tq * Tk is large).
   std::vector<std::string> attentionLowerings;
+  /// When non-zero, the bound on max |kernel - reference| instead of
+  /// kTolerance * max(1, max |reference|): for ops whose accuracy is the
+  /// point of the case (gelu's erf and exp approximations).
+  double absoluteTolerance = 0;
 };
 
 struct Param {
@@ -384,7 +390,9 @@ void runCase(const CaseSpec &spec, int optLevel, const std::string &attention,
     const std::string &name = c.outputs[i].name;
     EXPECT_EQ(nans, 0u) << "output '" << name << "': " << nans << " of "
                         << expected.numElements() << " elements are NaN";
-    EXPECT_LE(worst, kTolerance * magnitude)
+    double bound = spec.absoluteTolerance ? spec.absoluteTolerance
+                                          : kTolerance * magnitude;
+    EXPECT_LE(worst, bound)
         << "output '" << name << "': max |kernel - reference| = " << worst
         << " at flat index " << worstAt << " (kernel " << results[i][worstAt]
         << ", reference " << expected.data[worstAt] << "), reference magnitude "
@@ -530,6 +538,16 @@ void elementwiseCases(Cases &cases) {
           c.output("Y", ref::relu(x));
         },
         o0);
+    // Inputs over [-6, 6): the curved part and where gelu is x or 0.
+    for (bool tanhForm : {false, true})
+      cases.add(
+          std::string("gelu_") + (tanhForm ? "tanh_" : "") + shapeName(s),
+          [=](Case &c) {
+            Tensor x = c.input("X", s, -6.0f, 6.0f);
+            c.let(tanhForm ? "Y = gelu(X, approximate=true)" : "Y = gelu(X)");
+            c.output("Y", ref::gelu(x, tanhForm));
+          },
+          o0);
     cases.add(
         "dropout_" + shapeName(s),
         [=](Case &c) {
@@ -539,6 +557,74 @@ void elementwiseCases(Cases &cases) {
           c.output("Y", ref::dropout(x, p));
         },
         i == 3);
+  }
+}
+
+/// gelu's accuracy: both forms on a sweep of [-10, 10] (step 0.001, in
+/// an odd-sized tensor, so vector strips and their leftovers both run),
+/// with 0, -0, tiny and large magnitudes, within 1e-6 of the formulas in
+/// double; and BERT/GPT-2 style FFNs, linear -> gelu -> linear, whose first
+/// GEMM applies gelu in its register blocks.
+void geluCases(Cases &cases) {
+  cases.add(
+      "gelu_sweep",
+      [](Case &c) {
+        std::vector<float> values;
+        for (int i = -10000; i <= 10000; ++i)
+          values.push_back(float(i) * 0.001f);
+        for (float v :
+             {0.0f, -0.0f, 1e-3f, -1e-3f, 1e-20f, -1e-20f, 1e-40f, -10.0f,
+              10.0f, 20.0f, -20.0f, 100.0f, -100.0f, 1e4f, -1e4f})
+          values.push_back(v);
+        Shape shape = {int64_t(values.size())};
+        Tensor x = c.given("X", Tensor(shape, values));
+        c.let("Y = gelu(X)");
+        c.let("Z = gelu(X, approximate=true)");
+        c.output("Y", ref::gelu(x));
+        c.output("Z", ref::gelu(x, /*tanhForm=*/true));
+      },
+      /*alsoO0=*/true);
+  cases.list.back().absoluteTolerance = 1e-6;
+
+  struct S {
+    Shape lead;
+    int64_t d, f, o;
+    bool outputBias;
+  };
+  std::vector<S> shapes = {{{1}, 1, 1, 1, true},
+                           {{3}, 7, 13, 5, false},
+                           {{2, 17}, 24, 96, 24, true},
+                           {{33}, 17, 64, 96, true},
+                           {{2, 3}, 64, 33, 32, false},
+                           {{cases.small(), cases.size()},
+                            cases.size(),
+                            cases.size(),
+                            cases.size(),
+                            true}};
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    for (bool tanhForm : {false, true}) {
+      S s = shapes[i];
+      cases.add(
+          std::string("gelu_ffn_") + (tanhForm ? "tanh_" : "") +
+              shapeName(concat(s.lead, {s.d})) + "_f" + std::to_string(s.f) +
+              "_o" + std::to_string(s.o),
+          [=](Case &c) {
+            // Hidden values of a few units: gelu's curved part.
+            Tensor x = c.input("X", concat(s.lead, {s.d}), -3.0f, 3.0f);
+            Tensor w1 = c.weight("W1", {s.f, s.d}, s.d);
+            Tensor b1 = c.param("b1", {s.f});
+            Tensor w2 = c.weight("W2", {s.o, s.f}, s.f);
+            Tensor b2 = s.outputBias ? c.param("b2", {s.o}) : Tensor();
+            std::string hidden =
+                tanhForm ? "gelu(linear(X, W1, b1), approximate=true)"
+                         : "gelu(linear(X, W1, b1))";
+            c.let("Y = linear(" + hidden +
+                  (s.outputBias ? ", W2, b2)" : ", W2)"));
+            c.output("Y", ref::geluFfn(x, w1, b1, w2,
+                                       s.outputBias ? &b2 : nullptr, tanhForm));
+          },
+          i == 1 || i == 3);
+    }
   }
 }
 
@@ -1090,6 +1176,8 @@ const std::vector<CaseSpec> &allCases() {
     ffnCases(c);
     embeddingCases(c);
     compositeCases(c);
+    // Last, so that the shapes drawn for the cases above stay the same.
+    geluCases(c);
     return c.list;
   }();
   return cases;

@@ -139,6 +139,19 @@ Tensor relu(const Tensor &x) {
   return y;
 }
 
+Tensor gelu(const Tensor &x, bool tanhForm) {
+  Tensor y = x;
+  const double pi = 3.14159265358979323846;
+  for (float &v : y.data) {
+    double d = v;
+    double inner =
+        tanhForm ? std::tanh(std::sqrt(2.0 / pi) * (d + 0.044715 * d * d * d))
+                 : std::erf(d / std::sqrt(2.0));
+    v = float(0.5 * d * (1.0 + inner));
+  }
+  return y;
+}
+
 Tensor splitHeads(const Tensor &x, int64_t heads) {
   checkRank(x, 3, "split_heads: x");
   int64_t b = x.dim(0), t = x.dim(1), hd = x.dim(2);
@@ -397,6 +410,11 @@ Tensor addNorm(const Tensor &x, const Tensor &y, const Tensor &gamma,
 Tensor ffn(const Tensor &x, const Tensor &w1, const Tensor &b1,
            const Tensor &w2, const Tensor &b2) {
   return linear(relu(linear(x, w1, &b1)), w2, &b2);
+}
+
+Tensor geluFfn(const Tensor &x, const Tensor &w1, const Tensor &b1,
+               const Tensor &w2, const Tensor *b2, bool tanhForm) {
+  return linear(gelu(linear(x, w1, &b1), tanhForm), w2, b2);
 }
 
 llvm::Expected<Tensor> embedding(const IntTensor &ids, const Tensor &table) {

@@ -61,6 +61,10 @@ Tensor matmul(const Tensor &a, const Tensor &b, bool transposeB = false);
 Tensor scale(const Tensor &x, float s);
 Tensor add(const Tensor &a, const Tensor &b);
 Tensor relu(const Tensor &x);
+/// torch.nn.functional.gelu in double, rounded to f32:
+/// x / 2 * (1 + erf(x / sqrt(2))); with \p tanhForm, approximate='tanh':
+/// x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))).
+Tensor gelu(const Tensor &x, bool tanhForm = false);
 /// [B, T, H*d] -> [B*H, T, d] (D2L transpose_qkv).
 Tensor splitHeads(const Tensor &x, int64_t heads);
 /// [B*H, T, d] -> [B, T, H*d] (D2L transpose_output).
@@ -111,6 +115,11 @@ Tensor addNorm(const Tensor &x, const Tensor &y, const Tensor &gamma,
 /// D2L PositionWiseFFN: linear(relu(linear(x, w1, b1)), w2, b2).
 Tensor ffn(const Tensor &x, const Tensor &w1, const Tensor &b1,
            const Tensor &w2, const Tensor &b2);
+/// ffn with gelu in place of relu (BERT's intermediate and output layers;
+/// with \p tanhForm GPT-2's MLP): linear(gelu(linear(x, w1, b1)), w2, b2).
+/// \p b2 may be null.
+Tensor geluFfn(const Tensor &x, const Tensor &w1, const Tensor &b1,
+               const Tensor &w2, const Tensor *b2, bool tanhForm = false);
 /// Row lookup table[ids]; an id outside [0, V) is an error naming the id
 /// and its index.
 llvm::Expected<Tensor> embedding(const IntTensor &ids, const Tensor &table);

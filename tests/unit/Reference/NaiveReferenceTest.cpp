@@ -96,6 +96,13 @@ TEST(NaiveReference, LinearMatmulElementwise) {
   expectNear(scale(a, 0.5f).data, {0.5f, 1, 1.5f, 2});
   expectNear(add(a, m).data, {6, 8, 10, 12});
   expectNear(relu(Tensor({3}, {-1, 0, 2})).data, {0, 0, 2});
+  // gelu(1) = Phi(1) = 0.8413447, gelu(-1) = -(1 - Phi(1)); the tanh form
+  // is 0.5 (1 + tanh(0.7978846 * 1.044715)) = 0.8411920 at 1. Far out,
+  // gelu(x) is x or 0.
+  Tensor g({6}, {-1, 0, 1, 3, 10, -10});
+  expectNear(gelu(g).data, {-0.1586553f, 0, 0.8413447f, 2.9959503f, 10, 0});
+  expectNear(gelu(g, /*tanhForm=*/true).data,
+             {-0.1588080f, 0, 0.8411920f, 2.9963626f, 10, 0});
   expectNear(dropout(a, 0.5).data, a.data);
 }
 
@@ -382,6 +389,27 @@ TEST(NaiveReferenceGolden, AttentionWeightsBook) {
   IntTensor vl = g.i32("valid_lens");
   EXPECT_LE(maxAbsDiff(attention(q, k, v, &vl), g.f32("expected_Y")), kTol);
   EXPECT_LE(maxAbsDiff(attentionWeights(q, k, &vl), g.f32("expected_A")), kTol);
+}
+
+/// torch's f32 gelu against the formulas in double: within 1e-6 (the
+/// case's tolerance.txt) on [-10, 10] and beyond.
+TEST(NaiveReferenceGolden, GeluValues) {
+  Golden g("gelu_values");
+  Tensor x = g.f32("X");
+  EXPECT_LE(maxAbsDiff(gelu(x), g.f32("expected_Y")), 1e-6);
+  EXPECT_LE(maxAbsDiff(gelu(x, /*tanhForm=*/true), g.f32("expected_Z")), 1e-6);
+  // The two forms differ by more than that: each golden pins its own.
+  EXPECT_GT(maxAbsDiff(gelu(x), g.f32("expected_Z")), 1e-4);
+}
+
+TEST(NaiveReferenceGolden, FfnGelu) {
+  for (bool tanhForm : {false, true}) {
+    Golden g(tanhForm ? "ffn_gelu_tanh" : "ffn_gelu");
+    Tensor b2 = g.f32("b2");
+    Tensor y = geluFfn(g.f32("X"), g.f32("W1"), g.f32("b1"), g.f32("W2"), &b2,
+                       tanhForm);
+    EXPECT_LE(maxAbsDiff(y, g.f32("expected_Y")), kTol) << g.name;
+  }
 }
 
 TEST(NaiveReferenceGolden, PositionalEncoding1000) {
