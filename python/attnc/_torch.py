@@ -332,7 +332,9 @@ def _layer_norm_params(spec, prefix, ln):
                                                            beta)
 
 
-def _ffn(spec, prefix, x, dense1, dense2):
+def _ffn(spec, prefix, x, dense1, dense2, activation="relu"):
+    """The position-wise FFN: the fused `ffn` op for relu, linear ->
+    gelu -> linear for "gelu" and "gelu_tanh" (torch's approximate='tanh')."""
     biases = [d.bias if d.bias is not None else torch.zeros(d.weight.shape[0])
               for d in (dense1, dense2)]
     w1 = spec.param(f"{prefix}w1", dense1.weight)
@@ -340,7 +342,13 @@ def _ffn(spec, prefix, x, dense1, dense2):
     w2 = spec.param(f"{prefix}w2", dense2.weight)
     b2 = spec.param(f"{prefix}b2", biases[1])
     out = f"{prefix}out"
-    spec.let(out, f"ffn({x}, {w1}, {b1}, {w2}, {b2})")
+    if activation == "relu":
+        spec.let(out, f"ffn({x}, {w1}, {b1}, {w2}, {b2})")
+        return out
+    approximate = ", approximate=true" if activation == "gelu_tanh" else ""
+    spec.let(f"{prefix}hidden", f"linear({x}, {w1}, {b1})")
+    spec.let(f"{prefix}act", f"gelu({prefix}hidden{approximate})")
+    spec.let(out, f"linear({prefix}act, {w2}, {b2})")
     return out
 
 
@@ -515,9 +523,20 @@ def _from_nn_mha(m, inputs, return_weights, options):
     return TorchBlock(spec, kernel, call)
 
 
-def _activation_is_relu(layer):
+def _activation(layer):
+    """"relu", "gelu" or "gelu_tanh" for a TransformerEncoderLayer's
+    activation; NotImplementedError for any other."""
     act = layer.activation
-    return act is nn.functional.relu or isinstance(act, nn.ReLU)
+    if act is nn.functional.relu or isinstance(act, nn.ReLU):
+        return "relu"
+    if act is nn.functional.gelu:
+        return "gelu"
+    if isinstance(act, nn.GELU):
+        return "gelu_tanh" if act.approximate == "tanh" else "gelu"
+    raise NotImplementedError(
+        f"attnc.from_torch: TransformerEncoderLayer.activation is "
+        f"{getattr(act, '__name__', act)!r}; attnc expresses relu and gelu "
+        "(nn.ReLU, nn.GELU, F.relu, F.gelu)")
 
 
 def _from_nn_encoder_layer(m, inputs, return_weights, options):
@@ -525,11 +544,7 @@ def _from_nn_encoder_layer(m, inputs, return_weights, options):
         raise ValueError(
             "attnc.from_torch: nn.TransformerEncoderLayer takes (src[, "
             f"src_key_padding_mask]) as example inputs, got {len(inputs)}")
-    if not _activation_is_relu(m):
-        raise NotImplementedError(
-            f"attnc.from_torch: TransformerEncoderLayer.activation is "
-            f"{getattr(m.activation, '__name__', m.activation)!r}; attnc's "
-            "ffn is relu (gelu is not an attnc op yet)")
+    activation = _activation(m)
     sa = m.self_attn
     batch_first = sa.batch_first
     src = _batch_major(inputs[0], batch_first)
@@ -552,7 +567,8 @@ def _from_nn_encoder_layer(m, inputs, return_weights, options):
             g, bt = _layer_norm_params(spec, "norm2_", m.norm2)
             spec.let("norm2_out",
                      f"layer_norm(residual1, {g}, {bt}, eps={m.norm2.eps!r})")
-            f = _ffn(spec, "ffn_", "norm2_out", m.linear1, m.linear2)
+            f = _ffn(spec, "ffn_", "norm2_out", m.linear1, m.linear2,
+                     activation)
             spec.let("Y", f"add(residual1, {f})")
         else:
             a = _mha(spec, "self_attn_", x, x, x, heads, w, b, lens, causal,
@@ -560,7 +576,8 @@ def _from_nn_encoder_layer(m, inputs, return_weights, options):
             g, bt = _layer_norm_params(spec, "norm1_", m.norm1)
             spec.let("norm1_out",
                      f"add_norm({x}, {a}, {g}, {bt}, eps={m.norm1.eps!r})")
-            f = _ffn(spec, "ffn_", "norm1_out", m.linear1, m.linear2)
+            f = _ffn(spec, "ffn_", "norm1_out", m.linear1, m.linear2,
+                     activation)
             g, bt = _layer_norm_params(spec, "norm2_", m.norm2)
             spec.let("Y",
                      f"add_norm(norm1_out, {f}, {g}, {bt}, "

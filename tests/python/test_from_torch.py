@@ -99,9 +99,13 @@ def test_nn_multihead_attention_cross():
 
 @pytest.mark.parametrize("norm_first", [False, True])
 @pytest.mark.parametrize("batch_first", [True, False])
-def test_nn_transformer_encoder_layer(norm_first, batch_first):
+@pytest.mark.parametrize("activation", ["relu", "gelu", "gelu_tanh"])
+def test_nn_transformer_encoder_layer(norm_first, batch_first, activation):
+    act = nn.GELU(approximate="tanh") if activation == "gelu_tanh" else \
+        activation
     m = nn.TransformerEncoderLayer(16, 4, 32, batch_first=batch_first,
-                                   norm_first=norm_first).eval()
+                                   norm_first=norm_first,
+                                   activation=act).eval()
     x = torch.randn(2, 5, 16) if batch_first else torch.randn(5, 2, 16)
     f = attnc.from_torch(m, (x,))
     close(f(x), m(x))
@@ -119,9 +123,9 @@ def test_errors_name_the_attribute():
     with pytest.raises(ValueError, match=r"MultiHeadAttention\.attention is "
                        "in training mode"):
         attnc.from_torch(m, (X, X, X, None))
-    layer = nn.TransformerEncoderLayer(16, 4, 32, activation="gelu",
+    layer = nn.TransformerEncoderLayer(16, 4, 32, activation=torch.tanh,
                                        batch_first=True).eval()
-    with pytest.raises(NotImplementedError, match="activation is 'gelu'"):
+    with pytest.raises(NotImplementedError, match="activation is 'tanh'"):
         attnc.from_torch(layer, (torch.randn(2, 5, 16),))
     kv = nn.MultiheadAttention(16, 4, add_bias_kv=True).eval()
     with pytest.raises(NotImplementedError, match="bias_k"):
