@@ -56,7 +56,8 @@ def main():
     p.add_argument("--binary", default=os.path.join(
         ROOT, "build", "bin", "attnc-call-overhead"))
     p.add_argument("--calls", type=int, default=2000)
-    p.add_argument("--batches", type=int, default=15)
+    p.add_argument("--batches", type=int, default=7)
+    p.add_argument("--rounds", type=int, default=5)
     args = p.parse_args()
 
     k = attnc.compile(args.spec)
@@ -73,19 +74,22 @@ def main():
 
     import torch
     tensors = {n: torch.from_numpy(a) for n, a in arrays.items()}
-    c_first = c_per_call(args.binary, args.spec, args.calls, args.batches)
-    numpy_us = python_per_call(k, arrays, args.calls, args.batches)
-    torch_us = python_per_call(k, tensors, args.calls, args.batches)
-    c_last = c_per_call(args.binary, args.spec, args.calls, args.batches)
-    c_us = min(c_first, c_last)
-    print(f"CPU: {cpu_features()}, threads: {attnc.get_num_threads()}")
-    print(f"{'path':28} {'us/call':>9} {'over C':>8}")
-    print(f"{'C API attnc_kernel_run':28} {c_us:9.2f} {'':>8}  "
-          f"(first {c_first:.2f}, last {c_last:.2f})")
-    print(f"{'Python, NumPy arrays':28} {numpy_us:9.2f} "
-          f"{numpy_us - c_us:+8.2f}")
-    print(f"{'Python, torch tensors':28} {torch_us:9.2f} "
-          f"{torch_us - c_us:+8.2f}")
+    c, numpy_, torch_ = [], [], []
+    for _ in range(args.rounds):
+        c.append(c_per_call(args.binary, args.spec, args.calls, args.batches))
+        numpy_.append(python_per_call(k, arrays, args.calls, args.batches))
+        torch_.append(python_per_call(k, tensors, args.calls, args.batches))
+    median = statistics.median
+    print(f"CPU: {cpu_features()}, threads: {attnc.get_num_threads()}, "
+          f"{args.rounds} rounds of {args.batches} x {args.calls} calls")
+    print(f"{'path':28} {'us/call':>9} {'over C':>8}   (min-max over rounds)")
+    print(f"{'C API attnc_kernel_run':28} {median(c):9.2f} {'':>8}   "
+          f"({min(c):.2f}-{max(c):.2f})")
+    for label, times in (("Python, NumPy arrays", numpy_),
+                         ("Python, torch tensors", torch_)):
+        over = [t - ci for t, ci in zip(times, c)]
+        print(f"{label:28} {median(times):9.2f} {median(over):+8.2f}   "
+              f"({min(over):+.2f} to {max(over):+.2f})")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 #include "Arrays.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -346,7 +347,8 @@ ArgumentArray attnc::python::readArray(const KernelArgument &argument,
 
 nb::object attnc::python::wrapOutput(const KernelArgument &argument,
                                      AlignedBuffer storage, bool torch) {
-  std::vector<size_t> shape(argument.shape.begin(), argument.shape.end());
+  llvm::SmallVector<size_t, 8> shape(argument.shape.begin(),
+                                     argument.shape.end());
   nb::dlpack::dtype type = argument.type == ElementType::F32
                                ? nb::dtype<float>()
                                : nb::dtype<int32_t>();

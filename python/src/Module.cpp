@@ -14,6 +14,8 @@
 
 #include "attnc/Runtime/Runtime.h"
 
+#include "llvm/ADT/SmallVector.h"
+
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
@@ -60,7 +62,7 @@ struct PyKernel {
   const KernelSignature &signature() const { return kernel->signature(); }
 
   /// The argument `name` names (ValueError with the runtime's message).
-  const KernelArgument &argument(const std::string &name) const {
+  const KernelArgument &argument(llvm::StringRef name) const {
     llvm::Expected<unsigned> index = kernel->argumentIndex(name);
     if (!index)
       throw nb::value_error(llvm::toString(index.takeError()).c_str());
@@ -68,15 +70,19 @@ struct PyKernel {
   }
 
   /// Reads every array in `arrays` (keyword arguments), in their order.
-  std::vector<ArgumentArray> readArrays(const nb::kwargs &arrays,
-                                        bool cast) const {
-    std::vector<ArgumentArray> read;
-    read.reserve(arrays.size());
+  /// (Small vectors: a call allocates as little as it can.)
+  llvm::SmallVector<ArgumentArray, 8> readArrays(const nb::kwargs &arrays,
+                                                 bool cast) const {
+    llvm::SmallVector<ArgumentArray, 8> read;
     for (auto [key, value] : arrays) {
-      std::string name = nb::cast<std::string>(key);
+      Py_ssize_t size = 0;
+      const char *text = PyUnicode_AsUTF8AndSize(key.ptr(), &size);
+      if (!text)
+        throw nb::python_error();
+      llvm::StringRef name(text, size_t(size));
       const KernelArgument &a = argument(name);
       if (a.role == ArgumentRole::Output)
-        throw nb::value_error(("'" + name +
+        throw nb::value_error(("'" + name.str() +
                                "' is an output: the call returns it; pass "
                                "inputs and params")
                                   .c_str());
@@ -99,22 +105,22 @@ struct PyKernel {
     return cast;
   }
 
-  static HostBuffer hostBuffer(const ArgumentArray &array) {
+  /// The runtime's view of `array` (which gives up its shape).
+  static HostBuffer hostBuffer(ArgumentArray &array) {
     return HostBuffer{array.argument->name, array.data, array.argument->type,
-                      array.shape};
+                      std::move(array.shape)};
   }
 
   nb::object call(nb::kwargs arrays) {
     bool cast = takeCast(arrays);
-    std::vector<ArgumentArray> read = readArrays(arrays, cast);
+    llvm::SmallVector<ArgumentArray, 8> read = readArrays(arrays, cast);
     bool torch =
         llvm::any_of(read, [](const ArgumentArray &a) { return a.isTorch; });
-    std::vector<HostBuffer> buffers;
-    buffers.reserve(signature().arguments.size());
-    for (const ArgumentArray &array : read)
+    llvm::SmallVector<HostBuffer, 8> buffers;
+    for (ArgumentArray &array : read)
       buffers.push_back(hostBuffer(array));
-    std::vector<AlignedBuffer> outputs;
-    std::vector<const KernelArgument *> outputArguments;
+    llvm::SmallVector<AlignedBuffer, 2> outputs;
+    llvm::SmallVector<const KernelArgument *, 2> outputArguments;
     for (const KernelArgument &a : signature().arguments) {
       if (a.role != ArgumentRole::Output)
         continue;
@@ -141,9 +147,9 @@ struct PyKernel {
 
   void bind(nb::kwargs params) {
     bool cast = takeCast(params);
-    std::vector<ArgumentArray> read = readArrays(params, cast);
+    llvm::SmallVector<ArgumentArray, 8> read = readArrays(params, cast);
     nb::gil_scoped_release release;
-    for (const ArgumentArray &array : read) {
+    for (ArgumentArray &array : read) {
       if (llvm::Error error = kernel->bindParam(hostBuffer(array))) {
         nb::gil_scoped_acquire acquire;
         raise(std::move(error));

@@ -5,6 +5,7 @@
 #include "attnc/Codegen/Dispatch.h"
 #include "attnc/Runtime/Runtime.h"
 
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -177,7 +178,7 @@ llvm::Error Kernel::checkEmbeddingIds(llvm::ArrayRef<void *> pointers) const {
 
 llvm::Error Kernel::run(llvm::ArrayRef<HostBuffer> buffers) const {
   const auto &args = kernelSignature.arguments;
-  std::vector<void *> pointers(args.size(), nullptr);
+  llvm::SmallVector<void *, 16> pointers(args.size(), nullptr);
   bool paramGiven = false;
   for (const HostBuffer &buffer : buffers) {
     llvm::Expected<unsigned> index = argumentIndex(buffer.name);
