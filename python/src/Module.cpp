@@ -111,8 +111,53 @@ struct PyKernel {
                       std::move(array.shape)};
   }
 
+  /// Removes `out=` from keyword arguments: the arrays the outputs are
+  /// written into, one per output in `output` order (a tuple or list, or
+  /// one array for one output), or none.
+  llvm::SmallVector<ArgumentArray, 2> takeOut(nb::kwargs &arrays) const {
+    static PyObject *key = PyUnicode_InternFromString("out");
+    PyObject *value = PyDict_GetItemWithError(arrays.ptr(), key);
+    llvm::SmallVector<ArgumentArray, 2> out;
+    if (!value) {
+      if (PyErr_Occurred())
+        throw nb::python_error();
+      return out;
+    }
+    nb::object given = nb::borrow(value);
+    PyDict_DelItem(arrays.ptr(), key);
+    llvm::SmallVector<const KernelArgument *, 2> outputs;
+    for (const KernelArgument &a : signature().arguments)
+      if (a.role == ArgumentRole::Output)
+        outputs.push_back(&a);
+    llvm::SmallVector<nb::handle, 2> items;
+    if (nb::isinstance<nb::tuple>(given) || nb::isinstance<nb::list>(given))
+      for (nb::handle item : given)
+        items.push_back(item);
+    else
+      items.push_back(given);
+    if (items.size() != outputs.size())
+      throw nb::value_error(("out=: kernel '" + signature().name + "' has " +
+                             std::to_string(outputs.size()) +
+                             " output(s), got " + std::to_string(items.size()) +
+                             " array(s)")
+                                .c_str());
+    for (size_t i = 0; i < items.size(); ++i) {
+      ArgumentArray array = readArray(*outputs[i], items[i], false);
+      if (array.copied)
+        throw nb::value_error(
+            ("out=: output '" + outputs[i]->name + "' (" +
+             outputs[i]->typeString() +
+             ") must be a C-contiguous CPU array of its dtype, written in "
+             "place")
+                .c_str());
+      out.push_back(std::move(array));
+    }
+    return out;
+  }
+
   nb::object call(nb::kwargs arrays) {
     bool cast = takeCast(arrays);
+    llvm::SmallVector<ArgumentArray, 2> out = takeOut(arrays);
     llvm::SmallVector<ArgumentArray, 8> read = readArrays(arrays, cast);
     bool torch =
         llvm::any_of(read, [](const ArgumentArray &a) { return a.isTorch; });
@@ -121,8 +166,10 @@ struct PyKernel {
       buffers.push_back(hostBuffer(array));
     llvm::SmallVector<AlignedBuffer, 2> outputs;
     llvm::SmallVector<const KernelArgument *, 2> outputArguments;
+    for (ArgumentArray &array : out)
+      buffers.push_back(hostBuffer(array));
     for (const KernelArgument &a : signature().arguments) {
-      if (a.role != ArgumentRole::Output)
+      if (a.role != ArgumentRole::Output || !out.empty())
         continue;
       outputs.push_back(
           allocateAligned(size_t(a.numElements()) * elementSize(a.type)));
@@ -136,12 +183,17 @@ struct PyKernel {
       error = kernel->run(buffers);
     }
     check(std::move(error));
-    if (outputs.size() == 1)
-      return wrapOutput(*outputArguments[0], std::move(outputs[0]), torch);
+    size_t count = out.empty() ? outputs.size() : out.size();
+    auto result = [&](size_t i) {
+      return out.empty()
+                 ? wrapOutput(*outputArguments[i], std::move(outputs[i]), torch)
+                 : out[i].source;
+    };
+    if (count == 1)
+      return result(0);
     nb::list results;
-    for (size_t i = 0; i < outputs.size(); ++i)
-      results.append(
-          wrapOutput(*outputArguments[i], std::move(outputs[i]), torch));
+    for (size_t i = 0; i < count; ++i)
+      results.append(result(i));
     return nb::tuple(results);
   }
 

@@ -267,3 +267,38 @@ def test_the_gil_is_released_while_a_kernel_runs(rng):
     finally:
         sys.setswitchinterval(interval)
     assert during > 0
+
+
+def test_out_writes_in_place(mha, rng):
+    k, _ = mha
+    X = rng.standard_normal((2, 4, 100)).astype(np.float32)
+    vl = np.array([3, 2], np.int32)
+    expected = k(X=X, valid_lens=vl)
+    Y = np.full((2, 4, 100), np.nan, np.float32)
+    assert k(X=X, valid_lens=vl, out=Y) is Y
+    np.testing.assert_array_equal(Y, expected)
+    Yt = torch.empty(2, 4, 100)
+    assert k(X=torch.from_numpy(X), valid_lens=vl, out=(Yt,)) is Yt
+    np.testing.assert_array_equal(Yt.numpy(), expected)
+    with pytest.raises(ValueError, match="has 1 output"):
+        k(X=X, valid_lens=vl, out=(Y, Y))
+    with pytest.raises(ValueError, match=r"output 'Y' \(f32\[2, 4, 100\]\) "
+                       "must be a C-contiguous CPU array"):
+        k(X=X, valid_lens=vl, out=np.zeros((100, 4, 2), np.float32).T)
+    with pytest.raises(ValueError, match=r"output 'Y': expected "
+                       r"f32\[2, 4, 100\], got f32\[2, 4, 99\]"):
+        k(X=X, valid_lens=vl, out=np.zeros((2, 4, 99), np.float32))
+
+
+def test_out_for_several_outputs(rng):
+    k = attnc.compile(MHA_WEIGHTS)
+    k.bind(**random_params(k, rng))
+    Q = rng.standard_normal((2, 4, 100)).astype(np.float32)
+    KV = rng.standard_normal((2, 6, 100)).astype(np.float32)
+    vl = np.array([3, 0], np.int32)
+    Y, A = k(Q=Q, KV=KV, valid_lens=vl)
+    out = (np.empty_like(Y), np.empty_like(A))
+    result = k(Q=Q, KV=KV, valid_lens=vl, out=out)
+    assert result[0] is out[0] and result[1] is out[1]
+    np.testing.assert_array_equal(out[0], Y)
+    np.testing.assert_array_equal(out[1], A)
