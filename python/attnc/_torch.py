@@ -476,12 +476,10 @@ def _from_nn_mha(m, inputs, return_weights, options):
     query, key, value = (_batch_major(t, m.batch_first) for t in inputs[:3])
     same = inputs[0] is inputs[1] and inputs[1] is inputs[2]
     heads = m.num_heads
-    holder = {}
 
     def make(masked, causal, weights):
         spec, per_head = _nn_mha_spec(m, query.shape, key.shape, value.shape,
                                       same, masked, causal, weights)
-        holder.setdefault("spec", spec)
         return spec, per_head, _compile_spec(spec, options)
 
     variants = _Variants(make)
@@ -503,9 +501,8 @@ def _from_nn_mha(m, inputs, return_weights, options):
         q, k, v = (_batch_major(t, m.batch_first) for t in (query, key, value))
         B, Tk = k.shape[0], k.shape[1]
         lens = _padding_lens(key_padding_mask, B, Tk, "key_padding_mask")
-        spec_, per_head, kernel = variants.get(lens is not None,
-                                               bool(is_causal),
-                                               bool(need_weights))
+        _, per_head, kernel = variants.get(lens is not None, bool(is_causal),
+                                           bool(need_weights))
         args = {"X": q.contiguous()} if same else {
             "query": q.contiguous(), "key": k.contiguous(),
             "value": v.contiguous()}

@@ -16,12 +16,7 @@
 
 #include "llvm/ADT/SmallVector.h"
 
-#include <nanobind/stl/optional.h>
-#include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
-#include <nanobind/stl/vector.h>
-
-#include <optional>
 
 namespace nb = nanobind;
 using namespace attnc;
