@@ -163,13 +163,19 @@ private:
     llvm::report_fatal_error("attnc: MLIRGen reached a non-tensor expression");
   }
 
-  /// The op of one call; nested calls become values first.
+  /// The op of one call; nested calls become values first, in argument
+  /// order.
   mlir::Operation *generateCall(const CallExpr &call) {
+    const OpInfo &op = *call.op;
+    llvm::SmallVector<mlir::Value, 8> operands(op.params.size());
+    for (auto [operand, bound] : llvm::zip_equal(operands, call.bound))
+      if (bound.tensor)
+        operand = generateExpr(*bound.tensor);
+
     mlir::Location location = loc(call.callee.range.Start);
     mlir::OpBuilder &b = builder;
     auto operand = [&](llvm::StringRef name) {
-      const Expr *e = call.get(name).tensor;
-      return e ? generateExpr(*e) : mlir::Value();
+      return operands[*op.indexOf(name)];
     };
     auto i64 = [&](llvm::StringRef name) {
       return b.getI64IntegerAttr(call.get(name).intValue);
@@ -181,77 +187,21 @@ private:
       return call.get(name).boolValue ? b.getUnitAttr() : mlir::UnitAttr();
     };
 
-    switch (call.op->kind) {
-    case OpKind::Linear: {
-      mlir::Value x = operand("x"), w = operand("w"), bias = operand("b");
-      return attn::LinearOp::create(b, location, x, w, bias);
-    }
-    case OpKind::Matmul: {
-      mlir::Value lhs = operand("a"), rhs = operand("b");
-      return attn::MatmulOp::create(b, location, lhs, rhs, unit("transpose_b"));
-    }
-    case OpKind::Scale:
-      return attn::ScaleOp::create(b, location, operand("x"), f32("factor"));
-    case OpKind::Add: {
-      mlir::Value lhs = operand("a"), rhs = operand("b");
-      return attn::AddOp::create(b, location, lhs, rhs);
-    }
-    case OpKind::Relu:
-      return attn::ReluOp::create(b, location, operand("x"));
-    case OpKind::SplitHeads:
-      return attn::SplitHeadsOp::create(b, location, operand("x"),
-                                        i64("heads"));
-    case OpKind::MergeHeads:
-      return attn::MergeHeadsOp::create(b, location, operand("x"),
-                                        i64("heads"));
-    case OpKind::Softmax:
-      return attn::SoftmaxOp::create(b, location, operand("x"));
-    case OpKind::MaskedSoftmax: {
-      mlir::Value x = operand("x"), validLens = operand("valid_lens");
-      return attn::MaskedSoftmaxOp::create(b, location, x, validLens);
-    }
-    case OpKind::Attention: {
-      mlir::Value q = operand("q"), k = operand("k"), v = operand("v"),
-                  validLens = operand("valid_lens");
-      return attn::AttentionOp::create(b, location, q, k, v, validLens,
-                                       unit("causal"), unit("return_weights"));
-    }
-    case OpKind::MultiheadAttention: {
-      mlir::Value q = operand("q"), k = operand("k"), v = operand("v"),
-                  wQ = operand("w_q"), wK = operand("w_k"), wV = operand("w_v"),
-                  wO = operand("w_o"), validLens = operand("valid_lens");
-      return attn::MultiheadAttentionOp::create(
-          b, location, q, k, v, wQ, wK, wV, wO, validLens, i64("heads"),
-          unit("causal"), unit("return_weights"));
-    }
-    case OpKind::PositionalEncoding:
-      return attn::PositionalEncodingOp::create(b, location, operand("x"),
-                                                i64("max_len"));
-    case OpKind::LayerNorm: {
-      mlir::Value x = operand("x"), gamma = operand("gamma"),
-                  beta = operand("beta");
-      return attn::LayerNormOp::create(b, location, x, gamma, beta, f32("eps"));
-    }
-    case OpKind::AddNorm: {
-      mlir::Value x = operand("x"), y = operand("y"), gamma = operand("gamma"),
-                  beta = operand("beta");
-      return attn::AddNormOp::create(b, location, x, y, gamma, beta,
-                                     f32("eps"));
-    }
-    case OpKind::Ffn: {
-      mlir::Value x = operand("x"), w1 = operand("w1"), b1 = operand("b1"),
-                  w2 = operand("w2"), b2 = operand("b2");
-      return attn::FfnOp::create(b, location, x, w1, b1, w2, b2);
-    }
-    case OpKind::Embedding: {
-      mlir::Value ids = operand("ids"), table = operand("table");
-      return attn::EmbeddingOp::create(b, location, ids, table);
-    }
-    case OpKind::Dropout:
-      return attn::DropoutOp::create(b, location, operand("x"), f32("p"));
-    case OpKind::Gelu:
-      return attn::GeluOp::create(b, location, operand("x"),
-                                  unit("approximate"));
+    // Each op's ODS builder takes the parameters in AttnOps.def's order.
+    switch (op.kind) {
+#define ATTN_TENSOR(name, Getter) , operand(#name)
+#define ATTN_OPTIONAL_TENSOR(name, Getter) , operand(#name)
+#define ATTN_KEYWORD_TENSOR(name, Getter) , operand(#name)
+#define ATTN_POSITIONAL_FLOAT(name, Getter) , f32(#name)
+#define ATTN_INT(name, Getter) , i64(#name)
+#define ATTN_INT_DEFAULT(name, Getter, value) , i64(#name)
+#define ATTN_FLOAT(name, Getter) , f32(#name)
+#define ATTN_FLOAT_DEFAULT(name, Getter, value) , f32(#name)
+#define ATTN_FLAG(name, Getter) , unit(#name)
+#define ATTN_OP(Kind, name, Class, rule, PARAMS)                               \
+  case OpKind::Kind:                                                           \
+    return attn::Class::create(b, location PARAMS);
+#include "attn/IR/AttnOps.def"
     }
     llvm::report_fatal_error("attnc: MLIRGen reached an unknown op");
   }

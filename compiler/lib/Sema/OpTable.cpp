@@ -2,96 +2,48 @@
 
 #include "attnc/Sema/OpTable.h"
 
-#include "attn/IR/AttnShapeRules.h"
-
 #include <string>
 
 using namespace attnc;
-using mlir::attn::rules::kDefaultEps;
-using mlir::attn::rules::kDefaultMaxLen;
 
 namespace {
 
-constexpr ParamInfo tensor(llvm::StringRef name) {
-  return {name, ParamKind::Tensor, /*required=*/true, /*positional=*/true};
+constexpr ParamInfo tensor(llvm::StringRef name, bool required,
+                           bool positional) {
+  return {name, ParamKind::Tensor, required, positional};
 }
-constexpr ParamInfo optionalTensor(llvm::StringRef name) {
-  return {name, ParamKind::Tensor, /*required=*/false, /*positional=*/true};
+constexpr ParamInfo integer(llvm::StringRef name, bool required,
+                            int64_t init = 0) {
+  return {name, ParamKind::Int, required, /*positional=*/false, init};
 }
-constexpr ParamInfo intKeyword(llvm::StringRef name) {
-  return {name, ParamKind::Int, /*required=*/true, /*positional=*/false};
+constexpr ParamInfo number(llvm::StringRef name, bool required, bool positional,
+                           double init = 0) {
+  return {name, ParamKind::Float, required, positional, 0, init};
 }
-constexpr ParamInfo boolKeyword(llvm::StringRef name, bool init) {
-  return {name, ParamKind::Bool, false, false, 0, 0, init};
+constexpr ParamInfo flag(llvm::StringRef name) {
+  return {name, ParamKind::Bool, false, false, 0, 0, false};
 }
 
-const ParamInfo kLinear[] = {tensor("x"), tensor("w"), optionalTensor("b")};
-const ParamInfo kMatmul[] = {tensor("a"), tensor("b"),
-                             boolKeyword("transpose_b", false)};
-const ParamInfo kScale[] = {tensor("x"),
-                            {"factor", ParamKind::Float, true, true}};
-const ParamInfo kAdd[] = {tensor("a"), tensor("b")};
-const ParamInfo kUnary[] = {tensor("x")};
-const ParamInfo kHeads[] = {tensor("x"), intKeyword("heads")};
-const ParamInfo kMaskedSoftmax[] = {tensor("x"), tensor("valid_lens")};
-// return_weights=true adds a second result, the attention weights.
-const ParamInfo kAttention[] = {tensor("q"),
-                                tensor("k"),
-                                tensor("v"),
-                                optionalTensor("valid_lens"),
-                                boolKeyword("causal", false),
-                                boolKeyword("return_weights", false)};
-const ParamInfo kMultiheadAttention[] = {tensor("q"),
-                                         tensor("k"),
-                                         tensor("v"),
-                                         tensor("w_q"),
-                                         tensor("w_k"),
-                                         tensor("w_v"),
-                                         tensor("w_o"),
-                                         optionalTensor("valid_lens"),
-                                         intKeyword("heads"),
-                                         boolKeyword("causal", false),
-                                         boolKeyword("return_weights", false)};
-const ParamInfo kPositionalEncoding[] = {
-    tensor("x"), {"max_len", ParamKind::Int, false, false, kDefaultMaxLen}};
-const ParamInfo kLayerNorm[] = {
-    tensor("x"),
-    tensor("gamma"),
-    tensor("beta"),
-    {"eps", ParamKind::Float, false, false, 0, kDefaultEps}};
-const ParamInfo kAddNorm[] = {
-    tensor("x"),
-    tensor("y"),
-    tensor("gamma"),
-    tensor("beta"),
-    {"eps", ParamKind::Float, false, false, 0, kDefaultEps}};
-const ParamInfo kFfn[] = {tensor("x"), tensor("w1"), tensor("b1"), tensor("w2"),
-                          tensor("b2")};
-const ParamInfo kEmbedding[] = {tensor("ids"), tensor("table")};
-const ParamInfo kDropout[] = {tensor("x"),
-                              {"p", ParamKind::Float, true, false}};
-// approximate=true is torch's approximate='tanh'.
-const ParamInfo kGelu[] = {tensor("x"), boolKeyword("approximate", false)};
+// Tensors are positional-or-keyword, attributes keyword-only (but scale's
+// factor), as OpTable.h says.
+#define ATTN_TENSOR(name, Getter) tensor(#name, true, true),
+#define ATTN_OPTIONAL_TENSOR(name, Getter) tensor(#name, false, true),
+#define ATTN_KEYWORD_TENSOR(name, Getter) tensor(#name, false, false),
+#define ATTN_POSITIONAL_FLOAT(name, Getter) number(#name, true, true),
+#define ATTN_INT(name, Getter) integer(#name, true),
+#define ATTN_INT_DEFAULT(name, Getter, value) integer(#name, false, value),
+#define ATTN_FLOAT(name, Getter) number(#name, true, false),
+#define ATTN_FLOAT_DEFAULT(name, Getter, value)                                \
+  number(#name, false, false, value),
+#define ATTN_FLAG(name, Getter) flag(#name),
+#define ATTN_OP(Kind, name, Class, rule, PARAMS)                               \
+  const ParamInfo k##Kind##Params[] = {PARAMS};
+#include "attn/IR/AttnOps.def"
 
 const OpInfo kOps[] = {
-    {"linear", OpKind::Linear, kLinear},
-    {"matmul", OpKind::Matmul, kMatmul},
-    {"scale", OpKind::Scale, kScale},
-    {"add", OpKind::Add, kAdd},
-    {"relu", OpKind::Relu, kUnary},
-    {"split_heads", OpKind::SplitHeads, kHeads},
-    {"merge_heads", OpKind::MergeHeads, kHeads},
-    {"softmax", OpKind::Softmax, kUnary},
-    {"masked_softmax", OpKind::MaskedSoftmax, kMaskedSoftmax},
-    {"attention", OpKind::Attention, kAttention},
-    {"multihead_attention", OpKind::MultiheadAttention, kMultiheadAttention},
-    {"positional_encoding", OpKind::PositionalEncoding, kPositionalEncoding},
-    {"layer_norm", OpKind::LayerNorm, kLayerNorm},
-    {"add_norm", OpKind::AddNorm, kAddNorm},
-    {"ffn", OpKind::Ffn, kFfn},
-    {"embedding", OpKind::Embedding, kEmbedding},
-    {"dropout", OpKind::Dropout, kDropout},
-    {"gelu", OpKind::Gelu, kGelu},
+#define ATTN_OP(Kind, name, Class, rule, PARAMS)                               \
+  {name, OpKind::Kind, k##Kind##Params},
+#include "attn/IR/AttnOps.def"
 };
 
 } // namespace

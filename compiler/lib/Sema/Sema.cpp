@@ -745,64 +745,25 @@ std::optional<TensorShape> BlockChecker::applyRules(CallExpr &call) {
     else
       diag.error(call.callee.range, message);
   };
-  auto shape = [&](StringRef name) -> const TensorShape & {
-    return *call.get(name).tensor->shape;
-  };
-  auto optionalShape = [&](StringRef name) -> const TensorShape * {
-    const Expr *e = call.get(name).tensor;
-    return e ? &*e->shape : nullptr;
-  };
-  auto i64 = [&](StringRef name) { return call.get(name).intValue; };
-  auto f64 = [&](StringRef name) { return call.get(name).floatValue; };
-  auto flag = [&](StringRef name) { return call.get(name).boolValue; };
-
-  switch (op.kind) {
-  case OpKind::Linear:
-    return rules::inferLinear(shape("x"), shape("w"), optionalShape("b"),
-                              error);
-  case OpKind::Matmul:
-    return rules::inferMatmul(shape("a"), shape("b"), flag("transpose_b"),
-                              error);
-  case OpKind::Scale:
-    return rules::inferScale(shape("x"), f64("factor"), error);
-  case OpKind::Relu:
-  case OpKind::Gelu:
-    return rules::inferElementwiseUnary(shape("x"), error);
-  case OpKind::Add:
-    return rules::inferElementwiseBinary(shape("a"), shape("b"), error);
-  case OpKind::SplitHeads:
-    return rules::inferSplitHeads(shape("x"), i64("heads"), error);
-  case OpKind::MergeHeads:
-    return rules::inferMergeHeads(shape("x"), i64("heads"), error);
-  case OpKind::Softmax:
-    return rules::inferSoftmax(shape("x"), error);
-  case OpKind::MaskedSoftmax:
-    return rules::inferMaskedSoftmax(shape("x"), shape("valid_lens"), error);
-  case OpKind::Attention:
-    return rules::inferAttention(shape("q"), shape("k"), shape("v"),
-                                 optionalShape("valid_lens"), error);
-  case OpKind::MultiheadAttention:
-    return rules::inferMultiheadAttention(
-        shape("q"), shape("k"), shape("v"), shape("w_q"), shape("w_k"),
-        shape("w_v"), shape("w_o"), optionalShape("valid_lens"), i64("heads"),
-        error);
-  case OpKind::PositionalEncoding:
-    return rules::inferPositionalEncoding(shape("x"), i64("max_len"), error);
-  case OpKind::LayerNorm:
-    return rules::inferLayerNorm(shape("x"), shape("gamma"), shape("beta"),
-                                 f64("eps"), error);
-  case OpKind::AddNorm:
-    return rules::inferAddNorm(shape("x"), shape("y"), shape("gamma"),
-                               shape("beta"), f64("eps"), error);
-  case OpKind::Ffn:
-    return rules::inferFfn(shape("x"), shape("w1"), shape("b1"), shape("w2"),
-                           shape("b2"), error);
-  case OpKind::Embedding:
-    return rules::inferEmbedding(shape("ids"), shape("table"), error);
-  case OpKind::Dropout:
-    return rules::inferDropout(shape("x"), f64("p"), error);
-  }
-  return std::nullopt;
+  // The bound arguments in parameter order, as the rule takes them.
+  llvm::SmallVector<rules::RuleValue, 8> args(op.params.size());
+  for (auto [param, bound, arg] : llvm::zip_equal(op.params, call.bound, args))
+    switch (param.kind) {
+    case ParamKind::Tensor:
+      if (bound.tensor)
+        arg.tensor = *bound.tensor->shape;
+      break;
+    case ParamKind::Int:
+      arg.integer = bound.intValue;
+      break;
+    case ParamKind::Float:
+      arg.number = bound.floatValue;
+      break;
+    case ParamKind::Bool:
+      arg.flag = bound.boolValue;
+      break;
+    }
+  return rules::applyRule(op.kind, args, error);
 }
 
 } // namespace

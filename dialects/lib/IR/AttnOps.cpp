@@ -16,6 +16,7 @@ using namespace mlir;
 using namespace mlir::attn;
 using rules::RuleError;
 using rules::RuleResult;
+using rules::RuleValue;
 using rules::TensorShape;
 
 //===----------------------------------------------------------------------===//
@@ -76,204 +77,101 @@ const TensorShape *ptr(const std::optional<TensorShape> &shape) {
   return shape ? &*shape : nullptr;
 }
 
-/// Signed value of a required integer attribute; reports a missing one.
-std::optional<int64_t> intAttr(IntegerAttr attr, StringRef name,
-                               RuleError error) {
-  if (!attr) {
-    error(name, "requires the attribute '" + name + "'");
-    return std::nullopt;
-  }
-  return attr.getValue().getSExtValue();
-}
-
-std::optional<double> floatAttr(FloatAttr attr, StringRef name,
-                                RuleError error) {
-  if (!attr) {
-    error(name, "requires the attribute '" + name + "'");
-    return std::nullopt;
-  }
-  return attr.getValueAsDouble();
-}
-
-/// While parsing, an omitted default-valued attribute is still unset.
-double epsOrDefault(FloatAttr eps) {
-  return eps ? eps.getValueAsDouble() : rules::kDefaultEps;
-}
-
 } // namespace
 
 //===----------------------------------------------------------------------===//
-// Per-op rule application
+// Per-op rule application (AttnOps.def)
 //===----------------------------------------------------------------------===//
 
-static RuleResult applyRules(LinearOp::Adaptor a, RuleError error) {
-  OperandShapes s(error);
-  TensorShape x = s.get("x", a.getX()), w = s.get("w", a.getW());
-  std::optional<TensorShape> b = s.getOptional("b", a.getB());
-  if (s.failed())
-    return std::nullopt;
-  return rules::inferLinear(x, w, ptr(b), error);
-}
+namespace {
 
-static RuleResult applyRules(MatmulOp::Adaptor a, RuleError error) {
-  OperandShapes s(error);
-  TensorShape lhs = s.get("a", a.getA()), rhs = s.get("b", a.getB());
-  if (s.failed())
-    return std::nullopt;
-  return rules::inferMatmul(lhs, rhs, a.getTransposeB(), error);
-}
+/// Reads an op's operands and attributes as rule arguments. What is missing
+/// or not a static tensor (possible while parsing, before the ODS
+/// constraints ran) is reported and makes `failed()` true.
+class ArgumentReader {
+public:
+  explicit ArgumentReader(RuleError error) : error(error), shapes(error) {}
 
-static RuleResult applyRules(ScaleOp::Adaptor a, RuleError error) {
-  OperandShapes s(error);
-  TensorShape x = s.get("x", a.getX());
-  std::optional<double> factor = floatAttr(a.getFactorAttr(), "factor", error);
-  if (s.failed() || !factor)
-    return std::nullopt;
-  return rules::inferScale(x, *factor, error);
-}
+  RuleValue tensor(StringRef name, Value value) {
+    RuleValue v;
+    v.tensor = shapes.get(name, value);
+    return v;
+  }
+  RuleValue optionalTensor(StringRef name, Value value) {
+    RuleValue v;
+    v.tensor = shapes.getOptional(name, value);
+    return v;
+  }
+  /// A required attribute when `defaultValue` is not given.
+  RuleValue integer(StringRef name, IntegerAttr attr,
+                    std::optional<int64_t> defaultValue = std::nullopt) {
+    RuleValue v;
+    if (attr)
+      v.integer = attr.getValue().getSExtValue();
+    else if (defaultValue) // omitted, still unset while parsing
+      v.integer = *defaultValue;
+    else
+      missing(name);
+    return v;
+  }
+  RuleValue number(StringRef name, FloatAttr attr,
+                   std::optional<double> defaultValue = std::nullopt) {
+    RuleValue v;
+    if (attr)
+      v.number = attr.getValueAsDouble();
+    else if (defaultValue)
+      v.number = *defaultValue;
+    else
+      missing(name);
+    return v;
+  }
+  static RuleValue flag(bool value) {
+    RuleValue v;
+    v.flag = value;
+    return v;
+  }
 
-static RuleResult applyRules(AddOp::Adaptor a, RuleError error) {
-  OperandShapes s(error);
-  TensorShape lhs = s.get("a", a.getA()), rhs = s.get("b", a.getB());
-  if (s.failed())
-    return std::nullopt;
-  return rules::inferElementwiseBinary(lhs, rhs, error);
-}
+  bool failed() const { return anyMissing || shapes.failed(); }
 
-static RuleResult applyRules(ReluOp::Adaptor a, RuleError error) {
-  OperandShapes s(error);
-  TensorShape x = s.get("x", a.getX());
-  if (s.failed())
-    return std::nullopt;
-  return rules::inferElementwiseUnary(x, error);
-}
+private:
+  void missing(StringRef name) {
+    error(name, "requires the attribute '" + name + "'");
+    anyMissing = true;
+  }
 
-static RuleResult applyRules(GeluOp::Adaptor a, RuleError error) {
-  OperandShapes s(error);
-  TensorShape x = s.get("x", a.getX());
-  if (s.failed())
-    return std::nullopt;
-  return rules::inferElementwiseUnary(x, error);
-}
+  RuleError error;
+  OperandShapes shapes;
+  bool anyMissing = false;
+};
 
-static RuleResult applyRules(SplitHeadsOp::Adaptor a, RuleError error) {
-  OperandShapes s(error);
-  TensorShape x = s.get("x", a.getX());
-  std::optional<int64_t> heads = intAttr(a.getHeadsAttr(), "heads", error);
-  if (s.failed() || !heads)
-    return std::nullopt;
-  return rules::inferSplitHeads(x, *heads, error);
-}
+} // namespace
 
-static RuleResult applyRules(MergeHeadsOp::Adaptor a, RuleError error) {
-  OperandShapes s(error);
-  TensorShape x = s.get("x", a.getX());
-  std::optional<int64_t> heads = intAttr(a.getHeadsAttr(), "heads", error);
-  if (s.failed() || !heads)
-    return std::nullopt;
-  return rules::inferMergeHeads(x, *heads, error);
-}
-
-static RuleResult applyRules(SoftmaxOp::Adaptor a, RuleError error) {
-  OperandShapes s(error);
-  TensorShape x = s.get("x", a.getX());
-  if (s.failed())
-    return std::nullopt;
-  return rules::inferSoftmax(x, error);
-}
-
-static RuleResult applyRules(MaskedSoftmaxOp::Adaptor a, RuleError error) {
-  OperandShapes s(error);
-  TensorShape x = s.get("x", a.getX());
-  TensorShape vl = s.get("valid_lens", a.getValidLens());
-  if (s.failed())
-    return std::nullopt;
-  return rules::inferMaskedSoftmax(x, vl, error);
-}
-
-static RuleResult applyRules(AttentionOp::Adaptor a, RuleError error) {
-  OperandShapes s(error);
-  TensorShape q = s.get("q", a.getQ()), k = s.get("k", a.getK()),
-              v = s.get("v", a.getV());
-  std::optional<TensorShape> vl = s.getOptional("valid_lens", a.getValidLens());
-  if (s.failed())
-    return std::nullopt;
-  return rules::inferAttention(q, k, v, ptr(vl), error);
-}
-
-static RuleResult applyRules(MultiheadAttentionOp::Adaptor a, RuleError error) {
-  OperandShapes s(error);
-  TensorShape q = s.get("q", a.getQ()), k = s.get("k", a.getK()),
-              v = s.get("v", a.getV());
-  TensorShape wQ = s.get("w_q", a.getWQ()), wK = s.get("w_k", a.getWK()),
-              wV = s.get("w_v", a.getWV()), wO = s.get("w_o", a.getWO());
-  std::optional<TensorShape> vl = s.getOptional("valid_lens", a.getValidLens());
-  std::optional<int64_t> heads = intAttr(a.getHeadsAttr(), "heads", error);
-  if (s.failed() || !heads)
-    return std::nullopt;
-  return rules::inferMultiheadAttention(q, k, v, wQ, wK, wV, wO, ptr(vl),
-                                        *heads, error);
-}
-
-static RuleResult applyRules(PositionalEncodingOp::Adaptor a, RuleError error) {
-  OperandShapes s(error);
-  TensorShape x = s.get("x", a.getX());
-  // While parsing, an omitted default-valued attribute is still unset.
-  int64_t maxLen =
-      a.getMaxLenAttr() ? a.getMaxLenAttr().getInt() : rules::kDefaultMaxLen;
-  if (s.failed())
-    return std::nullopt;
-  return rules::inferPositionalEncoding(x, maxLen, error);
-}
-
-static RuleResult applyRules(LayerNormOp::Adaptor a, RuleError error) {
-  OperandShapes s(error);
-  TensorShape x = s.get("x", a.getX()), gamma = s.get("gamma", a.getGamma()),
-              beta = s.get("beta", a.getBeta());
-  if (s.failed())
-    return std::nullopt;
-  return rules::inferLayerNorm(x, gamma, beta, epsOrDefault(a.getEpsAttr()),
-                               error);
-}
-
-static RuleResult applyRules(AddNormOp::Adaptor a, RuleError error) {
-  OperandShapes s(error);
-  TensorShape x = s.get("x", a.getX()), y = s.get("y", a.getY()),
-              gamma = s.get("gamma", a.getGamma()),
-              beta = s.get("beta", a.getBeta());
-  if (s.failed())
-    return std::nullopt;
-  return rules::inferAddNorm(x, y, gamma, beta, epsOrDefault(a.getEpsAttr()),
-                             error);
-}
-
-static RuleResult applyRules(FfnOp::Adaptor a, RuleError error) {
-  OperandShapes s(error);
-  TensorShape x = s.get("x", a.getX()), w1 = s.get("w1", a.getW1()),
-              b1 = s.get("b1", a.getB1()), w2 = s.get("w2", a.getW2()),
-              b2 = s.get("b2", a.getB2());
-  if (s.failed())
-    return std::nullopt;
-  return rules::inferFfn(x, w1, b1, w2, b2, error);
-}
-
-static RuleResult applyRules(EmbeddingOp::Adaptor a, RuleError error) {
-  OperandShapes s(error);
-  TensorShape ids = s.get("ids", a.getIds()),
-              table = s.get("table", a.getTable());
-  if (s.failed())
-    return std::nullopt;
-  return rules::inferEmbedding(ids, table, error);
-}
-
-static RuleResult applyRules(DropoutOp::Adaptor a, RuleError error) {
-  OperandShapes s(error);
-  TensorShape x = s.get("x", a.getX());
-  std::optional<double> p = floatAttr(a.getPAttr(), "p", error);
-  if (s.failed() || !p)
-    return std::nullopt;
-  return rules::inferDropout(x, *p, error);
-}
+#define ATTN_TENSOR(name, Getter)                                              \
+  args.push_back(r.tensor(#name, a.get##Getter()));
+#define ATTN_OPTIONAL_TENSOR(name, Getter)                                     \
+  args.push_back(r.optionalTensor(#name, a.get##Getter()));
+#define ATTN_KEYWORD_TENSOR(name, Getter) ATTN_OPTIONAL_TENSOR(name, Getter)
+#define ATTN_INT(name, Getter)                                                 \
+  args.push_back(r.integer(#name, a.get##Getter##Attr()));
+#define ATTN_INT_DEFAULT(name, Getter, value)                                  \
+  args.push_back(r.integer(#name, a.get##Getter##Attr(), value));
+#define ATTN_FLOAT(name, Getter)                                               \
+  args.push_back(r.number(#name, a.get##Getter##Attr()));
+#define ATTN_POSITIONAL_FLOAT(name, Getter) ATTN_FLOAT(name, Getter)
+#define ATTN_FLOAT_DEFAULT(name, Getter, value)                                \
+  args.push_back(r.number(#name, a.get##Getter##Attr(), value));
+#define ATTN_FLAG(name, Getter)                                                \
+  args.push_back(ArgumentReader::flag(a.get##Getter()));
+#define ATTN_OP(Kind, name, Class, rule, PARAMS)                               \
+  static RuleResult applyRules(Class::Adaptor a, RuleError error) {            \
+    ArgumentReader r(error);                                                   \
+    SmallVector<rules::RuleValue, 8> args;                                     \
+    PARAMS                                                                     \
+    if (r.failed())                                                            \
+      return std::nullopt;                                                     \
+    return rules::applyRule(rules::OpKind::Kind, args, error);                 \
+  }
+#include "attn/IR/AttnOps.def"
 
 //===----------------------------------------------------------------------===//
 // Results after the first: the attention weights of return_weights
@@ -382,24 +280,9 @@ static LogicalResult inferWithRules(MLIRContext *context,
                           resultTypes);                                        \
   }
 
-ATTN_VERIFY_AND_INFER_WITH_RULES(LinearOp)
-ATTN_VERIFY_AND_INFER_WITH_RULES(MatmulOp)
-ATTN_VERIFY_AND_INFER_WITH_RULES(ScaleOp)
-ATTN_VERIFY_AND_INFER_WITH_RULES(AddOp)
-ATTN_VERIFY_AND_INFER_WITH_RULES(ReluOp)
-ATTN_VERIFY_AND_INFER_WITH_RULES(GeluOp)
-ATTN_VERIFY_AND_INFER_WITH_RULES(SplitHeadsOp)
-ATTN_VERIFY_AND_INFER_WITH_RULES(MergeHeadsOp)
-ATTN_VERIFY_AND_INFER_WITH_RULES(SoftmaxOp)
-ATTN_VERIFY_AND_INFER_WITH_RULES(MaskedSoftmaxOp)
-ATTN_VERIFY_AND_INFER_WITH_RULES(AttentionOp)
-ATTN_VERIFY_AND_INFER_WITH_RULES(MultiheadAttentionOp)
-ATTN_VERIFY_AND_INFER_WITH_RULES(PositionalEncodingOp)
-ATTN_VERIFY_AND_INFER_WITH_RULES(LayerNormOp)
-ATTN_VERIFY_AND_INFER_WITH_RULES(AddNormOp)
-ATTN_VERIFY_AND_INFER_WITH_RULES(FfnOp)
-ATTN_VERIFY_AND_INFER_WITH_RULES(EmbeddingOp)
-ATTN_VERIFY_AND_INFER_WITH_RULES(DropoutOp)
+#define ATTN_OP(Kind, name, Class, rule, PARAMS)                               \
+  ATTN_VERIFY_AND_INFER_WITH_RULES(Class)
+#include "attn/IR/AttnOps.def"
 
 #undef ATTN_VERIFY_AND_INFER_WITH_RULES
 
@@ -461,13 +344,13 @@ LogicalResult FusedAttentionOp::verify() {
     if (!lens->dims.empty())
       lens->dims[0] *= heads;
   }
-  RuleResult result =
-      rules::inferAttention(*perHead[0], *perHead[1], *perHead[2], ptr(lens),
-                            [&](StringRef, const Twine &message) {
-                              if (!reported)
-                                emitOpError(message);
-                              reported = true;
-                            });
+  RuleResult result = rules::inferAttention(
+      *perHead[0], *perHead[1], *perHead[2], ptr(lens), getCausal(),
+      /*returnWeights=*/false, [&](StringRef, const Twine &message) {
+        if (!reported)
+          emitOpError(message);
+        reported = true;
+      });
   if (!result)
     return failure();
   if (heads > 1)

@@ -6,8 +6,11 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cassert>
 #include <cmath>
 #include <cstdio>
+#include <tuple>
+#include <utility>
 
 using namespace mlir::attn::rules;
 using llvm::StringRef;
@@ -238,6 +241,11 @@ RuleResult mlir::attn::rules::inferElementwiseUnary(const TensorShape &x,
   return x;
 }
 
+RuleResult mlir::attn::rules::inferGelu(const TensorShape &x,
+                                        bool /*approximate*/, RuleError error) {
+  return inferElementwiseUnary(x, error);
+}
+
 RuleResult mlir::attn::rules::inferScale(const TensorShape &x, double factor,
                                          RuleError error) {
   Checker c(error);
@@ -327,11 +335,11 @@ RuleResult mlir::attn::rules::inferMaskedSoftmax(const TensorShape &x,
   return x;
 }
 
-RuleResult mlir::attn::rules::inferAttention(const TensorShape &q,
-                                             const TensorShape &k,
-                                             const TensorShape &v,
-                                             const TensorShape *validLens,
-                                             RuleError error) {
+RuleResult
+mlir::attn::rules::inferAttention(const TensorShape &q, const TensorShape &k,
+                                  const TensorShape &v,
+                                  const TensorShape *validLens, bool /*causal*/,
+                                  bool /*returnWeights*/, RuleError error) {
   Checker c(error);
   if (!c.tensor("q", q, ElementKind::F32, 3, 3) ||
       !c.tensor("k", k, ElementKind::F32, 3, 3) ||
@@ -366,7 +374,7 @@ RuleResult mlir::attn::rules::inferMultiheadAttention(
     const TensorShape &q, const TensorShape &k, const TensorShape &v,
     const TensorShape &wQ, const TensorShape &wK, const TensorShape &wV,
     const TensorShape &wO, const TensorShape *validLens, int64_t heads,
-    RuleError error) {
+    bool /*causal*/, bool /*returnWeights*/, RuleError error) {
   Checker c(error);
   if (!c.tensor("q", q, ElementKind::F32, 3, 3) ||
       !c.tensor("k", k, ElementKind::F32, 3, 3) ||
@@ -519,4 +527,84 @@ RuleResult mlir::attn::rules::inferEmbedding(const TensorShape &ids,
   if (!c.tensor("ids", result, ElementKind::F32, 1, kAnyRank))
     return std::nullopt;
   return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Dispatch by op kind (AttnOps.def)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// One rule argument in the C++ type of the rule's parameter.
+template <typename T> struct RuleArgument;
+template <> struct RuleArgument<const TensorShape &> {
+  static const TensorShape &get(const RuleValue &v) { return *v.tensor; }
+};
+template <> struct RuleArgument<const TensorShape *> {
+  static const TensorShape *get(const RuleValue &v) {
+    return v.tensor ? &*v.tensor : nullptr;
+  }
+};
+template <> struct RuleArgument<int64_t> {
+  static int64_t get(const RuleValue &v) { return v.integer; }
+};
+template <> struct RuleArgument<double> {
+  static double get(const RuleValue &v) { return v.number; }
+};
+template <> struct RuleArgument<bool> {
+  static bool get(const RuleValue &v) { return v.flag; }
+};
+
+/// A rule's parameters are its arguments then the RuleError.
+template <typename... Params>
+constexpr size_t ruleArity(RuleResult (*)(Params...)) {
+  return sizeof...(Params) - 1;
+}
+
+template <typename... Params, size_t... I>
+RuleResult invokeRule(RuleResult (*rule)(Params...),
+                      llvm::ArrayRef<RuleValue> args, RuleError error,
+                      std::index_sequence<I...>) {
+  using Types = std::tuple<Params...>;
+  return rule(RuleArgument<std::tuple_element_t<I, Types>>::get(args[I])...,
+              error);
+}
+
+/// Calls `rule` with one argument per parameter; AttnOps.def lists as many
+/// parameters as the rule takes (checked where the dispatch is generated).
+template <typename... Params>
+RuleResult invokeRule(RuleResult (*rule)(Params...),
+                      llvm::ArrayRef<RuleValue> args, RuleError error) {
+  assert(args.size() == ruleArity(rule) && "one argument per parameter");
+  return invokeRule(rule, args, error,
+                    std::make_index_sequence<sizeof...(Params) - 1>());
+}
+
+} // namespace
+
+#define ATTN_TENSOR(name, Getter) +1
+#define ATTN_OPTIONAL_TENSOR(name, Getter) +1
+#define ATTN_KEYWORD_TENSOR(name, Getter) +1
+#define ATTN_POSITIONAL_FLOAT(name, Getter) +1
+#define ATTN_INT(name, Getter) +1
+#define ATTN_INT_DEFAULT(name, Getter, value) +1
+#define ATTN_FLOAT(name, Getter) +1
+#define ATTN_FLOAT_DEFAULT(name, Getter, value) +1
+#define ATTN_FLAG(name, Getter) +1
+#define ATTN_OP(Kind, name, Class, rule, PARAMS)                               \
+  static_assert(ruleArity(&rule) == 0 PARAMS,                                  \
+                "AttnOps.def: " #rule " must take one argument per parameter " \
+                "of " name);
+#include "attn/IR/AttnOps.def"
+
+RuleResult mlir::attn::rules::applyRule(OpKind kind,
+                                        llvm::ArrayRef<RuleValue> args,
+                                        RuleError error) {
+  switch (kind) {
+#define ATTN_OP(Kind, name, Class, rule, PARAMS)                               \
+  case OpKind::Kind:                                                           \
+    return invokeRule(&rule, args, error);
+#include "attn/IR/AttnOps.def"
+  }
+  return std::nullopt;
 }

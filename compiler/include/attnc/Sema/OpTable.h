@@ -1,9 +1,10 @@
 //===- OpTable.h - The .attn ops and their parameters -----------*- C++ -*-===//
 //
-// One entry per DSL op (SPEC §2): its parameters in signature order, what
-// kind of value each takes, which are required, which may be given
-// positionally, and the defaults. Sema binds call arguments with this table;
-// the shape rules themselves live in attn/IR/AttnShapeRules.h.
+// One entry per DSL op (SPEC §2), made from attn/IR/AttnOps.def: its
+// parameters in signature order, what kind of value each takes, which are
+// required, which may be given positionally, and the defaults. Sema binds
+// call arguments with this table and hands them to the op's shape rule
+// (attn/IR/AttnShapeRules.h).
 //
 // Binding follows Python: positional arguments fill the positional
 // parameters in order, then `name=value` keywords fill any parameter by
@@ -16,6 +17,8 @@
 #ifndef ATTNC_SEMA_OPTABLE_H
 #define ATTNC_SEMA_OPTABLE_H
 
+#include "attn/IR/AttnShapeRules.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -24,27 +27,8 @@
 
 namespace attnc {
 
-enum class OpKind {
-  Linear,
-  Matmul,
-  Scale,
-  Add,
-  Relu,
-  SplitHeads,
-  MergeHeads,
-  Softmax,
-  MaskedSoftmax,
-  Attention,
-  MultiheadAttention,
-  PositionalEncoding,
-  LayerNorm,
-  AddNorm,
-  Ffn,
-  Embedding,
-  Dropout,
-  // v2
-  Gelu,
-};
+/// The ops of attn/IR/AttnOps.def, the one list of them.
+using OpKind = mlir::attn::rules::OpKind;
 
 /// What a parameter accepts.
 enum class ParamKind {

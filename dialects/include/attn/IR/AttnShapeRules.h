@@ -14,6 +14,7 @@
 #ifndef ATTN_IR_ATTNSHAPERULES_H
 #define ATTN_IR_ATTNSHAPERULES_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -60,12 +61,35 @@ using RuleError =
 /// The inferred result, or nullopt after at least one RuleError call.
 using RuleResult = std::optional<TensorShape>;
 
+/// The ops of AttnOps.def.
+enum class OpKind {
+#define ATTN_OP(Kind, name, Class, rule, PARAMS) Kind,
+#include "attn/IR/AttnOps.def"
+};
+
+/// One argument of a rule, as its caller read it: the tensor's shape (unset
+/// for an omitted optional tensor), or the attribute's value in the field
+/// of its kind.
+struct RuleValue {
+  std::optional<TensorShape> tensor;
+  int64_t integer = 0;
+  double number = 0;
+  bool flag = false;
+};
+
+/// Calls the rule of `kind` (AttnOps.def) with `args`, one per parameter of
+/// the op in order.
+RuleResult applyRule(OpKind kind, llvm::ArrayRef<RuleValue> args,
+                     RuleError error);
+
 RuleResult inferLinear(const TensorShape &x, const TensorShape &w,
                        const TensorShape *b, RuleError error);
 RuleResult inferMatmul(const TensorShape &a, const TensorShape &b,
                        bool transposeB, RuleError error);
-/// relu, gelu: any f32 tensor, same shape out.
+/// relu: any f32 tensor, same shape out.
 RuleResult inferElementwiseUnary(const TensorShape &x, RuleError error);
+/// gelu: as inferElementwiseUnary, either form.
+RuleResult inferGelu(const TensorShape &x, bool approximate, RuleError error);
 /// scale: any f32 tensor and a finite factor.
 RuleResult inferScale(const TensorShape &x, double factor, RuleError error);
 /// add: two f32 tensors of one shape (no broadcasting).
@@ -81,12 +105,13 @@ RuleResult inferMaskedSoftmax(const TensorShape &x,
                               const TensorShape &validLens, RuleError error);
 RuleResult inferAttention(const TensorShape &q, const TensorShape &k,
                           const TensorShape &v, const TensorShape *validLens,
-                          RuleError error);
+                          bool causal, bool returnWeights, RuleError error);
 RuleResult inferMultiheadAttention(const TensorShape &q, const TensorShape &k,
                                    const TensorShape &v, const TensorShape &wQ,
                                    const TensorShape &wK, const TensorShape &wV,
                                    const TensorShape &wO,
                                    const TensorShape *validLens, int64_t heads,
+                                   bool causal, bool returnWeights,
                                    RuleError error);
 /// The attention weights that `attention(..., return_weights=true)` also
 /// returns (D2L's `attention_weights`, the masked softmax of the scores):
