@@ -123,13 +123,90 @@ Tensor scale(const Tensor &x, float s) {
   return y;
 }
 
-Tensor add(const Tensor &a, const Tensor &b) {
-  check(a.shape == b.shape, "add: shapes " + shapeStr(a.shape) + " and " +
-                                shapeStr(b.shape) + " differ");
-  Tensor y = a;
-  for (size_t i = 0; i < y.data.size(); ++i)
-    y.data[i] += b.data[i];
+namespace {
+
+std::vector<int64_t> broadcastShapeOf(const std::vector<int64_t> &a,
+                                      const std::vector<int64_t> &b,
+                                      const char *op) {
+  size_t rank = std::max(a.size(), b.size());
+  std::vector<int64_t> r(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    // Axis i from the right.
+    int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
+    int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
+    check(da == db || da == 1 || db == 1,
+          Twine(op) + ": shapes " + shapeStr(a) + " and " + shapeStr(b) +
+              " do not broadcast");
+    r[rank - 1 - i] = da == 1 ? db : da;
+  }
+  return r;
+}
+
+/// Elementwise f(a, b) in double with NumPy broadcasting, rounded to f32.
+template <typename F>
+Tensor broadcastBinary(const Tensor &a, const Tensor &b, const char *op, F f) {
+  std::vector<int64_t> shape = broadcastShapeOf(a.shape, b.shape, op);
+  Tensor x = a.shape == shape ? a : broadcastTo(a, shape);
+  Tensor z = b.shape == shape ? b : broadcastTo(b, shape);
+  for (size_t i = 0; i < x.data.size(); ++i)
+    x.data[i] = float(f(double(x.data[i]), double(z.data[i])));
+  return x;
+}
+
+template <typename F> Tensor unary(const Tensor &x, F f) {
+  Tensor y = x;
+  for (float &v : y.data)
+    v = float(f(double(v)));
   return y;
+}
+
+} // namespace
+
+std::vector<int64_t> broadcastShape(const std::vector<int64_t> &a,
+                                    const std::vector<int64_t> &b) {
+  return broadcastShapeOf(a, b, "broadcast");
+}
+
+Tensor broadcastTo(const Tensor &x, const std::vector<int64_t> &shape) {
+  check(x.shape.size() <= shape.size() &&
+            broadcastShapeOf(x.shape, shape, "broadcastTo") == shape,
+        "broadcastTo: " + shapeStr(x.shape) + " does not broadcast to " +
+            shapeStr(shape));
+  Tensor y(shape);
+  size_t rank = shape.size(), offset = rank - x.shape.size();
+  // x's stride for each axis of `shape` (0 where it stretches or is
+  // missing).
+  std::vector<size_t> stride(rank, 0);
+  size_t s = 1;
+  for (size_t i = x.shape.size(); i-- > 0;) {
+    stride[offset + i] = x.shape[i] == 1 ? 0 : s;
+    s *= size_t(x.shape[i]);
+  }
+  std::vector<int64_t> index(rank, 0);
+  for (size_t flat = 0; flat < y.numElements(); ++flat) {
+    size_t src = 0;
+    for (size_t i = 0; i < rank; ++i)
+      src += size_t(index[i]) * stride[i];
+    y.data[flat] = x.data[src];
+    for (size_t i = rank; i-- > 0;) {
+      if (++index[i] < shape[i])
+        break;
+      index[i] = 0;
+    }
+  }
+  return y;
+}
+
+Tensor add(const Tensor &a, const Tensor &b) {
+  return broadcastBinary(a, b, "add", [](double x, double y) { return x + y; });
+}
+
+Tensor mul(const Tensor &a, const Tensor &b) {
+  return broadcastBinary(a, b, "mul", [](double x, double y) { return x * y; });
+}
+
+Tensor sub(const Tensor &a, const Tensor &b) {
+  return broadcastBinary(a, b, "sub", [](double x, double y) { return x - y; });
 }
 
 Tensor relu(const Tensor &x) {
@@ -137,6 +214,18 @@ Tensor relu(const Tensor &x) {
   for (float &v : y.data)
     v = v > 0.0f ? v : 0.0f;
   return y;
+}
+
+Tensor silu(const Tensor &x) {
+  return unary(x, [](double v) { return v / (1.0 + std::exp(-v)); });
+}
+
+Tensor tanh(const Tensor &x) {
+  return unary(x, [](double v) { return std::tanh(v); });
+}
+
+Tensor sigmoid(const Tensor &x) {
+  return unary(x, [](double v) { return 1.0 / (1.0 + std::exp(-v)); });
 }
 
 Tensor gelu(const Tensor &x, bool tanhForm) {
@@ -223,7 +312,13 @@ Tensor maskedSoftmax(const Tensor &x, const IntTensor *validLens) {
 }
 
 Tensor maskedSoftmax(const Tensor &x, const IntTensor *validLens, bool causal) {
+  return maskedSoftmax(x, validLens, causal, /*window=*/0);
+}
+
+Tensor maskedSoftmax(const Tensor &x, const IntTensor *validLens, bool causal,
+                     int64_t window) {
   checkRank(x, 3, "masked_softmax: x");
+  check(window >= 0, "masked_softmax: window must be >= 0");
   int64_t n = x.dim(0), tq = x.dim(1), tk = x.dim(2);
   bool twoD = false;
   if (validLens) {
@@ -242,7 +337,8 @@ Tensor maskedSoftmax(const Tensor &x, const IntTensor *validLens, bool causal) {
       if (validLens)
         len = twoD ? validLens->data[b * tq + i] : validLens->data[b];
       for (int64_t j = 0; j < tk; ++j)
-        if (j >= len || (causal && j > i))
+        if (j >= len || ((causal || window) && j > i) ||
+            (window && j <= i - window))
           row[j] = kMaskValue;
       softmaxRow(row, tk);
     }
@@ -254,7 +350,8 @@ Tensor maskedSoftmax(const Tensor &x, const IntTensor *validLens, bool causal) {
 //===----------------------------------------------------------------------===//
 
 Tensor attentionWeights(const Tensor &q, const Tensor &k,
-                        const IntTensor *validLens, bool causal) {
+                        const IntTensor *validLens, bool causal,
+                        int64_t window) {
   checkRank(q, 3, "attention: q");
   checkRank(k, 3, "attention: k");
   int64_t n = q.dim(0), tq = q.dim(1), d = q.dim(2);
@@ -273,16 +370,48 @@ Tensor attentionWeights(const Tensor &q, const Tensor &k,
                  double(k.data[(b * tk + j) * d + e]);
         scores.data[(b * tq + i) * tk + j] = float(acc * invSqrtD);
       }
-  return maskedSoftmax(scores, validLens, causal);
+  return maskedSoftmax(scores, validLens, causal, window);
 }
 
 Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
-                 const IntTensor *validLens, bool causal) {
+                 const IntTensor *validLens, bool causal, int64_t window) {
   checkRank(v, 3, "attention: v");
   check(v.dim(0) == q.dim(0) && v.dim(1) == k.dim(1),
         "attention: k " + shapeStr(k.shape) + ", v " + shapeStr(v.shape) +
             " do not match");
-  return matmul(attentionWeights(q, k, validLens, causal), v);
+  return matmul(attentionWeights(q, k, validLens, causal, window), v);
+}
+
+Tensor rope(const Tensor &x, double base) {
+  checkRank(x, 3, "rope: x");
+  int64_t n = x.dim(0), t = x.dim(1), d = x.dim(2);
+  check(d % 2 == 0, "rope: head dim " + Twine(d) + " must be even");
+  check(base > 0, "rope: base must be > 0");
+  int64_t half = d / 2;
+  // HF LlamaRotaryEmbedding, all float32: inv_freq = 1 / base^(2j / d),
+  // angle = position * inv_freq.
+  std::vector<double> cosT(t * half), sinT(t * half);
+  for (int64_t j = 0; j < half; ++j) {
+    float invFreq = 1.0f / std::pow(float(base), float(2 * j) / float(d));
+    for (int64_t p = 0; p < t; ++p) {
+      float angle = float(p) * invFreq;
+      cosT[p * half + j] = std::cos(double(angle));
+      sinT[p * half + j] = std::sin(double(angle));
+    }
+  }
+  Tensor y(x.shape);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t p = 0; p < t; ++p) {
+      const float *in = x.data.data() + (r * t + p) * d;
+      float *out = y.data.data() + (r * t + p) * d;
+      for (int64_t j = 0; j < half; ++j) {
+        double c = cosT[p * half + j], s = sinT[p * half + j];
+        double x1 = in[j], x2 = in[j + half];
+        out[j] = float(x1 * c - x2 * s);
+        out[j + half] = float(x2 * c + x1 * s);
+      }
+    }
+  return y;
 }
 
 namespace {
@@ -345,6 +474,86 @@ Tensor multiheadAttentionWeights(const Tensor &q, const Tensor &k,
   return attentionWeights(qs, ks, validLens ? &repeated : nullptr, causal);
 }
 
+namespace {
+
+/// [B*G, T, d] kv heads -> [B*H, T, d]: row b*H + h is row b*G + h / (H/G)
+/// (HF repeat_kv).
+Tensor repeatKv(const Tensor &x, int64_t heads, int64_t kvHeads) {
+  int64_t bg = x.dim(0), t = x.dim(1), d = x.dim(2);
+  if (kvHeads == heads)
+    return x;
+  int64_t b = bg / kvHeads, group = heads / kvHeads;
+  Tensor y({b * heads, t, d});
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int64_t h = 0; h < heads; ++h)
+      std::copy_n(x.data.begin() + (bi * kvHeads + h / group) * t * d, t * d,
+                  y.data.begin() + (bi * heads + h) * t * d);
+  return y;
+}
+
+struct MhaHeads {
+  Tensor q, k;         // [B*H, Tq, d], [B*H, Tk, d] (kv heads repeated)
+  IntTensor validLens; // repeated per query head
+  bool hasValidLens = false;
+  int64_t kvHeads;
+};
+
+MhaHeads projectQk(const Tensor &q, const Tensor &k, int64_t heads,
+                   const Tensor &wQ, const Tensor &wK, const MhaOptions &o) {
+  checkHeads(q, wQ, heads);
+  checkRank(k, 3, "multihead_attention: k");
+  int64_t d = wQ.dim(0) / heads;
+  int64_t g = o.kvHeads ? o.kvHeads : heads;
+  check(g > 0 && heads % g == 0,
+        "multihead_attention: heads=" + Twine(heads) +
+            " is not a multiple of kv_heads=" + Twine(g));
+  check(wK.rank() == 2 && wK.dim(0) == g * d,
+        "multihead_attention: w_k " + shapeStr(wK.shape) + " must have " +
+            Twine(g * d) + " rows (kv_heads * head dim)");
+  check(!o.rope || d % 2 == 0, "multihead_attention: rope needs an even head "
+                               "dim, got " +
+                                   Twine(d));
+  MhaHeads r;
+  r.kvHeads = g;
+  r.q = splitHeads(linear(q, wQ, o.bQ), heads);
+  Tensor ks = splitHeads(linear(k, wK, o.bK), g);
+  if (o.rope) {
+    r.q = rope(r.q, o.ropeBase);
+    ks = rope(ks, o.ropeBase);
+  }
+  r.k = repeatKv(ks, heads, g);
+  if (o.validLens) {
+    r.validLens = repeatPerHead(*o.validLens, q, heads);
+    r.hasValidLens = true;
+  }
+  return r;
+}
+
+} // namespace
+
+Tensor multiheadAttention(const Tensor &q, const Tensor &k, const Tensor &v,
+                          int64_t heads, const Tensor &wQ, const Tensor &wK,
+                          const Tensor &wV, const Tensor &wO,
+                          const MhaOptions &options) {
+  MhaHeads h = projectQk(q, k, heads, wQ, wK, options);
+  check(wV.rank() == 2 && wV.dim(0) == wK.dim(0),
+        "multihead_attention: w_v " + shapeStr(wV.shape) +
+            " must have w_k's row count " + Twine(wK.dim(0)));
+  Tensor vs = repeatKv(splitHeads(linear(v, wV, options.bV), h.kvHeads), heads,
+                       h.kvHeads);
+  Tensor o = attention(h.q, h.k, vs, h.hasValidLens ? &h.validLens : nullptr,
+                       options.causal, options.window);
+  return linear(mergeHeads(o, heads), wO, options.bO);
+}
+
+Tensor multiheadAttentionWeights(const Tensor &q, const Tensor &k,
+                                 int64_t heads, const Tensor &wQ,
+                                 const Tensor &wK, const MhaOptions &options) {
+  MhaHeads h = projectQk(q, k, heads, wQ, wK, options);
+  return attentionWeights(h.q, h.k, h.hasValidLens ? &h.validLens : nullptr,
+                          options.causal, options.window);
+}
+
 Tensor positionalEncodingTable(int64_t maxLen, int64_t d) {
   check(d % 2 == 0, "positional_encoding: D=" + Twine(d) + " must be even");
   Tensor p({maxLen, d});
@@ -398,6 +607,28 @@ Tensor layerNorm(const Tensor &x, const Tensor &gamma, const Tensor &beta,
     for (int64_t i = 0; i < d; ++i)
       y.data[r * d + i] =
           float((row[i] - mean) * inv * gamma.data[i] + beta.data[i]);
+  }
+  return y;
+}
+
+Tensor rmsNorm(const Tensor &x, const Tensor &gamma, double eps) {
+  check(x.rank() >= 1, "rms_norm: x must have rank >= 1");
+  int64_t d = x.dim(-1);
+  check(gamma.shape == std::vector<int64_t>{d}, "rms_norm: gamma must be [" +
+                                                    Twine(d) + "], got " +
+                                                    shapeStr(gamma.shape));
+  Tensor y = x;
+  if (d == 0)
+    return y;
+  for (size_t r = 0; r < x.numElements() / d; ++r) {
+    const float *row = x.data.data() + r * d;
+    double ms = 0;
+    for (int64_t i = 0; i < d; ++i)
+      ms += double(row[i]) * double(row[i]);
+    ms /= double(d);
+    double inv = 1.0 / std::sqrt(ms + eps);
+    for (int64_t i = 0; i < d; ++i)
+      y.data[r * d + i] = float(double(row[i]) * inv * double(gamma.data[i]));
   }
   return y;
 }
