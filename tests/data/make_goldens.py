@@ -1169,18 +1169,19 @@ block {name} {{
 
 
 def case_broadcast_add_mul_sub(name):
-    """add, mul and sub with NumPy broadcasting (torch's operators)."""
+    """add, mul and sub with NumPy broadcasting (torch's operators). No two
+    names differ only in case: the C header's macros upper-case them."""
     B, T, D = 2, 3, 5
     rng = np.random.default_rng(101)
     a = {"X": uniform(rng, (B, T, D)), "X2": uniform(rng, (B, T, D)),
          "P": uniform(rng, (1, T, D)), "g": uniform(rng, (D,)),
          "U": uniform(rng, (B, 1, D)), "V": uniform(rng, (B, T, 1)),
-         "s": uniform(rng, (1,))}
-    X, X2, P, g, U, V, s = (t(a[k]) for k in
-                            ("X", "X2", "P", "g", "U", "V", "s"))
+         "k": uniform(rng, (1,))}
+    X, X2, P, g, U, V, k = (t(a[n]) for n in
+                            ("X", "X2", "P", "g", "U", "V", "k"))
     with torch.no_grad():
         outputs = {"A": f32(P + X), "M": f32(g * X), "S": f32(U - V),
-                   "C": f32(X * s - (g + s)), "F": f32(X * X2 - X2)}
+                   "C": f32(X * k - (g + k)), "F": f32(X * X2 - X2)}
     for o in outputs.values():
         assert o.shape == (B, T, D), o.shape
     spec = f"""# add, mul and sub with NumPy broadcasting: shapes are aligned on their
@@ -1193,12 +1194,12 @@ block {name} {{
   input  g: f32[D]
   input  U: f32[B, 1, D]
   input  V: f32[B, T, 1]
-  input  s: f32[1]
+  input  k: f32[1]
 
   A = add(P, X)                   # [1, T, D] + [B, T, D]
   M = mul(g, X)                   # [D] * [B, T, D]
   S = sub(U, V)                   # [B, 1, D] - [B, T, 1]: both stretch
-  C = sub(mul(X, s), add(g, s))   # [B, T, D] * [1]; [D] + [1]; then - [D]
+  C = sub(mul(X, k), add(g, k))   # [B, T, D] * [1]; [D] + [1]; then - [D]
   F = sub(mul(X, X2), X2)         # one shape
   output A, M, S, C, F
 }}
@@ -1407,8 +1408,8 @@ block {name} {{
                           b_q=b_q, b_k=b_k, b_v=b_v, b_o=b_o,
                           valid_lens=valid_lens)
   Y = add_norm(X, A, ln1_gamma, ln1_beta, eps=1e-12)
-  I = gelu(linear(Y, W_i, b_i))
-  Z = add_norm(Y, linear(I, W_out, b_out), ln2_gamma, ln2_beta, eps=1e-12)
+  Hi = gelu(linear(Y, W_i, b_i))
+  Z = add_norm(Y, linear(Hi, W_out, b_out), ln2_gamma, ln2_beta, eps=1e-12)
   output Z
 }}
 """

@@ -820,7 +820,7 @@ TEST(NaiveReferenceGoldenV2, BroadcastAddMulSub) {
   Golden g = v2("broadcast_add_mul_sub");
   double tol = g.tolerance();
   Tensor x = g.f32("X"), x2 = g.f32("X2"), p = g.f32("P"), gv = g.f32("g"),
-         u = g.f32("U"), v = g.f32("V"), s = g.f32("s");
+         u = g.f32("U"), v = g.f32("V"), s = g.f32("k");
   EXPECT_LE(maxAbsDiff(add(p, x), g.f32("expected_A")), tol);
   EXPECT_LE(maxAbsDiff(mul(gv, x), g.f32("expected_M")), tol);
   EXPECT_LE(maxAbsDiff(sub(u, v), g.f32("expected_S")), tol);
