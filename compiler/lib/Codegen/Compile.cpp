@@ -129,6 +129,8 @@ void attnc::enableIRPrintingAfterAll(mlir::PassManager &pm) {
 
 llvm::Error attnc::lowerToLLVMDialect(mlir::ModuleOp module,
                                       const CompileOptions &options) {
+  options.enterStage("lowering to the LLVM dialect (" + options.target.cpu +
+                     ")");
   mlir::MLIRContext *context = module->getContext();
   mlir::PassManager pm(context);
   if (options.printIRAfterAll)
@@ -161,6 +163,8 @@ toOptimizedLLVMIR(mlir::ModuleOp module, const CompileOptions &options,
       options.pipeline.parallel  ? TemporaryAllocator::Runtime
       : options.objectBlockCache ? TemporaryAllocator::ObjectCache
                                  : TemporaryAllocator::Libc;
+  options.enterStage("translating and optimizing LLVM IR (" +
+                     options.target.cpu + ")");
   return translateToLLVMIR(module, context, machine, options.target.optLevel,
                            allocator);
 }
@@ -257,6 +261,9 @@ attnc::compileToMachineCode(mlir::ModuleOp module,
       module, options,
       [&](llvm::Module &llvmModule,
           llvm::TargetMachine &machine) -> llvm::Expected<std::string> {
+        options.enterStage(kind == MachineCodeKind::Object
+                               ? "generating machine code"
+                               : "generating assembly");
         llvm::SmallString<0> buffer;
         llvm::raw_svector_ostream os(buffer);
         if (llvm::Error error = emitMachineCode(llvmModule, machine, kind, os))

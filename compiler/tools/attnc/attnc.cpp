@@ -19,6 +19,7 @@
 #include "attnc/Support/ReadFile.h"
 #include "attnc/Support/Version.h"
 
+#include "Progress.h"
 #include "RunCommand.h"
 
 #include "mlir/IR/AsmState.h"
@@ -190,6 +191,16 @@ cl::opt<bool> printSchedule(
 cl::opt<bool> printIrAfterAll("print-ir-after-all",
                               cl::desc("Print the IR after every pass"),
                               cl::cat(outputCategory));
+
+cl::opt<bool> verbose("v",
+                      cl::desc("Print each compile stage as it starts, with "
+                               "the time since the start"),
+                      cl::cat(outputCategory));
+cl::opt<bool> quiet("quiet",
+                    cl::desc("No progress report (by default a compile that "
+                             "takes more than a second reports its stages "
+                             "when stderr is a terminal)"),
+                    cl::cat(outputCategory));
 
 // `attnc run SPEC` only.
 cl::list<std::string> runInputs("input",
@@ -372,7 +383,9 @@ int emitGpuCode(mlir::ModuleOp module, const CompileOptions &options) {
   return writeOutput(*code, kind == GpuOutputKind::Object);
 }
 
-int emitCode(const LoadedSpec &spec, unsigned optLevelValue) {
+int emitCode(const LoadedSpec &spec, unsigned optLevelValue,
+             Progress &progress) {
+  progress.stage("generating MLIR");
   mlir::DialectRegistry registry;
   registerAllDialects(registry);
   mlir::MLIRContext context(registry);
@@ -406,6 +419,9 @@ int emitCode(const LoadedSpec &spec, unsigned optLevelValue) {
   CompileOptions options = compileOptions(CompileOptions(), optLevelValue);
   options.printIRAfterAll = printIrAfterAll;
   options.pipeline.parallel = parallelLoops;
+  options.onStage = [&progress](llvm::StringRef stage) {
+    progress.stage(stage);
+  };
   auto internal = [](llvm::Error error) {
     llvm::errs() << "attnc: internal error: "
                  << llvm::toString(std::move(error)) << "\n";
@@ -508,8 +524,17 @@ int compileMain() {
     error() << "--emit=ptx needs --target=nvptx\n";
     return kUserError;
   }
+  if (verbose && quiet) {
+    error() << "-v and --quiet contradict each other; give one\n";
+    return kUserError;
+  }
+  Progress progress(quiet     ? Progress::Mode::Quiet
+                    : verbose ? Progress::Mode::Verbose
+                              : Progress::Mode::Auto);
   // The spec is checked first, whatever is emitted: errors in it are the
   // most useful thing attnc can say.
+  progress.stage("parsing and checking " +
+                 llvm::sys::path::filename(inputFile).str());
   LoadedSpec spec;
   if (!loadSpec(spec))
     return kUserError;
@@ -520,7 +545,7 @@ int compileMain() {
     error() << llvm::toString(std::move(bad)) << "\n";
     return kUserError;
   }
-  return emitCode(spec, *level);
+  return emitCode(spec, *level, progress);
 }
 
 /// LLVM's command line lets a subcommand take the top level's options too;
@@ -538,6 +563,9 @@ bool checkRunFlags() {
                       "--threads"},
       {printIrAfterAll, "use 'attnc SPEC --emit=... --print-ir-after-all'"},
       {printSchedule, "use 'attnc --print-schedule [--mcpu=CPU]'"},
+      {verbose, "it reports only what it runs; compile with 'attnc SPEC -v' "
+                "to see the stages"},
+      {quiet, "it prints no progress report"},
       {triple, "it runs the kernel on this machine; cross-compile with "
                "'attnc SPEC --triple=TRIPLE -o OBJ'"},
   };

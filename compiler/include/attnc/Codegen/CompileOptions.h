@@ -9,7 +9,10 @@
 #ifndef ATTNC_CODEGEN_COMPILEOPTIONS_H
 #define ATTNC_CODEGEN_COMPILEOPTIONS_H
 
+#include "llvm/ADT/StringRef.h"
+
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace attnc {
@@ -67,6 +70,14 @@ struct CompileOptions {
   /// it off: the JIT resolves malloc/free to attnc_rt's cache anyway, and
   /// the blocks a JIT-ed object holds are not freed when it is unloaded.
   bool objectBlockCache = true;
+  /// Told the name of each stage as the compile enters it (attnc's progress
+  /// report); not part of the fingerprint.
+  std::function<void(llvm::StringRef stage)> onStage;
+
+  void enterStage(llvm::StringRef stage) const {
+    if (onStage)
+      onStage(stage);
+  }
 
   /// -O0 .. -O3: -O0 also turns off tiling/vectorization (scalar loops).
   void setOptLevel(unsigned level);
