@@ -21,8 +21,27 @@ times, in inference mode (torch.inference_mode(), modules in eval()):
     F       the same layer written with torch.nn.functional
   sgemm case
     mm      torch.mm(A, B), N x N x N
+  gpt2, llama, window cases (bench/blocks.py; the weights of blocks.arrays)
+    eager   written as Hugging Face transformers computes it with
+            attn_implementation="eager" (modeling_gpt2 / modeling_llama /
+            modeling_mistral): eager_attention_forward with its additive
+            4-D mask (0 / finfo.min, built once, as the model shares it
+            across layers), repeat_kv, rotate_half RoPE (cos/sin built once),
+            LlamaRMSNorm, GPT-2's Conv1D (addmm) and gelu_new written out
+    sdpa    the same block with F.scaled_dot_product_attention: is_causal=
+            True (gpt2), is_causal=True and enable_gqa=True, no repeat_kv
+            (llama), a boolean [T, T] sliding-window mask (window); gpt2's
+            GELU as F.gelu(approximate="tanh")
+    flex    (window) torch.compile(flex_attention) with a sliding-window
+            BlockMask, which skips the key blocks outside the window; the
+            first (warm-up) call compiles
 
-A variant that fails is reported with its error, never dropped.
+A variant that fails is reported with its error, never dropped; one whose
+score tensors would not fit in the memory available is reported as skipped.
+
+With "check_dir" in CONFIG (bench/check_peers.py) the model-block cases are
+not timed: each variant runs once on CHECK_DIR/ID/inputs/NAME.npy and its
+output is written to CHECK_DIR/ID/TAG_VARIANT.npy (TAG = config "tag").
 """
 
 import json
@@ -32,7 +51,8 @@ import sys
 import os
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import measure  # noqa: E402
+from timing import measure, memory_available  # noqa: E402
+import blocks  # noqa: E402
 
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
@@ -144,13 +164,17 @@ def weights(*shape):
     return torch.randn(*shape) * 0.02
 
 
+def error_of(e):
+    return "%s: %s" % (type(e).__name__, str(e).splitlines()[0]
+                       if str(e) else "")
+
+
 def run_variant(fn, protocol):
     try:
         with torch.inference_mode():
             return measure(fn, protocol)
     except Exception as e:  # reported, never dropped
-        return {"error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0]
-                                     if str(e) else "")}
+        return {"error": error_of(e)}
 
 
 def mha_variants(case, protocol):
@@ -244,6 +268,272 @@ def bert_variants(case, protocol):
     return out
 
 
+# --- Hugging Face formulas (transformers' modeling_gpt2, modeling_llama,
+# modeling_mistral; eval, eager or SDPA attention) ---
+def hf_mask(T, window=None):
+    """HF's eager 4-D mask [1, 1, T, T]: 0 where key j is visible from query
+    i (j <= i, and i - j < window for a sliding window), finfo.min
+    elsewhere."""
+    vis = visible(T, window)
+    mask = torch.zeros(T, T).masked_fill(~vis, torch.finfo(torch.float32).min)
+    return mask[None, None]
+
+
+def visible(T, window=None):
+    """[T, T] bool, True where key j is visible from query i."""
+    i = torch.arange(T)[:, None]
+    j = torch.arange(T)[None, :]
+    vis = j <= i
+    if window is not None:
+        vis = vis & (i - j < window)
+    return vis
+
+
+def repeat_kv(hidden_states, n_rep):
+    """[B, kv_heads, T, d] -> [B, kv_heads * n_rep, T, d] (HF repeat_kv)."""
+    batch, num_key_value_heads, slen, head_dim = hidden_states.shape
+    if n_rep == 1:
+        return hidden_states
+    hidden_states = hidden_states[:, :, None, :, :].expand(
+        batch, num_key_value_heads, n_rep, slen, head_dim)
+    return hidden_states.reshape(batch, num_key_value_heads * n_rep, slen,
+                                 head_dim)
+
+
+def eager_attention(query, key, value, mask, n_rep=1):
+    """HF eager_attention_forward (dropout 0): [B, H, T, d] in, [B, T, H, d]
+    out."""
+    key_states = repeat_kv(key, n_rep)
+    value_states = repeat_kv(value, n_rep)
+    attn_weights = torch.matmul(query, key_states.transpose(2, 3)) * \
+        query.shape[-1] ** -0.5
+    attn_weights = attn_weights + mask
+    attn_weights = F.softmax(attn_weights, dim=-1,
+                             dtype=torch.float32).to(query.dtype)
+    attn_output = torch.matmul(attn_weights, value_states)
+    return attn_output.transpose(1, 2).contiguous()
+
+
+def sdpa_attention(**kwargs):
+    def attend(query, key, value):
+        return F.scaled_dot_product_attention(
+            query, key, value, **kwargs).transpose(1, 2).contiguous()
+    return attend
+
+
+def rope_cos_sin(T, dim, base=10000.0):
+    """HF LlamaRotaryEmbedding (rope_type "default") at positions 0..T-1:
+    cos(emb), sin(emb), emb = cat(freqs, freqs), [T, dim]."""
+    inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64)
+                               .float() / dim))
+    freqs = torch.arange(T, dtype=torch.int64).float()[:, None] * \
+        inv_freq[None, :]
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos(), emb.sin()
+
+
+def rotate_half(x):
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def apply_rotary_pos_emb(q, k, cos, sin):
+    return (q * cos) + (rotate_half(q) * sin), \
+        (k * cos) + (rotate_half(k) * sin)
+
+
+def rms_norm(hidden_states, weight, eps):
+    """LlamaRMSNorm."""
+    variance = hidden_states.pow(2).mean(-1, keepdim=True)
+    hidden_states = hidden_states * torch.rsqrt(variance + eps)
+    return weight * hidden_states
+
+
+def gelu_new(x):
+    """HF NewGELUActivation (GPT-2's "gelu_new"), written out."""
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (
+        x + 0.044715 * torch.pow(x, 3.0))))
+
+
+def gpt2_block(a, case, attend, gelu):
+    """HF GPT2Block: Conv1D weights are [in, out] (ours transposed)."""
+    B, T, D, H = case["B"], case["T"], case["D"], case["H"]
+    d = D // H
+    c_attn_w = torch.cat([a["W_q"], a["W_k"], a["W_v"]]).t().contiguous()
+    c_attn_b = torch.cat([a["b_q"], a["b_k"], a["b_v"]])
+    c_proj_w = a["W_o"].t().contiguous()
+    c_fc_w = a["W_fc"].t().contiguous()
+    mlp_proj_w = a["W_proj"].t().contiguous()
+
+    def conv1d(x, weight, bias):
+        size_out = x.size()[:-1] + (weight.shape[1],)
+        return torch.addmm(bias, x.view(-1, x.size(-1)), weight).view(
+            size_out)
+
+    def forward():
+        X = a["X"]
+        h = F.layer_norm(X, (D,), a["ln1_gamma"], a["ln1_beta"], 1e-5)
+        query, key, value = conv1d(h, c_attn_w, c_attn_b).split(D, dim=2)
+        shape = (B, T, H, d)
+        query = query.view(shape).transpose(1, 2)
+        key = key.view(shape).transpose(1, 2)
+        value = value.view(shape).transpose(1, 2)
+        attn = attend(query, key, value).reshape(B, T, D).contiguous()
+        Y = conv1d(attn, c_proj_w, a["b_o"]) + X
+        h = F.layer_norm(Y, (D,), a["ln2_gamma"], a["ln2_beta"], 1e-5)
+        m = conv1d(gelu(conv1d(h, c_fc_w, a["b_fc"])), mlp_proj_w,
+                   a["b_proj"])
+        return Y + m
+    return forward
+
+
+def llama_block(a, case, attend):
+    """HF LlamaDecoderLayer (attention_bias=False, mlp_bias=False)."""
+    B, T, D, H, G = case["B"], case["T"], case["D"], case["H"], case["KV"]
+    d = D // H
+    cos, sin = rope_cos_sin(T, d)
+
+    def forward():
+        X = a["X"]
+        h = rms_norm(X, a["attn_norm"], 1e-6)
+        q = F.linear(h, a["W_q"]).view(B, T, H, d).transpose(1, 2)
+        k = F.linear(h, a["W_k"]).view(B, T, G, d).transpose(1, 2)
+        v = F.linear(h, a["W_v"]).view(B, T, G, d).transpose(1, 2)
+        q, k = apply_rotary_pos_emb(q, k, cos, sin)
+        attn = attend(q, k, v).reshape(B, T, D).contiguous()
+        Y = X + F.linear(attn, a["W_o"])
+        h = rms_norm(Y, a["ffn_norm"], 1e-6)
+        return Y + F.linear(F.silu(F.linear(h, a["W_gate"])) *
+                            F.linear(h, a["W_up"]), a["W_down"])
+    return forward
+
+
+def window_attention(a, case, attend):
+    """MistralAttention without RoPE and without biases: projections,
+    heads, sliding-window causal attention, output projection."""
+    B, T, D, H = case["B"], case["T"], case["D"], case["H"]
+    d = D // H
+
+    def forward():
+        X = a["X"]
+        q = F.linear(X, a["W_q"]).view(B, T, H, d).transpose(1, 2)
+        k = F.linear(X, a["W_k"]).view(B, T, H, d).transpose(1, 2)
+        v = F.linear(X, a["W_v"]).view(B, T, H, d).transpose(1, 2)
+        return F.linear(attend(q, k, v).reshape(B, T, D), a["W_o"])
+    return forward
+
+
+def flex_window(T, window):
+    """torch.compile(flex_attention) with a sliding-window BlockMask."""
+    from torch.nn.attention.flex_attention import (create_block_mask,
+                                                   flex_attention)
+
+    def sliding_window_causal(b, h, q_idx, kv_idx):
+        return (q_idx >= kv_idx) & (q_idx - kv_idx < window)
+    block_mask = create_block_mask(sliding_window_causal, None, None, T, T,
+                                   device="cpu")
+    compiled = torch.compile(flex_attention)
+
+    def attend(query, key, value):
+        return compiled(query, key, value, block_mask=block_mask)\
+            .transpose(1, 2).contiguous()
+    return attend
+
+
+def flash_takes_masks():
+    """Whether SDPA's CPU flash kernel accepts an attn_mask (then a boolean
+    [T, T] mask costs T^2 bytes, not [B, H, T, T] floats)."""
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        q = torch.randn(1, 1, 8, 16)
+        with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+            F.scaled_dot_product_attention(q, q, q, attn_mask=visible(8))
+        return True
+    except Exception:
+        return False
+
+
+def model_variants(case, a):
+    """name -> (forward, bytes its attention scores need at the peak, or 0);
+    a variant that cannot be built is an exception in place of forward."""
+    kind, B, T, H = case["kind"], case["B"], case["T"], case["H"]
+    scores = 4 * B * H * T * T  # one [B, H, T, T] float32 tensor
+    if kind in ("gpt2", "llama"):
+        mask = hf_mask(T)
+    if kind == "gpt2":
+        return {
+            "eager": (gpt2_block(a, case, lambda q, k, v: eager_attention(
+                q, k, v, mask), gelu_new), 2 * scores),
+            "sdpa": (gpt2_block(a, case, sdpa_attention(is_causal=True),
+                                lambda x: F.gelu(x, approximate="tanh")), 0),
+        }
+    if kind == "llama":
+        n_rep = H // case["KV"]
+        return {
+            "eager": (llama_block(a, case, lambda q, k, v: eager_attention(
+                q, k, v, mask, n_rep)), 2 * scores),
+            "sdpa": (llama_block(a, case, sdpa_attention(
+                is_causal=True, enable_gqa=True)), 0),
+        }
+    W = case["W"]
+    mask, vis = hf_mask(T, W), visible(T, W)
+    out = {
+        "eager": (window_attention(a, case, lambda q, k, v: eager_attention(
+            q, k, v, mask)), 2 * scores + 4 * T * T),
+        "sdpa": (window_attention(a, case, sdpa_attention(attn_mask=vis)),
+                 T * T if flash_takes_masks() or not hasattr(
+                     F, "scaled_dot_product_attention")
+                 else 2 * scores + 4 * T * T),
+    }
+    try:
+        out["flex"] = (window_attention(a, case, flex_window(T, W)), 0)
+    except Exception as e:
+        out["flex"] = (e, 0)
+    return out
+
+
+def model_results(case, arrays, protocol):
+    out = {}
+    avail = memory_available()
+    for name, (fn, need) in model_variants(case, arrays).items():
+        if isinstance(fn, Exception):
+            out[name] = {"error": error_of(fn)}
+        elif avail is not None and need > 0.8 * avail:
+            out[name] = {"error": "skipped: its scores need ~%.1f GiB, "
+                         "%.1f GiB available" % (need / 2 ** 30,
+                                                 avail / 2 ** 30)}
+        else:
+            out[name] = run_variant(fn, protocol)
+    return out
+
+
+def check_outputs(case, check_dir, tag):
+    """Runs each variant once on the check's inputs and saves its output."""
+    import numpy as np
+    folder = os.path.join(check_dir, case["id"])
+    arrays = {n: torch.from_numpy(np.load(os.path.join(folder, "inputs",
+                                                      n + ".npy")))
+              for n, role, _ in blocks.signature(case) if role != "output"}
+    out = {}
+    for name, (fn, _) in model_variants(case, arrays).items():
+        try:
+            if isinstance(fn, Exception):
+                raise fn
+            with torch.inference_mode():
+                y = fn()
+            path = os.path.join(folder, "%s_%s.npy" % (tag, name))
+            np.save(path, y.numpy())
+            out[name] = {"saved": path}
+        except Exception as e:
+            out[name] = {"error": error_of(e)}
+    return out
+
+
+def model_arrays(case):
+    return {n: torch.from_numpy(v) for n, v in blocks.arrays(case).items()}
+
+
 def sgemm_variants(case, protocol):
     n = case["N"]
     A, Bm = torch.randn(n, n), torch.randn(n, n)
@@ -291,6 +581,13 @@ def main():
             results[case["id"]] = bert_variants(case, protocol)
         elif case["kind"] == "sgemm":
             results[case["id"]] = sgemm_variants(case, protocol)
+        elif case["kind"] in blocks.KINDS:
+            if "check_dir" in config:
+                results[case["id"]] = check_outputs(
+                    case, config["check_dir"], config.get("tag", "torch"))
+            else:
+                results[case["id"]] = model_results(
+                    case, model_arrays(case), protocol)
     print(json.dumps({
         "version": torch.__version__,
         "threads": torch.get_num_threads(),

@@ -36,7 +36,7 @@ def ort_ms(python, case, threads, tmp):
     if "error" in result:
         raise RuntimeError("ONNX Runtime: " + result["error"])
     variants = result["results"][case["id"]]
-    best = harness.best(variants, ("attention", "plain", "matmul"))
+    best = harness.best(variants, harness.ORT_VARIANTS)
     if best is None:
         raise RuntimeError("ONNX Runtime: no variant ran: %s"
                            % json.dumps(variants))
