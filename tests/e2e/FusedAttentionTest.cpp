@@ -8,10 +8,19 @@
 // whose every visible score is below -1e6 (where D2L's masked entries, worth
 // -1e6, dominate).
 //
+// multihead_attention's v2 keywords (biases, kv_heads, a causal window,
+// rope) likewise, on random shapes against the reference's
+// multiheadAttention with MhaOptions, through every lowering: fused and
+// decomposed at -O2, -O0, the SSE2 baseline's schedule, and the GPU
+// kernels run on the CPU; windows of 1 key, of T keys or more and in
+// between (with lengths 0 and > T), grouped-query attention with one kv
+// head and with as many as query heads, each bias alone and all four.
+//
 //===----------------------------------------------------------------------===//
 
 #include "NaiveReference.h"
 
+#include "attnc/Codegen/Target.h"
 #include "attnc/Runtime/Runtime.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -21,6 +30,8 @@
 
 #include <cmath>
 #include <random>
+#include <string>
+#include <vector>
 
 using namespace attnc;
 
@@ -147,6 +158,385 @@ INSTANTIATE_TEST_SUITE_P(Corners, FusedAttention,
                          [](const auto &info) {
                            return std::string(std::get<0>(info.param).name) +
                                   "_" + std::get<1>(info.param);
+                         });
+
+//===----------------------------------------------------------------------===//
+// multihead_attention v2
+//===----------------------------------------------------------------------===//
+
+enum Bias : unsigned { kBQ = 1, kBK = 2, kBV = 4, kBO = 8 };
+
+struct MhaCase {
+  const char *name;
+  int64_t b, tq, tk, heads, kvHeads /* 0: not given */, headDim;
+  /// 0: no valid_lens, 1: [B], 2: [B, Tq]
+  int lensRank;
+  std::vector<int32_t> lens;
+  bool causal;
+  int64_t window; // 0: not given
+  bool rope;
+  double ropeBase; // 0: not given (10000)
+  unsigned biases; // Bias bits
+  bool weights;    // return_weights
+};
+
+const MhaCase kMhaCases[] = {
+    // A window of one key: each row sees itself (or nothing).
+    {"window_1", 2, 37, 37, 2, 0, 8, 1, {0, 50}, true, 1, false, 0, 0, false},
+    // A window of T keys and more: plain causal attention.
+    {"window_t", 2, 37, 37, 2, 0, 8, 1, {5, 37}, true, 37, false, 0, 0, false},
+    {"window_over_t", 1, 23, 23, 2, 0, 8, 0, {}, true, 100, false, 0, 0, false},
+    // Windows shorter than T over several key blocks, lengths 0 and > T.
+    {"window_5_long",
+     2,
+     70,
+     70,
+     3,
+     0,
+     12,
+     1,
+     {0, 80},
+     true,
+     5,
+     false,
+     0,
+     0,
+     false},
+    {"window_9_two_d_lengths",
+     1,
+     45,
+     45,
+     2,
+     0,
+     8,
+     2,
+     {0,  3, 45, 50, 7,  9,  10, 2,  30, 31, 12, 0,  1,  44, 45,
+      46, 5, 17, 18, 19, 20, 21, 22, 3,  24, 25, 26, 27, 28, 29,
+      30, 2, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 99},
+     true,
+     9,
+     false,
+     0,
+     0,
+     false},
+    {"window_17_no_lengths",
+     2,
+     90,
+     90,
+     2,
+     0,
+     8,
+     0,
+     {},
+     true,
+     17,
+     false,
+     0,
+     0,
+     false},
+    // Grouped-query attention: one kv head (multi-query), as many as heads,
+    // and 2 of 6 with Tq != Tk and 2-D lengths.
+    {"mqa", 2, 33, 33, 4, 1, 8, 1, {7, 33}, false, 0, false, 0, 0, false},
+    {"kv_heads_all",
+     2,
+     21,
+     21,
+     4,
+     4,
+     6,
+     1,
+     {0, 21},
+     false,
+     0,
+     false,
+     0,
+     0,
+     false},
+    {"gqa_cross",
+     2,
+     9,
+     41,
+     6,
+     2,
+     10,
+     2,
+     {41, 0, 3, 50, 9, 12, 1, 40, 7, 2, 0, 39, 41, 8, 20, 1, 1, 1},
+     false,
+     0,
+     false,
+     0,
+     0,
+     false},
+    {"gqa_causal", 1, 40, 40, 8, 2, 4, 0, {}, true, 0, false, 0, 0, false},
+    // rope: cross attention (q and k positions differ), a long causal one,
+    // Llama 3's base with grouped-query attention and a window.
+    {"rope_cross",
+     2,
+     29,
+     47,
+     2,
+     0,
+     16,
+     1,
+     {47, 11},
+     false,
+     0,
+     true,
+     0,
+     0,
+     false},
+    {"rope_causal", 1, 66, 66, 2, 0, 8, 0, {}, true, 0, true, 0, 0, false},
+    {"rope_llama",
+     2,
+     50,
+     50,
+     4,
+     2,
+     8,
+     1,
+     {50, 3},
+     true,
+     7,
+     true,
+     500000.0,
+     0,
+     false},
+    // Each bias alone (b_k and b_v with kv heads), and all four.
+    {"bias_q", 2, 21, 21, 2, 0, 8, 1, {4, 30}, false, 0, false, 0, kBQ, false},
+    {"bias_k", 2, 21, 21, 4, 2, 8, 1, {4, 30}, false, 0, false, 0, kBK, false},
+    {"bias_v", 2, 21, 21, 4, 2, 8, 1, {4, 30}, false, 0, false, 0, kBV, false},
+    {"bias_o", 2, 21, 21, 2, 0, 8, 1, {4, 30}, false, 0, false, 0, kBO, false},
+    {"biases_all",
+     2,
+     19,
+     27,
+     3,
+     0,
+     8,
+     1,
+     {0, 27},
+     true,
+     0,
+     true,
+     0,
+     kBQ | kBK | kBV | kBO,
+     false},
+    // The weights returned (always decomposed) with every keyword.
+    {"weights_everything",
+     2,
+     13,
+     13,
+     4,
+     2,
+     8,
+     1,
+     {13, 0},
+     true,
+     4,
+     true,
+     500000.0,
+     kBQ | kBK | kBV | kBO,
+     true},
+};
+
+void PrintTo(const MhaCase &c, std::ostream *os) { *os << c.name; }
+
+std::string mhaSpecOf(const MhaCase &c) {
+  int64_t hd = c.heads * c.headDim;
+  int64_t kvHd = (c.kvHeads ? c.kvHeads : c.heads) * c.headDim;
+  int64_t dq = 12, dk = 15, dv = 17;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  auto shape = [](std::initializer_list<int64_t> dims) {
+    std::string s;
+    for (int64_t d : dims)
+      s += (s.empty() ? "" : ", ") + std::to_string(d);
+    return "[" + s + "]";
+  };
+  os << "block mha {\n"
+     << "  input q: f32" << shape({c.b, c.tq, dq}) << "\n"
+     << "  input k: f32" << shape({c.b, c.tk, dk}) << "\n"
+     << "  input v: f32" << shape({c.b, c.tk, dv}) << "\n";
+  if (c.lensRank == 1)
+    os << "  input vl: i32" << shape({c.b}) << "\n";
+  if (c.lensRank == 2)
+    os << "  input vl: i32" << shape({c.b, c.tq}) << "\n";
+  os << "  param wq: f32" << shape({hd, dq}) << "\n"
+     << "  param wk: f32" << shape({kvHd, dk}) << "\n"
+     << "  param wv: f32" << shape({kvHd, dv}) << "\n"
+     << "  param wo: f32" << shape({hd, hd}) << "\n";
+  if (c.biases & kBQ)
+    os << "  param bq: f32" << shape({hd}) << "\n";
+  if (c.biases & kBK)
+    os << "  param bk: f32" << shape({kvHd}) << "\n";
+  if (c.biases & kBV)
+    os << "  param bv: f32" << shape({kvHd}) << "\n";
+  if (c.biases & kBO)
+    os << "  param bo: f32" << shape({hd}) << "\n";
+  os << "  " << (c.weights ? "o, a" : "o")
+     << " = multihead_attention(q, k, v, heads=" << c.heads
+     << ", w_q=wq, w_k=wk, w_v=wv, w_o=wo";
+  if (c.kvHeads)
+    os << ", kv_heads=" << c.kvHeads;
+  if (c.biases & kBQ)
+    os << ", b_q=bq";
+  if (c.biases & kBK)
+    os << ", b_k=bk";
+  if (c.biases & kBV)
+    os << ", b_v=bv";
+  if (c.biases & kBO)
+    os << ", b_o=bo";
+  if (c.lensRank)
+    os << ", valid_lens=vl";
+  if (c.causal)
+    os << ", causal=true";
+  if (c.window)
+    os << ", window=" << c.window;
+  if (c.rope)
+    os << ", rope=true";
+  if (c.ropeBase)
+    os << ", rope_base=" << c.ropeBase;
+  if (c.weights)
+    os << ", return_weights=true";
+  os << ")\n  output " << (c.weights ? "o, a" : "o") << "\n}\n";
+  return text;
+}
+
+ref::Tensor signedRandom(std::vector<int64_t> shape, std::mt19937 &rng,
+                         float scale) {
+  ref::Tensor t(shape);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (float &x : t.data)
+    x = uniform(rng) * scale;
+  return t;
+}
+
+/// How a case is compiled.
+struct MhaLowering {
+  const char *name;
+  const char *attention;
+  int optLevel;
+  const char *cpu;
+  bool gpuEmulation;
+};
+const MhaLowering kMhaLowerings[] = {
+    {"fused", "fused", 2, "native", false},
+    {"decomposed", "decomposed", 2, "native", false},
+    {"O0", "decomposed", 0, "native", false},
+    {"fused_sse2", "fused", 2, "x86-64", false},
+    {"gpu_fused", "fused", 2, "native", true},
+    {"gpu_decomposed", "decomposed", 2, "native", true},
+};
+
+void PrintTo(const MhaLowering &l, std::ostream *os) { *os << l.name; }
+
+struct MultiheadAttentionV2
+    : ::testing::TestWithParam<std::tuple<MhaCase, MhaLowering>> {};
+
+TEST_P(MultiheadAttentionV2, MatchesTheReference) {
+  auto [c, lowering] = GetParam();
+  int64_t hd = c.heads * c.headDim;
+  int64_t kvHd = (c.kvHeads ? c.kvHeads : c.heads) * c.headDim;
+  std::mt19937 rng(11);
+  ref::Tensor q = signedRandom({c.b, c.tq, 12}, rng, 1.0f);
+  ref::Tensor k = signedRandom({c.b, c.tk, 15}, rng, 1.0f);
+  ref::Tensor v = signedRandom({c.b, c.tk, 17}, rng, 1.0f);
+  ref::Tensor wq = signedRandom({hd, 12}, rng, 0.5f);
+  ref::Tensor wk = signedRandom({kvHd, 15}, rng, 0.5f);
+  ref::Tensor wv = signedRandom({kvHd, 17}, rng, 0.5f);
+  ref::Tensor wo = signedRandom({hd, hd}, rng, 0.3f);
+  ref::Tensor bq = signedRandom({hd}, rng, 0.5f);
+  ref::Tensor bk = signedRandom({kvHd}, rng, 0.5f);
+  ref::Tensor bv = signedRandom({kvHd}, rng, 0.5f);
+  ref::Tensor bo = signedRandom({hd}, rng, 0.5f);
+  std::optional<ref::IntTensor> lens;
+  if (c.lensRank == 1)
+    lens = ref::IntTensor({c.b}, c.lens);
+  if (c.lensRank == 2)
+    lens = ref::IntTensor({c.b, c.tq}, c.lens);
+  ref::MhaOptions options;
+  options.bQ = c.biases & kBQ ? &bq : nullptr;
+  options.bK = c.biases & kBK ? &bk : nullptr;
+  options.bV = c.biases & kBV ? &bv : nullptr;
+  options.bO = c.biases & kBO ? &bo : nullptr;
+  options.kvHeads = c.kvHeads;
+  options.rope = c.rope;
+  options.ropeBase = c.ropeBase ? c.ropeBase : 10000.0;
+  options.causal = c.causal;
+  options.window = c.window;
+  options.validLens = lens ? &*lens : nullptr;
+  ref::Tensor expected =
+      ref::multiheadAttention(q, k, v, c.heads, wq, wk, wv, wo, options);
+  ref::Tensor expectedWeights;
+  if (c.weights)
+    expectedWeights =
+        ref::multiheadAttentionWeights(q, k, c.heads, wq, wk, options);
+
+  CompileOptions compile;
+  compile.setOptLevel(lowering.optLevel);
+  compile.target.cpu = lowering.cpu;
+  compile.pipeline.attention = lowering.attention;
+  compile.pipeline.gpuEmulation = lowering.gpuEmulation;
+  if (llvm::Error lacks = checkRunsOnHost(compile.target))
+    GTEST_SKIP() << "this machine cannot run " << lowering.cpu
+                 << " code: " << llvm::toString(std::move(lacks));
+  std::string spec = mhaSpecOf(c);
+  SCOPED_TRACE(spec);
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("attnc-mha-v2", dir));
+  Runtime runtime{std::string(dir)};
+  auto kernel = runtime.compile(spec, "mha.attn", "", compile);
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  std::vector<float> out(expected.data.size(), NAN);
+  std::vector<float> weights(expectedWeights.data.size(), NAN);
+  std::vector<HostBuffer> buffers = {
+      {"q", q.data.data(), ElementType::F32, q.shape},
+      {"k", k.data.data(), ElementType::F32, k.shape},
+      {"v", v.data.data(), ElementType::F32, v.shape},
+      {"wq", wq.data.data(), ElementType::F32, wq.shape},
+      {"wk", wk.data.data(), ElementType::F32, wk.shape},
+      {"wv", wv.data.data(), ElementType::F32, wv.shape},
+      {"wo", wo.data.data(), ElementType::F32, wo.shape},
+      {"o", out.data(), ElementType::F32, expected.shape}};
+  if (lens)
+    buffers.push_back({"vl", lens->data.data(), ElementType::I32, lens->shape});
+  if (c.biases & kBQ)
+    buffers.push_back({"bq", bq.data.data(), ElementType::F32, bq.shape});
+  if (c.biases & kBK)
+    buffers.push_back({"bk", bk.data.data(), ElementType::F32, bk.shape});
+  if (c.biases & kBV)
+    buffers.push_back({"bv", bv.data.data(), ElementType::F32, bv.shape});
+  if (c.biases & kBO)
+    buffers.push_back({"bo", bo.data.data(), ElementType::F32, bo.shape});
+  if (c.weights)
+    buffers.push_back(
+        {"a", weights.data(), ElementType::F32, expectedWeights.shape});
+  llvm::Error error = (*kernel)->run(buffers);
+  ASSERT_FALSE(!!error) << llvm::toString(std::move(error));
+  llvm::sys::fs::remove_directories(dir);
+
+  auto worstOf = [&](const std::vector<float> &got, const ref::Tensor &want,
+                     const char *what) {
+    double worst = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_FALSE(std::isnan(got[i])) << what << " at " << i;
+      worst = std::max(worst, std::fabs(double(got[i]) - want.data[i]));
+    }
+    return worst;
+  };
+  EXPECT_LE(worstOf(out, expected, "output"), 1e-4)
+      << c.name << " " << lowering.name;
+  if (c.weights)
+    EXPECT_LE(worstOf(weights, expectedWeights, "weights"), 1e-5)
+        << c.name << " " << lowering.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Keywords, MultiheadAttentionV2,
+                         ::testing::Combine(::testing::ValuesIn(kMhaCases),
+                                            ::testing::ValuesIn(kMhaLowerings)),
+                         [](const auto &info) {
+                           return std::string(std::get<0>(info.param).name) +
+                                  "_" + std::get<1>(info.param).name;
                          });
 
 } // namespace

@@ -3,24 +3,32 @@
 // Lowers attn.fused_attention (on memrefs, after bufferization) to one loop
 // nest that never materializes the [N, Tq, Tk] scores:
 //
-//   for n:                                   batch x heads (with heads(H),
-//                                            head n % H of entry n / H: its
-//                                            columns of [B, T, H*d])
+//   for n:                                   batch x kv heads (with
+//                                            heads(H) and kv_heads(G), kv
+//                                            head n % G of entry n / G: its
+//                                            columns of [B, T, G*d]; G = H
+//                                            without kv_heads)
 //     kt = k[n]ᵀ in blocks of W keys         [Tk / W, d, W] scratch: a
 //                                            block of keys is one vector,
 //                                            and a key block's d vectors
-//                                            are contiguous
-//     for each super-block of 8 x R query rows:
+//                                            are contiguous (rope: rotated
+//                                            as it is copied)
+//     for each query head h of the kv head's group (H / G of them: they
+//     share kt and read v where it is, no copy per query head):
+//      for each super-block of 8 x R query rows:
 //       qs = q[rows]                         a copy: out may be q's buffer
+//                                            (rope: rotated as it is copied)
 //       len[r] = valid_len (min(., i + 1) when causal), clamped to Tk
-//       for each block of W keys below max(len):      (the rest is skipped)
+//       lo[r] = max(0, i + 1 - window) with a causal window, else 0
+//       for each block of W keys from min(lo) below max(len):
+//                                                     (the rest is skipped)
 //        for each block of R rows:                    (k, v blocks in L1)
 //         s[r] = qs[r] · kt[block] * scale            R x W/16 accumulators
-//         s[r][j >= len[r]] = -1e6                    D2L's replacement
+//         s[r][j >= len[r] or j < lo[r]] = -1e6       D2L's replacement
 //         m' = max(m, max s[r]); p = exp(s[r] - m')   online softmax
 //         l = l * exp(m - m') + sum p
 //         out[r] = out[r] * exp(m - m') + p @ v[block]
-//       out[r] /= l          (len <= 0: the mean of v, D2L's uniform row)
+//       out[r] /= l          (len <= lo: the mean of v, D2L's uniform row)
 //
 // Skipping masked keys is exact while exp(-1e6 - m) underflows, i.e. unless
 // every visible score of a row is below -1e6 + 104; such a row is recomputed
@@ -31,6 +39,7 @@
 #include "attn/CPU/Passes.h"
 #include "attn/IR/AttnOps.h"
 #include "attn/IR/MaskedSoftmax.h"
+#include "attn/IR/Rope.h"
 #include "attn/Target/CpuTarget.h"
 
 #include "PowerOfTwoPieces.h"
@@ -69,7 +78,8 @@ public:
   FlashEmitter(OpBuilder &b, Location loc, FusedAttentionOp op,
                const attn::CpuSchedule &schedule, bool parallel)
       : b(b), loc(loc), q(op.getQ()), k(op.getK()), v(op.getV()),
-        lens(op.getValidLens()), out(op.getInit()), causal(op.getCausal()),
+        lens(op.getValidLens()), out(op.getInit()), ropeCos(op.getRopeCos()),
+        ropeSin(op.getRopeSin()), causal(op.getCausal()),
         scale(op.getScale().convertToFloat()), rowBlock(schedule.attentionRows),
         keyBlock(schedule.attentionKeys),
         maxAccumulators(schedule.attentionAccumulators),
@@ -81,12 +91,19 @@ public:
     auto ks = cast<MemRefType>(k.getType()).getShape();
     auto vs = cast<MemRefType>(v.getType()).getShape();
     heads = op.getHeads();
+    kvHeads = op.getNumKvHeads();
+    groupSize = heads / kvHeads;
     batch = qs[0] * heads;
+    groups = qs[0] * kvHeads;
     queries = qs[1];
     depth = qs[2] / heads;
     keys = ks[1];
-    width = vs[2] / heads;
+    width = vs[2] / kvHeads;
     lens2d = lens && cast<MemRefType>(lens.getType()).getRank() == 2;
+    // A window of Tq keys or more hides nothing the causal mask does not.
+    if (std::optional<uint64_t> w = op.getWindow())
+      if (static_cast<int64_t>(*w) < queries)
+        window = static_cast<int64_t>(*w);
   }
 
   void emit() {
@@ -95,18 +112,19 @@ public:
       parallel = false;
     if (!parallel) {
       allocateScratch();
-      forRange(0, batch, 1, [&](Value n) { batchEntry(n); });
+      forRange(0, groups, 1, [&](Value n) { groupEntry(n); });
       freeScratch();
       return;
     }
-    // Threads take whole batch entries, each with its own scratch.
+    // Threads take whole batch entries (with kv_heads: a kv head and its
+    // group of query heads), each with its own scratch.
     scf::ParallelOp::create(
-        b, loc, ValueRange{index(0)}, ValueRange{index(batch)},
+        b, loc, ValueRange{index(0)}, ValueRange{index(groups)},
         ValueRange{index(1)}, [&](OpBuilder &nb, Location, ValueRange n) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
           allocateScratch();
-          batchEntry(n[0]);
+          groupEntry(n[0]);
           freeScratch();
         });
   }
@@ -139,35 +157,84 @@ private:
     memref::DeallocOp::create(b, loc, queryRows);
   }
 
-  void batchEntry(Value n) {
-    // Entry n is head n % H of batch entry n / H: its columns of q and k
-    // start at (n % H) * dk, those of v and out at (n % H) * dv.
+  void groupEntry(Value n) {
+    // Entry n is kv head n % G of batch entry n / G: its columns of k
+    // start at (n % G) * dk, those of v at (n % G) * dv. Its query heads
+    // are h = (n % G) * (H / G) + r, with columns h * dk of q, h * dv of
+    // out.
     entryBatch = n;
-    qkOffset = vOffset = Value();
+    kOffset = vOffset = Value();
+    Value kvHead;
     if (heads > 1) {
-      entryBatch = arith::DivUIOp::create(b, loc, n, index(heads));
-      Value head = arith::RemUIOp::create(b, loc, n, index(heads));
-      qkOffset = arith::MulIOp::create(b, loc, head, index(depth));
-      vOffset = arith::MulIOp::create(b, loc, head, index(width));
+      entryBatch = arith::DivUIOp::create(b, loc, n, index(kvHeads));
+      kvHead = arith::RemUIOp::create(b, loc, n, index(kvHeads));
+      kOffset = arith::MulIOp::create(b, loc, kvHead, index(depth));
+      vOffset = arith::MulIOp::create(b, loc, kvHead, index(width));
     }
     transposeKeys(n);
     if (mayBeEmpty())
       meanOfValues(n);
-    int64_t super = rowBlock * rowBlocksPerSweep;
-    int64_t full = queries / super, left = queries % super;
-    forRange(0, full * super, super,
-             [&](Value s0) { superBlockOf(n, s0, super); });
-    if (left)
-      superBlockOf(n, index(full * super), left);
+    auto queryHead = [&](Value head) {
+      qOffset = oOffset = Value();
+      if (head) {
+        qOffset = arith::MulIOp::create(b, loc, head, index(depth));
+        oOffset = arith::MulIOp::create(b, loc, head, index(width));
+      }
+      int64_t super = rowBlock * rowBlocksPerSweep;
+      int64_t full = queries / super, left = queries % super;
+      forRange(0, full * super, super,
+               [&](Value s0) { superBlockOf(n, s0, super); });
+      if (left)
+        superBlockOf(n, index(full * super), left);
+    };
+    if (groupSize == 1) {
+      queryHead(kvHead);
+      return;
+    }
+    Value first = arith::MulIOp::create(b, loc, kvHead, index(groupSize));
+    forRange(0, groupSize, 1, [&](Value r) { queryHead(add(first, r)); });
   }
 
-  /// Where element (row, col) of the current entry's q or k (`qkOffset`)
-  /// or v or out (`vOffset`) is.
+  /// Where element (row, col) of the current entry's q (`qOffset`), k
+  /// (`kOffset`), v (`vOffset`) or out (`oOffset`) is.
   SmallVector<Value> at(Value row, Value col, Value offset) {
     return {entryBatch, row, offset ? add(col, offset) : col};
   }
-  SmallVector<Value> qk(Value row, Value col) { return at(row, col, qkOffset); }
-  SmallVector<Value> vo(Value row, Value col) { return at(row, col, vOffset); }
+  SmallVector<Value> qAt(Value row, Value col) { return at(row, col, qOffset); }
+  SmallVector<Value> kAt(Value row, Value col) { return at(row, col, kOffset); }
+  SmallVector<Value> vAt(Value row, Value col) { return at(row, col, vOffset); }
+  SmallVector<Value> outAt(Value row, Value col) {
+    return at(row, col, oOffset);
+  }
+
+  /// Copies row `row` of q or k (`source` at `where`) to `store(column,
+  /// value)`: as it is, or rotated by rope at position `row` (Hugging Face
+  /// Llama: element c < d/2 pairs with c + d/2).
+  void copyRow(Value source, Value row,
+               function_ref<SmallVector<Value>(Value, Value)> where,
+               function_ref<void(Value, Value)> store) {
+    if (!ropeCos) {
+      forRange(0, depth, 1, [&](Value c) {
+        store(c, memref::LoadOp::create(b, loc, source, where(row, c)));
+      });
+      return;
+    }
+    int64_t half = depth / 2;
+    forRange(0, half, 1, [&](Value c) {
+      Value partner = add(c, index(half));
+      Value x1 = memref::LoadOp::create(b, loc, source, where(row, c));
+      Value x2 = memref::LoadOp::create(b, loc, source, where(row, partner));
+      Value cos = memref::LoadOp::create(b, loc, ropeCos, ValueRange{row, c});
+      Value sin = memref::LoadOp::create(b, loc, ropeSin, ValueRange{row, c});
+      Value x1Cos = arith::MulFOp::create(b, loc, x1, cos);
+      Value x2Cos = arith::MulFOp::create(b, loc, x2, cos);
+      Value x1Sin = arith::MulFOp::create(b, loc, x1, sin);
+      Value x2Sin = arith::MulFOp::create(b, loc, x2, sin);
+      // x1 cos + (-x2) sin and x2 cos + x1 sin, rounded as torch does.
+      store(c, arith::SubFOp::create(b, loc, x1Cos, x2Sin));
+      store(partner, arith::AddFOp::create(b, loc, x2Cos, x1Sin));
+    });
+  }
 
   /// Row `row` of the current super-block as an index into `queryRows`.
   Value inSuperBlock(Value row) {
@@ -205,13 +272,14 @@ private:
             arith::RemUIOp::create(b, loc, j, width)};
   }
 
-  /// kt[j / W, c, j % W] = k[n, j, c]
+  /// kt[j / W, c, j % W] = k[n, j, c] (rotated with rope)
   void transposeKeys(Value n) {
     forRange(0, keys, 1, [&](Value j) {
-      forRange(0, depth, 1, [&](Value c) {
-        Value x = memref::LoadOp::create(b, loc, k, qk(j, c));
-        memref::StoreOp::create(b, loc, x, kt, ktIndex(c, j));
-      });
+      copyRow(
+          k, j, [&](Value row, Value c) { return kAt(row, c); },
+          [&](Value c, Value x) {
+            memref::StoreOp::create(b, loc, x, kt, ktIndex(c, j));
+          });
     });
   }
 
@@ -222,7 +290,7 @@ private:
     });
     forRange(0, keys, 1, [&](Value j) {
       forRange(0, width, 1, [&](Value c) {
-        Value x = memref::LoadOp::create(b, loc, v, vo(j, c));
+        Value x = memref::LoadOp::create(b, loc, v, vAt(j, c));
         Value acc = memref::LoadOp::create(b, loc, mean, ValueRange{c});
         memref::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, acc, x),
                                 mean, ValueRange{c});
@@ -255,6 +323,16 @@ private:
     return len;
   }
 
+  /// The first visible key of query row `row`: max(0, row + 1 - window)
+  /// with a window, else 0 (null).
+  Value lowerOf(Value row) {
+    if (!window)
+      return Value();
+    Value lo =
+        arith::SubIOp::create(b, loc, add(row, index(1)), index(*window));
+    return arith::MaxSIOp::create(b, loc, lo, index(0));
+  }
+
   /// Column chunks of an output row: (offset, lanes) with lanes <=
   /// chunkLanes (one register each).
   SmallVector<std::pair<int64_t, int64_t>> chunks() const {
@@ -263,10 +341,11 @@ private:
 
   /// The rows of a register block [i0, i0 + rows) and their lengths.
   void rowsOf(Value n, Value i0, int64_t rows, SmallVectorImpl<Value> &row,
-              SmallVectorImpl<Value> &len) {
+              SmallVectorImpl<Value> &len, SmallVectorImpl<Value> &lo) {
     for (int64_t r = 0; r < rows; ++r) {
       row.push_back(add(i0, index(r)));
       len.push_back(lengthOf(n, row.back()));
+      lo.push_back(lowerOf(row.back()));
     }
   }
 
@@ -295,10 +374,11 @@ private:
     // buffer (attention in place), and its rows are written from here on.
     superStart = s0;
     forRange(0, rows, 1, [&](Value r) {
-      forRange(0, depth, 1, [&](Value c) {
-        Value x = memref::LoadOp::create(b, loc, q, qk(add(s0, r), c));
-        memref::StoreOp::create(b, loc, x, queryRows, ValueRange{r, c});
-      });
+      copyRow(
+          q, add(s0, r), [&](Value row, Value c) { return qAt(row, c); },
+          [&](Value c, Value x) {
+            memref::StoreOp::create(b, loc, x, queryRows, ValueRange{r, c});
+          });
     });
     auto init = scf::ForOp::create(
         b, loc, index(0), index(rows), index(1), ValueRange{index(0)},
@@ -318,7 +398,7 @@ private:
                     b, loc,
                     DenseElementsAttr::get(
                         VectorType::get({lanes}, b.getF32Type()), 0.0f)),
-                out, vo(row, index(c0)));
+                out, outAt(row, index(c0)));
           scf::YieldOp::create(b, loc,
                                ValueRange{arith::MaxSIOp::create(
                                    b, loc, acc[0], lengthOf(n, row))});
@@ -329,15 +409,32 @@ private:
     // block of the super-block.
     auto sweep = [&](Value j0, int64_t lanes, int64_t blocks) {
       forRowBlocks(s0, rows, [&](Value i0, int64_t count) {
-        SmallVector<Value> row, len, state;
-        rowsOf(n, i0, count, row, len);
+        SmallVector<Value> row, len, lo, state;
+        rowsOf(n, i0, count, row, len, lo);
+        // With a window, a register block of rows skips the keys that none
+        // of its rows sees: the work per row grows with the window, not Tk.
+        OpBuilder::InsertionGuard guard(b);
+        if (window) {
+          Value blockLen = len[0];
+          for (int64_t r = 1; r < count; ++r)
+            blockLen = arith::MaxSIOp::create(b, loc, blockLen, len[r]);
+          Value end = add(j0, index(lanes * blocks));
+          Value seen = arith::AndIOp::create(
+              b, loc,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, j0,
+                                    blockLen),
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, end,
+                                    lo[0]));
+          auto ifOp = scf::IfOp::create(b, loc, seen, /*withElseRegion=*/false);
+          b.setInsertionPointToStart(ifOp.thenBlock());
+        }
         Value first = arith::SubIOp::create(b, loc, i0, s0);
         for (int64_t which = 0; which < 2; ++which)
           for (int64_t r = 0; r < count; ++r)
             state.push_back(memref::LoadOp::create(
                 b, loc, stats, ValueRange{index(which), add(first, index(r))}));
         SmallVector<Value> next =
-            keyBlockOf(n, row, len, j0, lanes, blocks, state);
+            keyBlockOf(n, row, len, lo, j0, lanes, blocks, state);
         for (int64_t which = 0; which < 2; ++which)
           for (int64_t r = 0; r < count; ++r)
             memref::StoreOp::create(
@@ -348,8 +445,18 @@ private:
 
     // Full key blocks up to the longest row (past it every key of every row
     // is masked): softmaxBlocks at a time, then the rest one at a time.
+    // With a window, keys below the first row's window (the lowest) are
+    // skipped too: from the block that holds it.
     int64_t fullBlocks = keys / keyBlock, leftKeys = keys % keyBlock;
     int64_t fullSteps = fullBlocks / softmaxBlocks;
+    Value firstBlock = index(0), firstStep = index(0);
+    if (window) {
+      firstBlock = arith::MinUIOp::create(
+          b, loc, arith::DivUIOp::create(b, loc, lowerOf(s0), index(keyBlock)),
+          index(fullBlocks));
+      firstStep =
+          arith::DivUIOp::create(b, loc, firstBlock, index(softmaxBlocks));
+    }
     if (fullBlocks) {
       Value wanted = arith::DivUIOp::create(
           b, loc, add(maxLen, index(keyBlock - 1)), index(keyBlock));
@@ -358,7 +465,7 @@ private:
           b, loc, arith::DivUIOp::create(b, loc, blocks, index(softmaxBlocks)),
           index(fullSteps));
       if (fullSteps) {
-        auto loop = scf::ForOp::create(b, loc, index(0), steps, index(1));
+        auto loop = scf::ForOp::create(b, loc, firstStep, steps, index(1));
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(loop.getBody());
         sweep(arith::MulIOp::create(b, loc, loop.getInductionVar(),
@@ -367,8 +474,9 @@ private:
       }
       // Blocks the steps leave: past fullSteps, or past the longest row.
       if (softmaxBlocks > 1) {
-        Value first =
-            arith::MulIOp::create(b, loc, steps, index(softmaxBlocks));
+        Value first = arith::MaxUIOp::create(
+            b, loc, arith::MulIOp::create(b, loc, steps, index(softmaxBlocks)),
+            firstBlock);
         auto loop = scf::ForOp::create(b, loc, first, blocks, index(1));
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(loop.getBody());
@@ -395,7 +503,7 @@ private:
           memref::LoadOp::create(b, loc, stats, ValueRange{index(0), r});
       Value rowSum =
           memref::LoadOp::create(b, loc, stats, ValueRange{index(1), r});
-      finishRow(n, row, lengthOf(n, row), rowMax, rowSum);
+      finishRow(n, row, lengthOf(n, row), lowerOf(row), rowMax, rowSum);
     });
   }
 
@@ -405,8 +513,9 @@ private:
   /// `probs`; the maximum, the rescaling of the output rows (alpha) and the
   /// sums then happen once per step, not once per block.
   SmallVector<Value> keyBlockOf(Value n, ArrayRef<Value> row,
-                                ArrayRef<Value> len, Value j0, int64_t lanes,
-                                int64_t blocks, ValueRange state) {
+                                ArrayRef<Value> len, ArrayRef<Value> lo,
+                                Value j0, int64_t lanes, int64_t blocks,
+                                ValueRange state) {
     int64_t rows = row.size();
     int64_t span = lanes * blocks;
     auto vecType = VectorType::get({lanes}, b.getF32Type());
@@ -452,6 +561,14 @@ private:
             arith::IndexCastOp::create(b, loc, b.getI32Type(), len[r]);
         Value visible = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
                                               keyIndex, splat(lenI32, lanes));
+        if (lo[r]) {
+          Value loI32 =
+              arith::IndexCastOp::create(b, loc, b.getI32Type(), lo[r]);
+          visible = arith::AndIOp::create(
+              b, loc, visible,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, keyIndex,
+                                    splat(loI32, lanes)));
+        }
         scores.push_back(arith::SelectOp::create(
             b, loc, visible, s, splat(f32(kMaskedScore), lanes)));
       }
@@ -538,7 +655,7 @@ private:
         for (int64_t r = 0; r < rows; ++r) {
           Value o = vector::LoadOp::create(
               b, loc, VectorType::get({chunk}, b.getF32Type()), out,
-              vo(row[r], index(c0)));
+              outAt(row[r], index(c0)));
           acc.push_back(
               arith::MulFOp::create(b, loc, o, splat(alphas[r], chunk)));
         }
@@ -555,7 +672,7 @@ private:
               auto [c0, chunk] = piece;
               Value valueRow = vector::LoadOp::create(
                   b, loc, VectorType::get({chunk}, b.getF32Type()), v,
-                  vo(add(j0, j), index(c0)));
+                  vAt(add(j0, j), index(c0)));
               for (int64_t r = 0; r < rows; ++r)
                 next.push_back(
                     vector::FMAOp::create(b, loc, splat(weight[r], chunk),
@@ -566,7 +683,7 @@ private:
       for (auto [i, piece] : llvm::enumerate(group))
         for (int64_t r = 0; r < rows; ++r)
           vector::StoreOp::create(b, loc, keysLoop.getResult(i * rows + r), out,
-                                  vo(row[r], index(piece.first)));
+                                  outAt(row[r], index(piece.first)));
     }
     SmallVector<Value> next(maxes);
     next.append(sums);
@@ -575,11 +692,12 @@ private:
 
   /// out[row] /= sum, or the mean of v for a fully masked row; a row whose
   /// visible scores all lie where masked keys still count is recomputed
-  /// exactly.
-  void finishRow(Value n, Value row, Value len, Value rowMax, Value rowSum) {
+  /// exactly. Its visible keys are [lo, len) (lo null: 0).
+  void finishRow(Value n, Value row, Value len, Value lo, Value rowMax,
+                 Value rowSum) {
     Value empty = mayBeEmpty()
                       ? arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
-                                              len, index(0))
+                                              len, lo ? lo : index(0))
                             .getResult()
                       : Value();
     Value tiny =
@@ -587,6 +705,11 @@ private:
                               f32(kMaskedScore + kExpUnderflow));
     Value partial = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
                                           len, index(keys));
+    if (lo)
+      partial = arith::OrIOp::create(
+          b, loc, partial,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, lo,
+                                index(0)));
     Value exact = arith::AndIOp::create(b, loc, tiny, partial);
     auto divideOrRecompute = [&] {
       scf::IfOp::create(
@@ -594,7 +717,7 @@ private:
           [&](OpBuilder &nb, Location) {
             OpBuilder::InsertionGuard guard(b);
             b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-            exactRow(n, row, len);
+            exactRow(n, row, len, lo);
             scf::YieldOp::create(b, loc);
           },
           [&](OpBuilder &nb, Location) {
@@ -603,10 +726,10 @@ private:
             for (auto [c0, chunk] : chunks()) {
               auto chunkType = VectorType::get({chunk}, b.getF32Type());
               Value col = index(c0);
-              Value o =
-                  vector::LoadOp::create(b, loc, chunkType, out, vo(row, col));
+              Value o = vector::LoadOp::create(b, loc, chunkType, out,
+                                               outAt(row, col));
               o = arith::DivFOp::create(b, loc, o, splat(rowSum, chunk));
-              vector::StoreOp::create(b, loc, o, out, vo(row, col));
+              vector::StoreOp::create(b, loc, o, out, outAt(row, col));
             }
             scf::YieldOp::create(b, loc);
           });
@@ -623,7 +746,7 @@ private:
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
           forRange(0, width, 1, [&](Value c) {
             Value x = memref::LoadOp::create(b, loc, mean, ValueRange{c});
-            memref::StoreOp::create(b, loc, x, out, vo(row, c));
+            memref::StoreOp::create(b, loc, x, out, outAt(row, c));
           });
           scf::YieldOp::create(b, loc);
         },
@@ -635,12 +758,13 @@ private:
         });
   }
 
-  /// Whether a row may see no key at all (valid_lens <= 0), and so take the
-  /// mean of v: only with valid_lens.
+  /// Whether a row may see no key at all (valid_lens <= 0, or below its
+  /// window), and so take the mean of v: only with valid_lens (without, a
+  /// row sees itself at least).
   bool mayBeEmpty() const { return static_cast<bool>(lens); }
 
-  /// score(j) of `row`, with D2L's replacement for j >= len.
-  Value scoreOf(Value n, Value row, Value len, Value j) {
+  /// score(j) of `row`, with D2L's replacement for j >= len or j < lo.
+  Value scoreOf(Value n, Value row, Value len, Value lo, Value j) {
     auto dot = scf::ForOp::create(
         b, loc, index(0), index(depth), index(1), ValueRange{f32(0.0f)},
         [&](OpBuilder &nb, Location, Value c, ValueRange acc) {
@@ -655,11 +779,15 @@ private:
     Value s = arith::MulFOp::create(b, loc, dot.getResult(0), f32(scale));
     Value visible =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, j, len);
+    if (lo)
+      visible = arith::AndIOp::create(
+          b, loc, visible,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, j, lo));
     return arith::SelectOp::create(b, loc, visible, s, f32(kMaskedScore));
   }
 
   /// The exact softmax over all keys of one row (three scalar passes).
-  void exactRow(Value n, Value row, Value len) {
+  void exactRow(Value n, Value row, Value len, Value lo) {
     auto reduceKeys = [&](Value init,
                           function_ref<Value(Value j, Value acc)> step) {
       auto loop = scf::ForOp::create(
@@ -674,38 +802,40 @@ private:
     Value rowMax = reduceKeys(f32(std::numeric_limits<float>::lowest()),
                               [&](Value j, Value acc) {
                                 return arith::MaximumFOp::create(
-                                    b, loc, acc, scoreOf(n, row, len, j));
+                                    b, loc, acc, scoreOf(n, row, len, lo, j));
                               });
     Value rowSum = reduceKeys(f32(0.0f), [&](Value j, Value acc) {
       Value e = math::ExpOp::create(
           b, loc,
-          arith::SubFOp::create(b, loc, scoreOf(n, row, len, j), rowMax));
+          arith::SubFOp::create(b, loc, scoreOf(n, row, len, lo, j), rowMax));
       return arith::AddFOp::create(b, loc, acc, e);
     });
     forRange(0, width, 1, [&](Value c) {
-      memref::StoreOp::create(b, loc, f32(0.0f), out, vo(row, c));
+      memref::StoreOp::create(b, loc, f32(0.0f), out, outAt(row, c));
     });
     forRange(0, keys, 1, [&](Value j) {
       Value weight = arith::DivFOp::create(
           b, loc,
-          math::ExpOp::create(
-              b, loc,
-              arith::SubFOp::create(b, loc, scoreOf(n, row, len, j), rowMax)),
+          math::ExpOp::create(b, loc,
+                              arith::SubFOp::create(
+                                  b, loc, scoreOf(n, row, len, lo, j), rowMax)),
           rowSum);
       forRange(0, width, 1, [&](Value c) {
-        Value x = memref::LoadOp::create(b, loc, v, vo(j, c));
-        Value acc = memref::LoadOp::create(b, loc, out, vo(row, c));
+        Value x = memref::LoadOp::create(b, loc, v, vAt(j, c));
+        Value acc = memref::LoadOp::create(b, loc, out, outAt(row, c));
         memref::StoreOp::create(b, loc,
                                 math::FmaOp::create(b, loc, weight, x, acc),
-                                out, vo(row, c));
+                                out, outAt(row, c));
       });
     });
   }
 
   OpBuilder &b;
   Location loc;
-  Value q, k, v, lens, out, kt, mean, stats, probs, queryRows;
+  Value q, k, v, lens, out, ropeCos, ropeSin, kt, mean, stats, probs, queryRows;
   bool causal, lens2d = false;
+  /// The causal window, when it hides keys (window < Tq).
+  std::optional<int64_t> window;
   float scale;
   int64_t rowBlock, keyBlock;
   /// p @ v accumulators kept in registers at once (the rest of the
@@ -719,10 +849,12 @@ private:
   int64_t softmaxBlocks;
   int64_t parallelFlops;
   bool parallel;
-  /// batch x heads entries of `depth`/`width` columns each.
-  int64_t heads = 1, batch = 0, queries = 0, depth = 0, keys = 0, width = 0;
-  /// The current entry's batch index and column offsets (see batchEntry).
-  Value entryBatch, qkOffset, vOffset;
+  /// batch x heads entries of `depth`/`width` columns each; the kv heads
+  /// (`groups` = batch x kvHeads entries) serve groupSize query heads each.
+  int64_t heads = 1, kvHeads = 1, groupSize = 1, batch = 0, groups = 0,
+          queries = 0, depth = 0, keys = 0, width = 0;
+  /// The current entry's batch index and column offsets (see groupEntry).
+  Value entryBatch, qOffset, kOffset, vOffset, oOffset;
   /// The first row of the current super-block (see superBlockOf).
   Value superStart;
 };

@@ -306,6 +306,17 @@ LogicalResult FusedAttentionOp::verify() {
   int64_t heads = getHeads();
   if (heads < 1)
     return emitOpError("heads must be positive, got ") << heads;
+  int64_t kvHeads = getKvHeads() ? static_cast<int64_t>(*getKvHeads()) : heads;
+  if (kvHeads < 1 || heads % kvHeads != 0)
+    return emitOpError("kv_heads(")
+           << kvHeads << ") must be positive and divide heads(" << heads << ")";
+  if (std::optional<uint64_t> window = getWindow()) {
+    if (static_cast<int64_t>(*window) < 1)
+      return emitOpError("window(")
+             << static_cast<int64_t>(*window) << ") must be at least 1";
+    if (!getCausal())
+      return emitOpError("window needs causal");
+  }
   bool reported = false;
   auto shapeOf = [](Value value) {
     auto type = cast<ShapedType>(value.getType());
@@ -315,19 +326,22 @@ LogicalResult FusedAttentionOp::verify() {
                                                   : rules::ElementKind::I32;
     return shape;
   };
-  // [B, T, H*d] -> [B*H, T, d] (split_heads); lengths repeated per head.
+  // [B, T, H*d] -> [B*H, T, d] (split_heads); k and v of kv_heads(G)
+  // heads as if repeated to H (repeat_kv); lengths repeated per head.
   std::optional<TensorShape> perHead[3];
   Value projections[3] = {getQ(), getK(), getV()};
   for (int i = 0; i < 3; ++i) {
     TensorShape shape = shapeOf(projections[i]);
+    int64_t split = i == 0 ? heads : kvHeads;
     if (heads > 1) {
       static const char *const names[] = {"q", "k", "v"};
-      if (shape.dims.size() != 3 || shape.dims[2] % heads != 0)
-        return emitOpError("with heads(") << heads << "), '" << names[i]
-                                          << "' must be [B, T, heads * d], got "
-                                          << rules::formatShape(shape);
+      if (shape.dims.size() != 3 || shape.dims[2] % split != 0)
+        return emitOpError("with heads(")
+               << heads << "), '" << names[i] << "' must be [B, T, "
+               << (i == 0 || split == heads ? "heads" : "kv_heads")
+               << " * d], got " << rules::formatShape(shape);
       shape.dims = {shape.dims[0] * heads, shape.dims[1],
-                    shape.dims[2] / heads};
+                    shape.dims[2] / split};
     }
     perHead[i] = shape;
   }
@@ -359,6 +373,24 @@ LogicalResult FusedAttentionOp::verify() {
   if (result->dims != shapeOf(getInit()).dims)
     return emitOpError("'init' must have the attention's result shape ")
            << rules::formatShape(*result);
+  // rope(cos, sin): [max(Tq, Tk), dk / 2] each, dk even.
+  if (static_cast<bool>(getRopeCos()) != static_cast<bool>(getRopeSin()))
+    return emitOpError("rope takes two tables, cos and sin");
+  if (getRopeCos()) {
+    int64_t dk = perHead[0]->dims[2];
+    if (dk % 2 != 0)
+      return emitOpError("rope needs an even head dimension, got ") << dk;
+    int64_t rows = std::max(perHead[0]->dims[1], perHead[1]->dims[1]);
+    for (Value table : {getRopeCos(), getRopeSin()}) {
+      TensorShape shape = shapeOf(table);
+      if (shape.element != rules::ElementKind::F32 ||
+          shape.dims != SmallVector<int64_t, 4>{rows, dk / 2})
+        return emitOpError("rope tables must be f32[")
+               << rows << ", " << dk / 2
+               << "] (max(Tq, Tk) positions, head dim / 2), got "
+               << rules::formatShape(shape);
+    }
+  }
   return success();
 }
 
@@ -388,8 +420,8 @@ bool FusedAttentionOp::bufferizesToMemoryWrite(
 
 bool FusedAttentionOp::bufferizesToElementwiseAccess(
     const bufferization::AnalysisState &, ArrayRef<OpOperand *> operands) {
-  // q and init may share a buffer (see the op's description); k, v and the
-  // lengths are read whole for every row.
+  // q and init may share a buffer (see the op's description); k, v, the
+  // lengths and the rope tables are read whole for every row.
   return llvm::all_of(operands, [&](OpOperand *operand) {
     return operand == &getQMutable() || operand == &getInitMutable();
   });
@@ -418,11 +450,17 @@ FusedAttentionOp::bufferize(RewriterBase &rewriter,
     buffers.push_back(*buffer);
   }
   rewriter.setInsertionPoint(*this);
-  Value validLens = getValidLens() ? buffers[3] : Value();
+  // Operands in order: q, k, v, then the optional valid_lens and rope
+  // tables, then init.
+  unsigned next = 3;
+  Value validLens = getValidLens() ? buffers[next++] : Value();
+  Value ropeCos = getRopeCos() ? buffers[next++] : Value();
+  Value ropeSin = getRopeSin() ? buffers[next++] : Value();
   Value init = buffers.back();
   FusedAttentionOp::create(rewriter, getLoc(), TypeRange{}, buffers[0],
-                           buffers[1], buffers[2], validLens, init,
-                           getCausalAttr(), getHeadsAttr(), getScaleAttr());
+                           buffers[1], buffers[2], validLens, ropeCos, ropeSin,
+                           init, getCausalAttr(), getWindowAttr(),
+                           getHeadsAttr(), getKvHeadsAttr(), getScaleAttr());
   bufferization::replaceOpWithBufferizedValues(rewriter, *this, init);
   return success();
 }

@@ -373,8 +373,10 @@ mlir::attn::rules::inferAttention(const TensorShape &q, const TensorShape &k,
 RuleResult mlir::attn::rules::inferMultiheadAttention(
     const TensorShape &q, const TensorShape &k, const TensorShape &v,
     const TensorShape &wQ, const TensorShape &wK, const TensorShape &wV,
-    const TensorShape &wO, const TensorShape *validLens, int64_t heads,
-    bool /*causal*/, bool /*returnWeights*/, RuleError error) {
+    const TensorShape &wO, const TensorShape *validLens, const TensorShape *bQ,
+    const TensorShape *bK, const TensorShape *bV, const TensorShape *bO,
+    int64_t heads, int64_t kvHeads, bool causal, int64_t window, bool rope,
+    double ropeBase, bool /*returnWeights*/, RuleError error) {
   Checker c(error);
   if (!c.tensor("q", q, ElementKind::F32, 3, 3) ||
       !c.tensor("k", k, ElementKind::F32, 3, 3) ||
@@ -394,21 +396,50 @@ RuleResult mlir::attn::rules::inferMultiheadAttention(
   if (!c.tensor("w_q", wQ, ElementKind::F32, 2, 2))
     return std::nullopt;
   int64_t hidden = wQ.dims[0];
-  // Each projection maps its input's features to the hidden size of w_q.
+  // With kv_heads = G (grouped-query attention) w_k and w_v have G heads of
+  // head_dim rows each; heads must first divide the hidden size for that.
+  bool grouped = kvHeads != kNotGiven;
+  int64_t kvHidden = hidden;
+  if (grouped) {
+    if (!c.positive("kv_heads", kvHeads))
+      return std::nullopt;
+    if (heads % kvHeads != 0) {
+      c.fail("kv_heads", "kv_heads=" + Twine(kvHeads) +
+                             " does not divide heads=" + Twine(heads) +
+                             " (each kv head serves heads / kv_heads query "
+                             "heads)");
+      return std::nullopt;
+    }
+    if (hidden % heads != 0) {
+      c.fail("heads", "heads=" + Twine(heads) +
+                          " does not divide the model dimension " +
+                          Twine(hidden) + " (hidden size of 'w_q')");
+      return std::nullopt;
+    }
+    kvHidden = kvHeads * (hidden / heads);
+  }
+  // Each projection maps its input's features to the hidden size of w_q
+  // (w_k and w_v: kv_heads heads of it).
   struct Projection {
     StringRef name, input;
     const TensorShape &w, &x;
+    int64_t rows;
   };
-  for (const Projection &p :
-       {Projection{"w_q", "q", wQ, q}, Projection{"w_k", "k", wK, k},
-        Projection{"w_v", "v", wV, v}, Projection{"w_o", "", wO, wQ}}) {
+  for (const Projection &p : {Projection{"w_q", "q", wQ, q, hidden},
+                              Projection{"w_k", "k", wK, k, kvHidden},
+                              Projection{"w_v", "v", wV, v, kvHidden},
+                              Projection{"w_o", "", wO, wQ, hidden}}) {
     if (!c.tensor(p.name, p.w, ElementKind::F32, 2, 2))
       return std::nullopt;
     int64_t in = p.input.empty() ? hidden : p.x.dims.back();
-    if (p.w.dims[0] != hidden || p.w.dims[1] != in) {
-      c.fail(p.name, "'" + p.name + "' must be f32[" + Twine(hidden) + ", " +
-                         Twine(in) + "] (hidden size " + Twine(hidden) +
-                         " of 'w_q', " +
+    if (p.w.dims[0] != p.rows || p.w.dims[1] != in) {
+      std::string rows =
+          p.rows == hidden || !grouped
+              ? "hidden size " + std::to_string(hidden) + " of 'w_q'"
+              : "kv_heads=" + std::to_string(kvHeads) + " x head dim " +
+                    std::to_string(hidden / heads);
+      c.fail(p.name, "'" + p.name + "' must be f32[" + Twine(p.rows) + ", " +
+                         Twine(in) + "] (" + rows + ", " +
                          (p.input.empty() ? Twine("hidden size")
                                           : "features of '" + p.input + "'") +
                          "), got " + formatShape(p.w));
@@ -423,6 +454,58 @@ RuleResult mlir::attn::rules::inferMultiheadAttention(
   }
   if (validLens && !c.validLens(*validLens, q.dims[0], q.dims[1], "B"))
     return std::nullopt;
+  // One bias per row of its projection's weight.
+  struct Bias {
+    StringRef name, weight;
+    const TensorShape *b;
+    int64_t rows;
+  };
+  for (const Bias &bias :
+       {Bias{"b_q", "w_q", bQ, hidden}, Bias{"b_k", "w_k", bK, kvHidden},
+        Bias{"b_v", "w_v", bV, kvHidden}, Bias{"b_o", "w_o", bO, hidden}}) {
+    if (!bias.b)
+      continue;
+    if (!c.tensor(bias.name, *bias.b, ElementKind::F32, 1, 1))
+      return std::nullopt;
+    if (bias.b->dims[0] != bias.rows) {
+      c.fail(bias.name, "'" + bias.name + "' must be f32[" + Twine(bias.rows) +
+                            "] (one bias per row of '" + bias.weight +
+                            "'), got " + formatShape(*bias.b));
+      return std::nullopt;
+    }
+  }
+  if (window != kNotGiven) {
+    if (window < 1) {
+      c.fail("window", "window=" + Twine(window) +
+                           " must be at least 1 (key j is visible from query "
+                           "i when i - window < j <= i)");
+      return std::nullopt;
+    }
+    if (!causal) {
+      c.fail("window", "window=" + Twine(window) +
+                           " needs causal=true (the sliding window is causal: "
+                           "i - window < j <= i)");
+      return std::nullopt;
+    }
+  }
+  int64_t headDim = hidden / heads;
+  if (rope && headDim % 2 != 0) {
+    c.fail("rope", "rope=true needs an even head dimension, got " +
+                       Twine(headDim) + " (hidden size " + Twine(hidden) +
+                       " / heads=" + Twine(heads) +
+                       "; rotate_half pairs element j with j + d/2)");
+    return std::nullopt;
+  }
+  if (!(ropeBase > 0) || !std::isfinite(ropeBase)) {
+    c.fail("rope_base", "rope_base=" + formatNumber(ropeBase) +
+                            " must be a positive number");
+    return std::nullopt;
+  }
+  if (!rope && static_cast<float>(ropeBase) != kDefaultRopeBase) {
+    c.fail("rope_base", "rope_base=" + formatNumber(ropeBase) +
+                            " is used only with rope=true");
+    return std::nullopt;
+  }
   // The projections of k and v are [B, Tk, hidden]; decomposed, the scores
   // are a [B * heads, Tq, Tk] tensor.
   if (!c.within("its projection of k and v", {q.dims[0], k.dims[1], hidden}))

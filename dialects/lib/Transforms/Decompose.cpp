@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/IR/AttnOps.h"
+#include "attn/IR/MaskedSoftmax.h"
+#include "attn/IR/Rope.h"
 #include "attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -16,7 +18,9 @@
 
 #include "llvm/ADT/StringSwitch.h"
 
+#include <algorithm>
 #include <cmath>
+#include <tuple>
 
 namespace mlir::attn {
 #define GEN_PASS_DEF_ATTNDECOMPOSE
@@ -92,11 +96,185 @@ FloatAttr attentionScale(PatternRewriter &rewriter, int64_t d) {
       static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))));
 }
 
-/// D2L MultiHeadAttention.forward (bias=False). When its attention is
-/// fused, one attn.fused_attention with `heads` reads the projections and
-/// writes the merged heads in place: no split_heads or merge_heads copies.
-/// With return_weights it is never fused: the weights are the inner
-/// attention's, [B*H, Tq, Tk] in split_heads' order (row b*H + h).
+/// [N, A, X, Y] <-> [N * A, X, Y] and [N, A * X, Y]: the views between
+/// query heads and their kv head's group (no copy: expand/collapse).
+Value regroup(PatternRewriter &rewriter, Location loc, Value x, int64_t groups,
+              int64_t perGroup, bool intoGroups) {
+  auto type = cast<RankedTensorType>(x.getType());
+  Type element = type.getElementType();
+  ArrayRef<int64_t> s = type.getShape();
+  // [G', R * X, Y] or [G' * R, X, Y] -> [G', R, X, Y] -> the other.
+  int64_t rows = intoGroups ? s[1] : s[1] / perGroup;
+  auto four = RankedTensorType::get({groups, perGroup, rows, s[2]}, element);
+  SmallVector<ReassociationIndices> byHead = {{0, 1}, {2}, {3}};
+  SmallVector<ReassociationIndices> byGroup = {{0}, {1, 2}, {3}};
+  Value expanded = tensor::ExpandShapeOp::create(rewriter, loc, four, x,
+                                                 intoGroups ? byHead : byGroup);
+  return tensor::CollapseShapeOp::create(rewriter, loc, expanded,
+                                         intoGroups ? byGroup : byHead);
+}
+
+/// s[n, i, j] = -1e6 where key j is outside query i's sliding window
+/// (j <= i - W), D2L's replacement; the lengths mask the rest.
+Value maskOutsideWindow(PatternRewriter &rewriter, Location loc, Value scores,
+                        int64_t window) {
+  auto type = cast<RankedTensorType>(scores.getType());
+  MLIRContext *context = rewriter.getContext();
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(3, context)};
+  SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             rewriter, loc, TypeRange{type}, ValueRange{}, ValueRange{scores},
+             maps, iterators,
+             [&](OpBuilder &b, Location l, ValueRange args) {
+               Value i = linalg::IndexOp::create(b, l, 1);
+               Value j = linalg::IndexOp::create(b, l, 2);
+               Value w = arith::ConstantIndexOp::create(b, l, window);
+               // visible: i - W < j, i.e. j + W > i
+               Value visible =
+                   arith::CmpIOp::create(b, l, arith::CmpIPredicate::sgt,
+                                         arith::AddIOp::create(b, l, j, w), i);
+               Value masked = arith::ConstantOp::create(
+                   b, l, b.getF32FloatAttr(kMaskedScore));
+               linalg::YieldOp::create(b, l,
+                                       ValueRange{arith::SelectOp::create(
+                                           b, l, visible, args[0], masked)});
+             })
+      .getResult(0);
+}
+
+/// The cos and sin tables of the rotary embedding (attn/IR/Rope.h) for
+/// `positions` rows and head dim d: two f32[positions, d / 2] constants.
+std::pair<Value, Value> ropeConstants(PatternRewriter &rewriter, Location loc,
+                                      int64_t positions, int64_t headDim,
+                                      float base) {
+  RopeTables tables = ropeTables(positions, headDim, base);
+  auto type =
+      RankedTensorType::get({positions, headDim / 2}, rewriter.getF32Type());
+  auto constant = [&](ArrayRef<float> values) -> Value {
+    return arith::ConstantOp::create(rewriter, loc,
+                                     DenseElementsAttr::get(type, values));
+  };
+  return {constant(tables.cos), constant(tables.sin)};
+}
+
+/// Hugging Face Llama's apply_rotary_pos_emb on every head of the
+/// projection x[B, T, heads * d], position = row t: viewed as
+/// [B, T, heads, 2, d / 2], half s of each head is
+/// x[s] * cos[t] -+ x[1 - s] * sin[t] (minus for s = 0: rotate_half's -x2).
+Value applyRope(PatternRewriter &rewriter, Location loc, Value x, int64_t heads,
+                Value cos, Value sin) {
+  auto type = cast<RankedTensorType>(x.getType());
+  ArrayRef<int64_t> s = type.getShape();
+  int64_t half = s[2] / heads / 2;
+  Type f32 = type.getElementType();
+  auto fiveD = RankedTensorType::get({s[0], s[1], heads, 2, half}, f32);
+  SmallVector<ReassociationIndices> groups = {{0}, {1}, {2, 3, 4}};
+  Value view = tensor::ExpandShapeOp::create(rewriter, loc, fiveD, x, groups);
+  // The two halves of every head, [B, T, heads, d / 2] each (strided views).
+  auto halfType = RankedTensorType::get({s[0], s[1], heads, half}, f32);
+  auto halfOf = [&](int64_t which) -> Value {
+    SmallVector<OpFoldResult> offsets = {
+        rewriter.getIndexAttr(0), rewriter.getIndexAttr(0),
+        rewriter.getIndexAttr(0), rewriter.getIndexAttr(which),
+        rewriter.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes = {
+        rewriter.getIndexAttr(s[0]), rewriter.getIndexAttr(s[1]),
+        rewriter.getIndexAttr(heads), rewriter.getIndexAttr(1),
+        rewriter.getIndexAttr(half)};
+    SmallVector<OpFoldResult> strides(5, rewriter.getIndexAttr(1));
+    return tensor::ExtractSliceOp::create(rewriter, loc, halfType, view,
+                                          offsets, sizes, strides);
+  };
+  Value first = halfOf(0), second = halfOf(1);
+  MLIRContext *context = rewriter.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, context); };
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, context),
+      AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, context),
+      AffineMap::get(5, 0, {d(1), d(4)}, context),
+      AffineMap::get(5, 0, {d(1), d(4)}, context),
+      AffineMap::getMultiDimIdentityMap(5, context)};
+  SmallVector<utils::IteratorType> iterators(5, utils::IteratorType::parallel);
+  Value init = tensor::EmptyOp::create(rewriter, loc, fiveD.getShape(), f32);
+  Value rotated =
+      linalg::GenericOp::create(
+          rewriter, loc, TypeRange{fiveD}, ValueRange{first, second, cos, sin},
+          ValueRange{init}, maps, iterators,
+          [&](OpBuilder &b, Location l, ValueRange args) {
+            Value isFirst =
+                arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                      linalg::IndexOp::create(b, l, 3),
+                                      arith::ConstantIndexOp::create(b, l, 0));
+            Value self =
+                arith::SelectOp::create(b, l, isFirst, args[0], args[1]);
+            Value other =
+                arith::SelectOp::create(b, l, isFirst, args[1], args[0]);
+            Value cosTerm = arith::MulFOp::create(b, l, self, args[2]);
+            Value sinTerm = arith::MulFOp::create(b, l, other, args[3]);
+            // x1 cos + (-x2) sin = x1 cos - x2 sin exactly.
+            Value minus = arith::SubFOp::create(b, l, cosTerm, sinTerm);
+            Value plus = arith::AddFOp::create(b, l, cosTerm, sinTerm);
+            linalg::YieldOp::create(b, l,
+                                    ValueRange{arith::SelectOp::create(
+                                        b, l, isFirst, minus, plus)});
+          })
+          .getResult(0);
+  return tensor::CollapseShapeOp::create(rewriter, loc, type, rotated, groups);
+}
+
+/// D2L DotProductAttention.forward step by step on split heads: scores
+/// q kᵀ, scaled, masked (lengths, causal, window) by -1e6, softmax, @ v.
+/// q is [N, Tq, d] for N = B * heads; k and v have B * kvHeads entries,
+/// and query entry b * heads + h uses kv entry b * kvHeads + h / (heads /
+/// kvHeads): the query heads of a group are viewed as the rows of one
+/// [B * kvHeads, (heads / kvHeads) * Tq, d] operand, so no kv head is
+/// copied. `validLens` is per query entry ([N] or [N, Tq]). Returns the
+/// output [N, Tq, dv] and the weights [N, Tq, Tk].
+std::pair<Value, Value> decomposedAttention(PatternRewriter &rewriter,
+                                            Location loc, Value q, Value k,
+                                            Value v, Value validLens,
+                                            bool causal,
+                                            std::optional<int64_t> window,
+                                            int64_t heads, int64_t kvHeads) {
+  int64_t n = dimOf(q, 0), tq = dimOf(q, 1), d = dimOf(q, 2);
+  int64_t perGroup = heads / kvHeads;
+  int64_t groups = n / perGroup;
+  bool grouped = perGroup > 1;
+  // Scores are multiplied by 1/sqrt(d) rounded to f32 in both paths.
+  FloatAttr scale = attentionScale(rewriter, d);
+  Value queries =
+      grouped ? regroup(rewriter, loc, q, groups, perGroup, true) : q;
+  Value scores = MatmulOp::create(rewriter, loc, queries, k,
+                                  /*transpose_b=*/true);
+  if (grouped)
+    scores = regroup(rewriter, loc, scores, groups, perGroup, false);
+  scores = ScaleOp::create(rewriter, loc, scores, scale);
+  // A window of Tq or more keys hides nothing.
+  if (window && *window < tq)
+    scores = maskOutsideWindow(rewriter, loc, scores, *window);
+  if (causal)
+    validLens = causalValidLens(rewriter, loc, validLens, n, tq);
+  Value weights =
+      validLens
+          ? Value(MaskedSoftmaxOp::create(rewriter, loc, scores, validLens))
+          : Value(SoftmaxOp::create(rewriter, loc, scores));
+  Value probabilities =
+      grouped ? regroup(rewriter, loc, weights, groups, perGroup, true)
+              : weights;
+  Value output = MatmulOp::create(rewriter, loc, probabilities, v,
+                                  /*transpose_b=*/false);
+  if (grouped)
+    output = regroup(rewriter, loc, output, groups, perGroup, false);
+  return {output, weights};
+}
+
+/// D2L MultiHeadAttention.forward, with the v2 keywords (biases, kv_heads,
+/// window, rope). When its attention is fused, one attn.fused_attention
+/// with `heads` reads the projections and writes the merged heads in
+/// place: no split_heads or merge_heads copies, kv heads read where they
+/// are, rope applied where the kernel reads q and k. With return_weights
+/// it is never fused: the weights are the inner attention's,
+/// [B*H, Tq, Tk] in split_heads' order (row b*H + h).
 struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
   DecomposeMultiheadAttention(MLIRContext *context, AttentionLowering lowering,
                               int64_t fuseThreshold)
@@ -107,19 +285,30 @@ struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     IntegerAttr heads = op.getHeadsAttr();
+    int64_t numHeads = op.getHeads();
+    int64_t kvHeads = op.getNumKvHeads();
     bool returnWeights = op.getReturnWeights();
-    if (!returnWeights &&
-        fusesAttention(lowering, fuseThreshold, dimOf(op.getQ(), 1),
-                       dimOf(op.getK(), 1))) {
-      auto project = [&](Value x, Value w) -> Value {
-        return LinearOp::create(rewriter, loc, x, w, Value());
-      };
-      Value q = project(op.getQ(), op.getWQ());
-      Value k = project(op.getK(), op.getWK());
-      Value v = project(op.getV(), op.getWV());
+    int64_t tq = dimOf(op.getQ(), 1), tk = dimOf(op.getK(), 1);
+    int64_t headDim = dimOf(op.getWQ(), 0) / numHeads;
+    // A window of Tq or more keys hides nothing (j > i - W for every i).
+    std::optional<int64_t> window = op.getSlidingWindow();
+    if (window && *window >= tq)
+      window.reset();
+    auto project = [&](Value x, Value w, Value b) -> Value {
+      return LinearOp::create(rewriter, loc, x, w, b);
+    };
+    if (!returnWeights && fusesAttention(lowering, fuseThreshold, tq, tk)) {
+      Value q = project(op.getQ(), op.getWQ(), op.getBQ());
+      Value k = project(op.getK(), op.getWK(), op.getBK());
+      Value v = project(op.getV(), op.getWV(), op.getBV());
+      Value ropeCos, ropeSin;
+      if (op.getRope())
+        std::tie(ropeCos, ropeSin) =
+            ropeConstants(rewriter, loc, std::max(tq, tk), headDim,
+                          op.getRopeBase().convertToFloat());
       auto type = cast<RankedTensorType>(v.getType());
-      SmallVector<int64_t> shape(type.getShape());
-      shape[1] = dimOf(q, 1);
+      SmallVector<int64_t> shape = {dimOf(q, 0), tq,
+                                    type.getDimSize(2) / kvHeads * numHeads};
       // The result can take q's place: row i of the output needs row i of
       // q only, and q is not used after (the kernel copies the rows it is
       // about to overwrite). Bufferization decides whether it is in place.
@@ -128,33 +317,49 @@ struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
               ? q
               : tensor::EmptyOp::create(rewriter, loc, shape,
                                         type.getElementType());
-      Value output = FusedAttentionOp::create(
-                         rewriter, loc, TypeRange{init.getType()}, q, k, v,
-                         op.getValidLens(), init, op.getCausalAttr(), heads,
-                         attentionScale(rewriter, dimOf(q, 2) / heads.getInt()))
-                         .getResult()[0];
-      rewriter.replaceOpWithNewOp<LinearOp>(op, output, op.getWO(), Value());
+      IntegerAttr windowAttr =
+          window ? rewriter.getI64IntegerAttr(*window) : IntegerAttr();
+      IntegerAttr kvHeadsAttr = kvHeads != numHeads
+                                    ? rewriter.getI64IntegerAttr(kvHeads)
+                                    : IntegerAttr();
+      Value output =
+          FusedAttentionOp::create(
+              rewriter, loc, TypeRange{init.getType()}, q, k, v,
+              op.getValidLens(), ropeCos, ropeSin, init, op.getCausalAttr(),
+              windowAttr, heads, kvHeadsAttr, attentionScale(rewriter, headDim))
+              .getResult()[0];
+      rewriter.replaceOpWithNewOp<LinearOp>(op, output, op.getWO(), op.getBO());
       return success();
     }
-    auto projectAndSplit = [&](Value x, Value w) -> Value {
-      Value projected = LinearOp::create(rewriter, loc, x, w, Value());
-      return SplitHeadsOp::create(rewriter, loc, projected, heads);
-    };
-    Value q = projectAndSplit(op.getQ(), op.getWQ());
-    Value k = projectAndSplit(op.getK(), op.getWK());
-    Value v = projectAndSplit(op.getV(), op.getWV());
+    Value q = project(op.getQ(), op.getWQ(), op.getBQ());
+    if (op.getRope()) {
+      auto [cos, sin] = ropeConstants(rewriter, loc, tq, headDim,
+                                      op.getRopeBase().convertToFloat());
+      q = applyRope(rewriter, loc, q, numHeads, cos, sin);
+    }
+    q = SplitHeadsOp::create(rewriter, loc, q, heads);
+    IntegerAttr kvHeadsAttr = rewriter.getI64IntegerAttr(kvHeads);
+    Value k = project(op.getK(), op.getWK(), op.getBK());
+    if (op.getRope()) {
+      auto [cos, sin] = ropeConstants(rewriter, loc, tk, headDim,
+                                      op.getRopeBase().convertToFloat());
+      k = applyRope(rewriter, loc, k, kvHeads, cos, sin);
+    }
+    k = SplitHeadsOp::create(rewriter, loc, k, kvHeadsAttr);
+    Value v = project(op.getV(), op.getWV(), op.getBV());
+    v = SplitHeadsOp::create(rewriter, loc, v, kvHeadsAttr);
     Value validLens = op.getValidLens();
     if (validLens)
-      validLens = repeatPerHead(rewriter, loc, validLens, heads.getInt());
-    auto attention =
-        AttentionOp::create(rewriter, loc, q, k, v, validLens,
-                            op.getCausalAttr(), op.getReturnWeightsAttr());
-    Value concat =
-        MergeHeadsOp::create(rewriter, loc, attention.getResult(), heads);
-    Value output = LinearOp::create(rewriter, loc, concat, op.getWO(), Value());
+      validLens = repeatPerHead(rewriter, loc, validLens, numHeads);
+    auto [attention, weights] =
+        decomposedAttention(rewriter, loc, q, k, v, validLens, op.getCausal(),
+                            window, numHeads, kvHeads);
+    Value concat = MergeHeadsOp::create(rewriter, loc, attention, heads);
+    Value output =
+        LinearOp::create(rewriter, loc, concat, op.getWO(), op.getBO());
     SmallVector<Value, 2> results = {output};
     if (returnWeights)
-      results.push_back(attention.getAttentionWeights());
+      results.push_back(weights);
     rewriter.replaceOp(op, results);
     return success();
   }
@@ -177,32 +382,23 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value q = op.getQ();
-    int64_t n = dimOf(q, 0), tq = dimOf(q, 1), d = dimOf(q, 2);
+    int64_t tq = dimOf(q, 1), d = dimOf(q, 2);
     int64_t tk = dimOf(op.getK(), 1);
-    // Scores are multiplied by 1/sqrt(d) rounded to f32 in both paths.
-    FloatAttr scale = attentionScale(rewriter, d);
     bool returnWeights = op.getReturnWeights();
     if (!returnWeights && fusesAttention(lowering, fuseThreshold, tq, tk)) {
       RankedTensorType type = op.getResult().getType();
       Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
                                            type.getElementType());
       rewriter.replaceOpWithNewOp<FusedAttentionOp>(
-          op, TypeRange{type}, q, op.getK(), op.getV(), op.getValidLens(), init,
-          op.getCausalAttr(), /*heads=*/nullptr, scale);
+          op, TypeRange{type}, q, op.getK(), op.getV(), op.getValidLens(),
+          /*rope_cos=*/Value(), /*rope_sin=*/Value(), init, op.getCausalAttr(),
+          /*window=*/nullptr, /*heads=*/nullptr, /*kv_heads=*/nullptr,
+          attentionScale(rewriter, d));
       return success();
     }
-    Value scores = MatmulOp::create(rewriter, loc, q, op.getK(),
-                                    /*transpose_b=*/true);
-    scores = ScaleOp::create(rewriter, loc, scores, scale);
-    Value validLens = op.getValidLens();
-    if (op.getCausal())
-      validLens = causalValidLens(rewriter, loc, validLens, n, tq);
-    Value weights =
-        validLens
-            ? Value(MaskedSoftmaxOp::create(rewriter, loc, scores, validLens))
-            : Value(SoftmaxOp::create(rewriter, loc, scores));
-    Value output = MatmulOp::create(rewriter, loc, weights, op.getV(),
-                                    /*transpose_b=*/false);
+    auto [output, weights] = decomposedAttention(
+        rewriter, loc, q, op.getK(), op.getV(), op.getValidLens(),
+        op.getCausal(), std::nullopt, /*heads=*/1, /*kvHeads=*/1);
     SmallVector<Value, 2> results = {output};
     if (returnWeights)
       results.push_back(weights);

@@ -659,3 +659,165 @@ func.func @fused_init(%q: tensor<2x4x8xf32>, %init: tensor<2x4x9xf32>) {
   %0 = attn.fused_attention %q, %q, %q outs(%init) scale(1.0) : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x9xf32>) -> tensor<2x4x9xf32>
   return
 }
+
+// -----
+
+// multihead_attention v2: a bias has one entry per row of its weight
+func.func @mha_bias_shape(%x: tensor<2x4x100xf32>, %w: tensor<100x100xf32>, %b: tensor<99xf32>) {
+  // expected-error @+1 {{'b_q' must be f32[100] (one bias per row of 'w_q'), got f32[99]}}
+  %0 = attn.multihead_attention %x, %x, %x heads(5) weights(%w, %w, %w, %w) b_q(%b) : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<99xf32>) -> tensor<2x4x100xf32>
+  return
+}
+
+// -----
+
+// multihead_attention v2: a bias is a vector
+func.func @mha_bias_rank(%x: tensor<2x4x100xf32>, %w: tensor<100x100xf32>, %b: tensor<100x1xf32>) {
+  // expected-error @+1 {{'b_o' must have rank 1, got f32[100, 1]}}
+  %0 = attn.multihead_attention %x, %x, %x heads(5) weights(%w, %w, %w, %w) b_o(%b) : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x1xf32>) -> tensor<2x4x100xf32>
+  return
+}
+
+// -----
+
+// multihead_attention v2: with kv_heads, b_k has kv_heads * head_dim entries
+func.func @mha_kv_bias(%x: tensor<2x4x100xf32>, %w: tensor<100x100xf32>, %wkv: tensor<20x100xf32>, %b: tensor<100xf32>) {
+  // expected-error @+1 {{'b_k' must be f32[20] (one bias per row of 'w_k'), got f32[100]}}
+  %0 = attn.multihead_attention %x, %x, %x heads(5) kv_heads(1) weights(%w, %wkv, %wkv, %w) b_k(%b) : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<100x100xf32>, tensor<20x100xf32>, tensor<20x100xf32>, tensor<100x100xf32>, tensor<100xf32>) -> tensor<2x4x100xf32>
+  return
+}
+
+// -----
+
+// multihead_attention v2: kv_heads divides heads
+func.func @mha_kv_heads_divide(%x: tensor<2x4x100xf32>, %w: tensor<100x100xf32>, %wkv: tensor<60x100xf32>) {
+  // expected-error @+1 {{kv_heads=3 does not divide heads=5 (each kv head serves heads / kv_heads query heads)}}
+  %0 = attn.multihead_attention %x, %x, %x heads(5) kv_heads(3) weights(%w, %wkv, %wkv, %w) : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<100x100xf32>, tensor<60x100xf32>, tensor<60x100xf32>, tensor<100x100xf32>) -> tensor<2x4x100xf32>
+  return
+}
+
+// -----
+
+// multihead_attention v2: kv_heads is positive
+func.func @mha_kv_heads_positive(%x: tensor<2x4x100xf32>, %w: tensor<100x100xf32>) {
+  // expected-error @+1 {{kv_heads=0 must be positive}}
+  %0 = attn.multihead_attention %x, %x, %x heads(5) kv_heads(0) weights(%w, %w, %w, %w) : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>) -> tensor<2x4x100xf32>
+  return
+}
+
+// -----
+
+// multihead_attention v2: with kv_heads, w_k has kv_heads heads of head_dim rows
+func.func @mha_kv_weight(%x: tensor<2x4x100xf32>, %w: tensor<100x100xf32>) {
+  // expected-error @+1 {{'w_k' must be f32[50, 100] (kv_heads=2 x head dim 25, features of 'k'), got f32[100, 100]}}
+  %0 = attn.multihead_attention %x, %x, %x heads(4) kv_heads(2) weights(%w, %w, %w, %w) : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>) -> tensor<2x4x100xf32>
+  return
+}
+
+// -----
+
+// multihead_attention v2: the sliding window is causal
+func.func @mha_window_causal(%x: tensor<2x4x100xf32>, %w: tensor<100x100xf32>) {
+  // expected-error @+1 {{window=3 needs causal=true (the sliding window is causal: i - window < j <= i)}}
+  %0 = attn.multihead_attention %x, %x, %x heads(5) weights(%w, %w, %w, %w) window(3) : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>) -> tensor<2x4x100xf32>
+  return
+}
+
+// -----
+
+// multihead_attention v2: the window holds a key at least
+func.func @mha_window_size(%x: tensor<2x4x100xf32>, %w: tensor<100x100xf32>) {
+  // expected-error @+1 {{window=0 must be at least 1 (key j is visible from query i when i - window < j <= i)}}
+  %0 = attn.multihead_attention %x, %x, %x heads(5) weights(%w, %w, %w, %w) causal window(0) : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>) -> tensor<2x4x100xf32>
+  return
+}
+
+// -----
+
+// multihead_attention v2: rope pairs j with j + d/2, so d is even
+func.func @mha_rope_odd(%x: tensor<2x4x15xf32>, %w: tensor<15x15xf32>) {
+  // expected-error @+1 {{rope=true needs an even head dimension, got 5 (hidden size 15 / heads=3; rotate_half pairs element j with j + d/2)}}
+  %0 = attn.multihead_attention %x, %x, %x heads(3) weights(%w, %w, %w, %w) rope : (tensor<2x4x15xf32>, tensor<2x4x15xf32>, tensor<2x4x15xf32>, tensor<15x15xf32>, tensor<15x15xf32>, tensor<15x15xf32>, tensor<15x15xf32>) -> tensor<2x4x15xf32>
+  return
+}
+
+// -----
+
+// multihead_attention v2: rope_base is positive
+func.func @mha_rope_base(%x: tensor<2x4x100xf32>, %w: tensor<100x100xf32>) {
+  // expected-error @+1 {{rope_base=-1 must be a positive number}}
+  %0 = attn.multihead_attention %x, %x, %x heads(5) weights(%w, %w, %w, %w) rope rope_base(-1.0) : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>) -> tensor<2x4x100xf32>
+  return
+}
+
+// -----
+
+// multihead_attention v2: rope_base only with rope
+func.func @mha_rope_base_alone(%x: tensor<2x4x100xf32>, %w: tensor<100x100xf32>) {
+  // expected-error @+1 {{rope_base=500000 is used only with rope=true}}
+  %0 = attn.multihead_attention %x, %x, %x heads(5) weights(%w, %w, %w, %w) rope_base(500000.0) : (tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<2x4x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>) -> tensor<2x4x100xf32>
+  return
+}
+
+// -----
+
+// fused_attention: kv_heads divides heads
+func.func @fused_kv_heads(%q: tensor<2x4x8xf32>, %k: tensor<2x4x6xf32>) {
+  // expected-error @+1 {{kv_heads(3) must be positive and divide heads(4)}}
+  %0 = attn.fused_attention %q, %k, %k outs(%q) heads(4) kv_heads(3) scale(1.0) : (tensor<2x4x8xf32>, tensor<2x4x6xf32>, tensor<2x4x6xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+// fused_attention: with kv_heads, k and v have kv_heads heads
+func.func @fused_kv_shape(%q: tensor<2x4x8xf32>, %k: tensor<2x4x7xf32>) {
+  // expected-error @+1 {{with heads(4), 'k' must be [B, T, kv_heads * d], got f32[2, 4, 7]}}
+  %0 = attn.fused_attention %q, %k, %k outs(%q) heads(4) kv_heads(2) scale(1.0) : (tensor<2x4x8xf32>, tensor<2x4x7xf32>, tensor<2x4x7xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+// fused_attention: with kv_heads, each kv head has the query heads' dim
+func.func @fused_kv_dim(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{'k' must have the feature size of 'q' (2), got f32[8, 4, 4]}}
+  %0 = attn.fused_attention %q, %k, %k outs(%q) heads(4) kv_heads(2) scale(1.0) : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+// fused_attention: the window is causal
+func.func @fused_window_causal(%q: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{window needs causal}}
+  %0 = attn.fused_attention %q, %q, %q outs(%q) window(2) scale(1.0) : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+// fused_attention: the window holds a key at least
+func.func @fused_window_size(%q: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{window(0) must be at least 1}}
+  %0 = attn.fused_attention %q, %q, %q outs(%q) causal window(0) scale(1.0) : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+// fused_attention: rope tables are [max(Tq, Tk), d / 2]
+func.func @fused_rope_tables(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %c: tensor<4x2xf32>) {
+  // expected-error @+1 {{rope tables must be f32[6, 2] (max(Tq, Tk) positions, head dim / 2), got f32[4, 2]}}
+  %0 = attn.fused_attention %q, %k, %k rope(%c, %c) outs(%q) heads(2) scale(1.0) : (tensor<2x4x8xf32>, tensor<2x6x8xf32>, tensor<2x6x8xf32>, tensor<4x2xf32>, tensor<4x2xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+// fused_attention: rope needs an even head dimension
+func.func @fused_rope_odd(%q: tensor<2x4x6xf32>, %c: tensor<4x1xf32>) {
+  // expected-error @+1 {{rope needs an even head dimension, got 3}}
+  %0 = attn.fused_attention %q, %q, %q rope(%c, %c) outs(%q) heads(2) scale(1.0) : (tensor<2x4x6xf32>, tensor<2x4x6xf32>, tensor<2x4x6xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  return
+}

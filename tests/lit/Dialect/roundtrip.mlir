@@ -168,3 +168,29 @@ func.func @fused_attention_heads(%x: tensor<2x6x20xf32>, %vl: tensor<2x6xi32>) -
   %0 = attn.fused_attention %x, %x, %x valid_lens(%vl) outs(%init) heads(4) scale(0.4472136) : (tensor<2x6x20xf32>, tensor<2x6x20xf32>, tensor<2x6x20xf32>, tensor<2x6xi32>, tensor<2x6x20xf32>) -> tensor<2x6x20xf32>
   return %0 : tensor<2x6x20xf32>
 }
+
+// multihead_attention v2: biases (any subset), kv_heads, a causal window,
+// rope and rope_base; keywords at their defaults are not printed.
+// CHECK-LABEL: func.func @multihead_attention_v2
+func.func @multihead_attention_v2(%x: tensor<1x8x32xf32>, %wq: tensor<32x32xf32>, %wkv: tensor<16x32xf32>,
+                                  %b: tensor<32xf32>, %bkv: tensor<16xf32>, %vl: tensor<1xi32>) -> (tensor<1x8x32xf32>, tensor<1x8x32xf32>, tensor<1x8x32xf32>) {
+  // CHECK: attn.multihead_attention %{{.*}}, %{{.*}}, %{{.*}} heads(4) weights(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) b_q(%{{.*}}) b_k(%{{.*}}) b_v(%{{.*}}) b_o(%{{.*}}) valid_lens(%{{.*}}) : (tensor<1x8x32xf32>, tensor<1x8x32xf32>, tensor<1x8x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<1xi32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<1x8x32xf32>
+  %0 = attn.multihead_attention %x, %x, %x heads(4) weights(%wq, %wq, %wq, %wq) b_q(%b) b_k(%b) b_v(%b) b_o(%b) valid_lens(%vl)
+      : (tensor<1x8x32xf32>, tensor<1x8x32xf32>, tensor<1x8x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<1xi32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<1x8x32xf32>
+  // CHECK: attn.multihead_attention %{{.*}}, %{{.*}}, %{{.*}} heads(4) kv_heads(2) weights(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) b_k(%{{.*}}) b_o(%{{.*}}) causal window(3) rope rope_base(5.000000e+05) : (tensor<1x8x32xf32>, tensor<1x8x32xf32>, tensor<1x8x32xf32>, tensor<32x32xf32>, tensor<16x32xf32>, tensor<16x32xf32>, tensor<32x32xf32>, tensor<16xf32>, tensor<32xf32>) -> tensor<1x8x32xf32>
+  %1 = attn.multihead_attention %x, %x, %x heads(4) kv_heads(2) weights(%wq, %wkv, %wkv, %wq) b_k(%bkv) b_o(%b) causal window(3) rope rope_base(500000.0)
+      : (tensor<1x8x32xf32>, tensor<1x8x32xf32>, tensor<1x8x32xf32>, tensor<32x32xf32>, tensor<16x32xf32>, tensor<16x32xf32>, tensor<32x32xf32>, tensor<16xf32>, tensor<32xf32>) -> tensor<1x8x32xf32>
+  // CHECK: attn.multihead_attention %{{.*}}, %{{.*}}, %{{.*}} heads(4) weights(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) rope : (
+  %2 = attn.multihead_attention %x, %x, %x heads(4) weights(%wq, %wq, %wq, %wq) rope rope_base(10000.0)
+      : (tensor<1x8x32xf32>, tensor<1x8x32xf32>, tensor<1x8x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<1x8x32xf32>
+  return %0, %1, %2 : tensor<1x8x32xf32>, tensor<1x8x32xf32>, tensor<1x8x32xf32>
+}
+
+// fused_attention v2: kv_heads, a window, rope tables.
+// CHECK-LABEL: func.func @fused_attention_v2
+func.func @fused_attention_v2(%q: tensor<2x64x64xf32>, %kv: tensor<2x64x32xf32>, %c: tensor<64x8xf32>, %s: tensor<64x8xf32>) -> tensor<2x64x64xf32> {
+  // CHECK: attn.fused_attention %{{.*}}, %{{.*}}, %{{.*}} rope(%{{.*}}, %{{.*}}) outs(%{{.*}}) causal window(16) heads(4) kv_heads(2) scale(2.500000e-01) : (tensor<2x64x64xf32>, tensor<2x64x32xf32>, tensor<2x64x32xf32>, tensor<64x8xf32>, tensor<64x8xf32>, tensor<2x64x64xf32>) -> tensor<2x64x64xf32>
+  %0 = attn.fused_attention %q, %kv, %kv rope(%c, %s) outs(%q) causal window(16) heads(4) kv_heads(2) scale(0.25)
+      : (tensor<2x64x64xf32>, tensor<2x64x32xf32>, tensor<2x64x32xf32>, tensor<64x8xf32>, tensor<64x8xf32>, tensor<2x64x64xf32>) -> tensor<2x64x64xf32>
+  return %0 : tensor<2x64x64xf32>
+}

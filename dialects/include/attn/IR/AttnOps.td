@@ -318,18 +318,43 @@ def Attn_AttentionOp : Attn_Op<"attention", [Attn_ReturnWeightsResult]> {
 //===----------------------------------------------------------------------===//
 
 def Attn_MultiheadAttentionOp
-    : Attn_Op<"multihead_attention", [Attn_ReturnWeightsResult]> {
-  let summary = "D2L MultiHeadAttention(bias=False) (composite)";
+    : Attn_Op<"multihead_attention",
+              [Attn_ReturnWeightsResult, AttrSizedOperandSegments]> {
+  let summary = "D2L MultiHeadAttention, with the v2 keywords (composite)";
   let description = [{
     With `split`/`merge` the head reshapes of `split_heads`/`merge_heads`:
 
-    `result = merge(attention(split(q w_qᵀ), split(k w_kᵀ), split(v w_vᵀ),
-    repeat_interleave(valid_lens, heads))) w_oᵀ`
+    `result = merge(attention(split(q w_qᵀ + b_q), split(k w_kᵀ + b_k),
+    split(v w_vᵀ + b_v), repeat_interleave(valid_lens, heads))) w_oᵀ + b_o`
 
     for `q[B, Tq, Dq]`, `k[B, Tk, Dk]`, `v[B, Tk, Dv]`, weights
     `w_q[Hd, Dq]`, `w_k[Hd, Dk]`, `w_v[Hd, Dv]`, `w_o[Hd, Hd]`;
-    `heads` divides `Hd`. `valid_lens` is `[B]` or `[B, Tq]` and is repeated
-    for every head; `causal` is passed on to `attention`.
+    `heads` divides `Hd`, `d = Hd / heads` is the head dimension.
+    `valid_lens` is `[B]` or `[B, Tq]` and is repeated for every head;
+    `causal` also masks keys `j > i`.
+
+    The v2 keywords (SPEC §2 "Ops (v2)"), each optional:
+
+    - `b_q`, `b_k`, `b_v`, `b_o`: the biases of the four projections, one
+      per row of their weight (`[Hd]`; `b_k`, `b_v` `[kv_heads * d]`), any
+      subset (D2L `bias=True`, `nn.MultiheadAttention(bias=True)`).
+    - `kv_heads(G)`: grouped-query attention. `w_k`, `w_v` are
+      `[G * d, Dk]`, `[G * d, Dv]`; query head `h` attends with key/value
+      head `h / (heads / G)` (Hugging Face `repeat_kv`); `G = 1` is
+      multi-query attention. `G` divides `heads`. No copy of a key/value
+      head is made per query head: the lowerings index the shared head.
+    - `window(W)`, with `causal` only: key `j` is visible from query `i`
+      iff `i - W < j <= i` (Mistral's sliding window), intersected with
+      `valid_lens`. `W >= 1`.
+    - `rope`, `rope_base(b)` (default 10000): rotary position embedding on
+      every head of the projected `q` and `k` before the scores, position =
+      the row index: Hugging Face Llama's `q * cos + rotate_half(q) * sin`
+      with `rotate_half` pairing element `j` with `j + d/2` and
+      `inv_freq[j] = b^(-2j/d)`. `d` must be even.
+
+    Every masked score (lengths, causal, window) is *replaced* by -1e6, as
+    D2L's masked_softmax does: a row that sees no key is uniform over all
+    keys.
 
     With `return_weights` the op has a second result, `attention_weights`:
     the weights of that `attention`, `[B*heads, Tq, Tk]` with row
@@ -337,7 +362,9 @@ def Attn_MultiheadAttentionOp
     `attention.attention_weights`). Like `attention`'s, such an op is
     always decomposed, never fused.
 
-    Example (the book's case, B=2, T=4, D=100, 5 heads):
+    Example (the book's case, B=2, T=4, D=100, 5 heads; then a Llama-style
+    one: biases on q and o, 4 query heads sharing 2 kv heads of dim 8,
+    rope, a causal window of 3):
 
     ```mlir
     %y = attn.multihead_attention %x, %x, %x heads(5)
@@ -351,22 +378,56 @@ def Attn_MultiheadAttentionOp
            tensor<100x100xf32>, tensor<100x100xf32>, tensor<100x100xf32>,
            tensor<100x100xf32>, tensor<2xi32>)
         -> (tensor<2x4x100xf32>, tensor<10x4x4xf32>)
+    %l = attn.multihead_attention %h, %h, %h heads(4) kv_heads(2)
+        weights(%wq2, %wk2, %wv2, %wo2) b_q(%bq) b_o(%bo) causal window(3)
+        rope rope_base(5.000000e+05)
+        : (tensor<1x8x32xf32>, tensor<1x8x32xf32>, tensor<1x8x32xf32>,
+           tensor<32x32xf32>, tensor<16x32xf32>, tensor<16x32xf32>,
+           tensor<32x32xf32>, tensor<32xf32>, tensor<32xf32>)
+        -> tensor<1x8x32xf32>
     ```
   }];
   let arguments = (ins Attn_F32Tensor:$q, Attn_F32Tensor:$k,
                        Attn_F32Tensor:$v, Attn_F32Tensor:$w_q,
                        Attn_F32Tensor:$w_k, Attn_F32Tensor:$w_v,
                        Attn_F32Tensor:$w_o, Optional<Attn_I32Tensor>:$valid_lens,
-                       I64Attr:$heads, UnitAttr:$causal,
+                       Optional<Attn_F32Tensor>:$b_q,
+                       Optional<Attn_F32Tensor>:$b_k,
+                       Optional<Attn_F32Tensor>:$b_v,
+                       Optional<Attn_F32Tensor>:$b_o,
+                       I64Attr:$heads,
+                       DefaultValuedAttr<I64Attr, "::mlir::attn::rules::kNotGiven">:$kv_heads,
+                       UnitAttr:$causal,
+                       DefaultValuedAttr<I64Attr, "::mlir::attn::rules::kNotGiven">:$window,
+                       UnitAttr:$rope,
+                       DefaultValuedAttr<F32Attr, "::mlir::attn::rules::kDefaultRopeBase">:$rope_base,
                        UnitAttr:$return_weights);
   let results = (outs Attn_F32Tensor:$result,
                       Optional<Attn_F32Tensor>:$attention_weights);
   let assemblyFormat = [{
-    $q `,` $k `,` $v `heads` `(` $heads `)`
+    $q `,` $k `,` $v `heads` `(` $heads `)` (`kv_heads` `(` $kv_heads^ `)`)?
     `weights` `(` $w_q `,` $w_k `,` $w_v `,` $w_o `)`
+    (`b_q` `(` $b_q^ `)`)? (`b_k` `(` $b_k^ `)`)? (`b_v` `(` $b_v^ `)`)?
+    (`b_o` `(` $b_o^ `)`)?
     (`valid_lens` `(` $valid_lens^ `)`)? (`causal` $causal^)?
+    (`window` `(` $window^ `)`)? (`rope` $rope^)?
+    (`rope_base` `(` $rope_base^ `)`)?
     (`return_weights` $return_weights^)?
     attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// The key/value heads: kv_heads, or heads when it is not given.
+    int64_t getNumKvHeads() {
+      int64_t given = getKvHeads();
+      return given == ::mlir::attn::rules::kNotGiven ? getHeads() : given;
+    }
+    /// The sliding window W, if there is one.
+    ::std::optional<int64_t> getSlidingWindow() {
+      int64_t given = getWindow();
+      if (given == ::mlir::attn::rules::kNotGiven)
+        return ::std::nullopt;
+      return given;
+    }
   }];
 }
 
@@ -532,6 +593,7 @@ def Attn_ShapedI32 : AnyTypeOf<[StaticShapeTensorOf<[I32]>,
                                  StaticShapeMemRefOf<[I32]>]>;
 
 def Attn_FusedAttentionOp : Op<Attn_Dialect, "fused_attention", [
+    AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
     DeclareOpInterfaceMethods<BufferizableOpInterface,
         ["bufferizesToMemoryRead", "bufferizesToMemoryWrite",
@@ -553,6 +615,22 @@ def Attn_FusedAttentionOp : Op<Attn_Dialect, "fused_attention", [
     `repeat_interleave`d, `merge_heads`), without those copies. `scale` is
     `1/sqrt(dk)`.
 
+    The keywords of `multihead_attention` v2:
+
+    - `kv_heads(G)` (G divides H): `k` is `[B, Tk, G*dk]` and `v`
+      `[B, Tk, G*dv]`; query head `h` reads key/value head `h / (H / G)`
+      where it is (Hugging Face `repeat_kv`, without the copies).
+    - `window(W)` (W >= 1, with `causal`): keys `j <= i - W` are masked
+      too (replaced by -1e6); key blocks entirely below every row's window
+      are skipped, so the work grows with `Tq * W`.
+    - `rope(%cos, %sin)`: the rotary embedding of Hugging Face Llama on
+      every head of `q` and `k` before the scores, position = row index:
+      `x'[j] = x[j] cos[t, j] - x[j + dk/2] sin[t, j]` and
+      `x'[j + dk/2] = x[j + dk/2] cos[t, j] + x[j] sin[t, j]` for
+      `j < dk/2`; `cos`, `sin` are `[max(Tq, Tk), dk/2]` tables (attn-
+      decompose computes them as torch does). The lowerings apply it where
+      the kernel reads `q` and `k`, not as a pass over them.
+
     On tensors it returns the result (`init` is only a destination); after
     bufferization it works on memrefs and writes `init`. `init` may be `q`
     (or share its buffer): row `i` of the result needs row `i` of `q` only,
@@ -569,17 +647,29 @@ def Attn_FusedAttentionOp : Op<Attn_Dialect, "fused_attention", [
         heads(4) scale(2.500000e-01)
         : (tensor<2x64x64xf32>, tensor<2x64x64xf32>, tensor<2x64x64xf32>,
            tensor<2xi32>, tensor<2x64x64xf32>) -> tensor<2x64x64xf32>
+    %g = attn.fused_attention %qp, %kp, %vp rope(%cos, %sin) outs(%qp)
+        causal window(16) heads(4) kv_heads(2) scale(2.500000e-01)
+        : (tensor<2x64x64xf32>, tensor<2x64x32xf32>, tensor<2x64x32xf32>,
+           tensor<64x8xf32>, tensor<64x8xf32>, tensor<2x64x64xf32>)
+        -> tensor<2x64x64xf32>
     ```
   }];
   let arguments = (ins Attn_ShapedF32:$q, Attn_ShapedF32:$k, Attn_ShapedF32:$v,
                        Optional<Attn_ShapedI32>:$valid_lens,
+                       Optional<Attn_ShapedF32>:$rope_cos,
+                       Optional<Attn_ShapedF32>:$rope_sin,
                        Attn_ShapedF32:$init, UnitAttr:$causal,
+                       OptionalAttr<I64Attr>:$window,
                        DefaultValuedAttr<I64Attr, "1">:$heads,
+                       OptionalAttr<I64Attr>:$kv_heads,
                        F32Attr:$scale);
   let results = (outs Variadic<Attn_F32Tensor>:$result);
   let assemblyFormat = [{
-    $q `,` $k `,` $v (`valid_lens` `(` $valid_lens^ `)`)? `outs` `(` $init `)`
-    (`causal` $causal^)? (`heads` `(` $heads^ `)`)? `scale` `(` $scale `)`
+    $q `,` $k `,` $v (`valid_lens` `(` $valid_lens^ `)`)?
+    (`rope` `(` $rope_cos^ `,` $rope_sin `)`)? `outs` `(` $init `)`
+    (`causal` $causal^)? (`window` `(` $window^ `)`)?
+    (`heads` `(` $heads^ `)`)? (`kv_heads` `(` $kv_heads^ `)`)?
+    `scale` `(` $scale `)`
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -587,6 +677,11 @@ def Attn_FusedAttentionOp : Op<Attn_Dialect, "fused_attention", [
     /// True after bufferization: operands are memrefs, no result.
     bool hasBufferSemantics() {
       return ::llvm::isa<::mlir::MemRefType>(getInit().getType());
+    }
+    /// The key/value heads: kv_heads, or heads when it is not given.
+    int64_t getNumKvHeads() {
+      ::std::optional<uint64_t> given = getKvHeads();
+      return given ? static_cast<int64_t>(*given) : getHeads();
     }
   }];
 }

@@ -21,6 +21,7 @@
 #include "llvm/ADT/Twine.h"
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -29,6 +30,13 @@ namespace mlir::attn::rules {
 /// Defaults of optional attributes/keywords (ODS and the DSL both use them).
 constexpr int64_t kDefaultMaxLen = 1000;
 constexpr float kDefaultEps = 1e-5f;
+
+/// multihead_attention's kv_heads and window when they are not given. No
+/// DSL literal has this value (integers are at least -(2^63 - 1)), so a
+/// given 0 or negative value is reported, never taken for "not given".
+constexpr int64_t kNotGiven = std::numeric_limits<int64_t>::min();
+/// multihead_attention's rope_base (Llama's theta).
+constexpr float kDefaultRopeBase = 10000.0f;
 
 /// The largest tensor (in elements) any op accepts, so that no product of
 /// dims that the rules or the code generators form can overflow int64.
@@ -106,13 +114,19 @@ RuleResult inferMaskedSoftmax(const TensorShape &x,
 RuleResult inferAttention(const TensorShape &q, const TensorShape &k,
                           const TensorShape &v, const TensorShape *validLens,
                           bool causal, bool returnWeights, RuleError error);
-RuleResult inferMultiheadAttention(const TensorShape &q, const TensorShape &k,
-                                   const TensorShape &v, const TensorShape &wQ,
-                                   const TensorShape &wK, const TensorShape &wV,
-                                   const TensorShape &wO,
-                                   const TensorShape *validLens, int64_t heads,
-                                   bool causal, bool returnWeights,
-                                   RuleError error);
+/// multihead_attention (SPEC §2, v1 and v2): the projections' biases b_q,
+/// b_k, b_v, b_o (each optional: one per row of its weight), kv_heads
+/// (kNotGiven: one kv head per query head; else it divides heads and w_k,
+/// w_v have kv_heads * head_dim rows), the sliding window (kNotGiven: none;
+/// else >= 1 and only with causal), rope (an even head dim) and rope_base
+/// (positive; another value than the default only with rope).
+RuleResult inferMultiheadAttention(
+    const TensorShape &q, const TensorShape &k, const TensorShape &v,
+    const TensorShape &wQ, const TensorShape &wK, const TensorShape &wV,
+    const TensorShape &wO, const TensorShape *validLens, const TensorShape *bQ,
+    const TensorShape *bK, const TensorShape *bV, const TensorShape *bO,
+    int64_t heads, int64_t kvHeads, bool causal, int64_t window, bool rope,
+    double ropeBase, bool returnWeights, RuleError error);
 /// The attention weights that `attention(..., return_weights=true)` also
 /// returns (D2L's `attention_weights`, the masked softmax of the scores):
 /// f32[N, Tq, Tk], for operands that inferAttention accepted.
