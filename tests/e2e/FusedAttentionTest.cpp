@@ -11,10 +11,11 @@
 // multihead_attention's v2 keywords (biases, kv_heads, a causal window,
 // rope) likewise, on random shapes against the reference's
 // multiheadAttention with MhaOptions, through every lowering: fused and
-// decomposed at -O2, -O0, the SSE2 baseline's schedule, and the GPU
-// kernels run on the CPU; windows of 1 key, of T keys or more and in
+// decomposed at -O2, -O0, the SSE2 baseline's schedule, threads, and the
+// GPU kernels run on the CPU; windows of 1 key, of T keys or more and in
 // between (with lengths 0 and > T), grouped-query attention with one kv
-// head and with as many as query heads, each bias alone and all four.
+// head and with as many as query heads, each bias alone and all four, and
+// windowed rows whose every score is below -1e6.
 //
 //===----------------------------------------------------------------------===//
 
@@ -178,6 +179,10 @@ struct MhaCase {
   double ropeBase; // 0: not given (10000)
   unsigned biases; // Bias bits
   bool weights;    // return_weights
+  /// Non-zero: q and k of this magnitude, positive, projected by w_q = I
+  /// and w_k = -I, so that every score is far below -1e6 (the kernels'
+  /// exact recomputation of such rows, with the window's lower bound).
+  float magnitude = 0;
 };
 
 const MhaCase kMhaCases[] = {
@@ -337,14 +342,39 @@ const MhaCase kMhaCases[] = {
      500000.0,
      kBQ | kBK | kBV | kBO,
      true},
+    // Every score below -1e6: rows recomputed exactly, window included.
+    {"scores_below_masked_value_window",
+     2,
+     40,
+     40,
+     2,
+     0,
+     8,
+     1,
+     {40, 30},
+     true,
+     6,
+     false,
+     0,
+     0,
+     false,
+     2000.0f},
 };
 
 void PrintTo(const MhaCase &c, std::ostream *os) { *os << c.name; }
 
+/// The features of q, k and v.
+void featuresOf(const MhaCase &c, int64_t &dq, int64_t &dk, int64_t &dv) {
+  dq = 12, dk = 15, dv = 17;
+  if (c.magnitude)
+    dq = dk = c.heads * c.headDim;
+}
+
 std::string mhaSpecOf(const MhaCase &c) {
   int64_t hd = c.heads * c.headDim;
   int64_t kvHd = (c.kvHeads ? c.kvHeads : c.heads) * c.headDim;
-  int64_t dq = 12, dk = 15, dv = 17;
+  int64_t dq, dk, dv;
+  featuresOf(c, dq, dk, dv);
   std::string text;
   llvm::raw_string_ostream os(text);
   auto shape = [](std::initializer_list<int64_t> dims) {
@@ -418,6 +448,7 @@ struct MhaLowering {
   int optLevel;
   const char *cpu;
   bool gpuEmulation;
+  bool parallel = false;
 };
 const MhaLowering kMhaLowerings[] = {
     {"fused", "fused", 2, "native", false},
@@ -426,6 +457,7 @@ const MhaLowering kMhaLowerings[] = {
     {"fused_sse2", "fused", 2, "x86-64", false},
     {"gpu_fused", "fused", 2, "native", true},
     {"gpu_decomposed", "decomposed", 2, "native", true},
+    {"fused_parallel", "fused", 2, "native", false, true},
 };
 
 void PrintTo(const MhaLowering &l, std::ostream *os) { *os << l.name; }
@@ -437,13 +469,26 @@ TEST_P(MultiheadAttentionV2, MatchesTheReference) {
   auto [c, lowering] = GetParam();
   int64_t hd = c.heads * c.headDim;
   int64_t kvHd = (c.kvHeads ? c.kvHeads : c.heads) * c.headDim;
+  int64_t dq, dk, dv;
+  featuresOf(c, dq, dk, dv);
   std::mt19937 rng(11);
-  ref::Tensor q = signedRandom({c.b, c.tq, 12}, rng, 1.0f);
-  ref::Tensor k = signedRandom({c.b, c.tk, 15}, rng, 1.0f);
-  ref::Tensor v = signedRandom({c.b, c.tk, 17}, rng, 1.0f);
-  ref::Tensor wq = signedRandom({hd, 12}, rng, 0.5f);
-  ref::Tensor wk = signedRandom({kvHd, 15}, rng, 0.5f);
-  ref::Tensor wv = signedRandom({kvHd, 17}, rng, 0.5f);
+  ref::Tensor q = signedRandom({c.b, c.tq, dq}, rng, 1.0f);
+  ref::Tensor k = signedRandom({c.b, c.tk, dk}, rng, 1.0f);
+  ref::Tensor v = signedRandom({c.b, c.tk, dv}, rng, 1.0f);
+  ref::Tensor wq = signedRandom({hd, dq}, rng, 0.5f);
+  ref::Tensor wk = signedRandom({kvHd, dk}, rng, 0.5f);
+  ref::Tensor wv = signedRandom({kvHd, dv}, rng, 0.5f);
+  if (c.magnitude) {
+    // Positive q and k, w_q = I, w_k = -I: scores -|q||k| / sqrt(d).
+    q = random({c.b, c.tq, dq}, rng, c.magnitude);
+    k = random({c.b, c.tk, dk}, rng, c.magnitude);
+    wq = ref::Tensor({hd, dq});
+    wk = ref::Tensor({kvHd, dk});
+    for (int64_t i = 0; i < hd; ++i) {
+      wq.data[i * dq + i] = 1.0f;
+      wk.data[i * dk + i] = -1.0f;
+    }
+  }
   ref::Tensor wo = signedRandom({hd, hd}, rng, 0.3f);
   ref::Tensor bq = signedRandom({hd}, rng, 0.5f);
   ref::Tensor bk = signedRandom({kvHd}, rng, 0.5f);
@@ -477,6 +522,7 @@ TEST_P(MultiheadAttentionV2, MatchesTheReference) {
   compile.target.cpu = lowering.cpu;
   compile.pipeline.attention = lowering.attention;
   compile.pipeline.gpuEmulation = lowering.gpuEmulation;
+  compile.pipeline.parallel = lowering.parallel;
   if (llvm::Error lacks = checkRunsOnHost(compile.target))
     GTEST_SKIP() << "this machine cannot run " << lowering.cpu
                  << " code: " << llvm::toString(std::move(lacks));
