@@ -14,6 +14,9 @@ std::unique_ptr<ast::Module> attnc::parseAndCheck(DiagnosticEngine &diag,
   Lexer lexer(diag, bufferId);
   Parser parser(lexer, diag);
   Sema sema(diag);
+  // A block may call one defined later: Sema knows every block's name first.
+  sema.declareBlockNames(
+      diag.getSourceMgr().getMemoryBuffer(bufferId)->getBuffer());
   // Each block is checked as soon as it is parsed, so errors come out in file
   // order. Sema also runs after syntax errors: its errors in the statements
   // that did parse are independent and worth reporting in the same run.
@@ -22,6 +25,8 @@ std::unique_ptr<ast::Module> attnc::parseAndCheck(DiagnosticEngine &diag,
         if (!diag.tooManyErrors())
           sema.checkBlock(block);
       });
+  if (!diag.tooManyErrors())
+    sema.finish();
   if (diag.hadErrors())
     return nullptr;
   return module;

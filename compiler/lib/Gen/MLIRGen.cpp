@@ -13,6 +13,7 @@
 #include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
 
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/ErrorHandling.h"
@@ -38,9 +39,31 @@ public:
     mlir::OwningOpRef<mlir::ModuleOp> result =
         mlir::ModuleOp::create(builder.getUnknownLoc());
     builder.setInsertionPointToEnd(result->getBody());
+    // The blocks asked for (every block, or `onlyBlock`) are the kernels;
+    // the blocks they call come before them, as private functions when not
+    // asked for themselves. Depth first, iteratively (a chain of calls may
+    // be long), each block once, in file order otherwise.
+    llvm::SmallPtrSet<const Block *, 8> exported, emitted;
     for (const auto &block : module.blocks)
       if (onlyBlock.empty() || block->name.name == onlyBlock)
-        generateBlock(*block);
+        exported.insert(block.get());
+    for (const auto &root : module.blocks) {
+      if (!exported.contains(root.get()) || !emitted.insert(root.get()).second)
+        continue;
+      llvm::SmallVector<std::pair<const Block *, size_t>> stack{
+          {root.get(), 0}};
+      while (!stack.empty()) {
+        auto &[block, next] = stack.back();
+        if (next < block->callees.size()) {
+          const Block *callee = block->callees[next++];
+          if (emitted.insert(callee).second)
+            stack.push_back({callee, 0});
+          continue;
+        }
+        generateBlock(*block, exported.contains(block));
+        stack.pop_back();
+      }
+    }
     return result;
   }
 
@@ -58,7 +81,7 @@ private:
     return mlir::RankedTensorType::get(shape.dims, element);
   }
 
-  void generateBlock(const Block &block) {
+  void generateBlock(const Block &block, bool exported) {
     values.clear();
     llvm::SmallVector<const DeclStmt *> args;
     llvm::SmallVector<mlir::Type> argTypes, resultTypes;
@@ -71,6 +94,9 @@ private:
     auto func = mlir::func::FuncOp::create(
         builder, loc(block.name.range.Start), block.name.name,
         builder.getFunctionType(argTypes, {}));
+    // A block only called by the kernels is not exported itself.
+    if (!exported)
+      func.setPrivate();
     mlir::Block *entry = func.addEntryBlock();
     for (auto [decl, arg] : llvm::zip(args, entry->getArguments())) {
       arg.setLoc(loc(decl->name.range.Start));
@@ -166,6 +192,8 @@ private:
   /// The op of one call; nested calls become values first, in argument
   /// order.
   mlir::Operation *generateCall(const CallExpr &call) {
+    if (call.block)
+      return generateBlockCall(call);
     const OpInfo &op = *call.op;
     llvm::SmallVector<mlir::Value, 8> operands(op.params.size());
     for (auto [operand, bound] : llvm::zip_equal(operands, call.bound))
@@ -204,6 +232,19 @@ private:
 #include "attn/IR/AttnOps.def"
     }
     llvm::report_fatal_error("attnc: MLIRGen reached an unknown op");
+  }
+
+  /// A call of another block: func.call of its function, with the callee's
+  /// inputs and params in declaration order.
+  mlir::Operation *generateBlockCall(const CallExpr &call) {
+    llvm::SmallVector<mlir::Value, 8> operands;
+    for (const BoundArgument &bound : call.bound)
+      operands.push_back(generateExpr(*bound.tensor));
+    llvm::SmallVector<mlir::Type, 2> results;
+    for (const rules::TensorShape &shape : call.results)
+      results.push_back(tensorType(shape));
+    return mlir::func::CallOp::create(builder, loc(call.callee.range.Start),
+                                      call.block->name.name, results, operands);
   }
 
   mlir::OpBuilder builder;

@@ -6,6 +6,9 @@
 #include "attnc/Sema/OpTable.h"
 #include "attnc/Support/Diagnostics.h"
 
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -88,12 +91,49 @@ std::optional<TensorShape> attentionWeights(const CallExpr &call) {
   return rules::attentionWeightsShape(q, k);
 }
 
+/// `Y, A`: the output names of a checked block.
+std::string outputList(const Block &block) {
+  std::string text;
+  for (const Ident *output : block.outputs)
+    text += (text.empty() ? "" : ", ") + output->name;
+  return text;
+}
+
+/// `encoder(X, valid_lens, W_q=, W_k=)`: a block's call signature, inputs
+/// positional or by keyword, params by keyword.
+std::string blockSignature(const Block &block) {
+  std::string text = block.name.name + "(";
+  bool first = true;
+  for (const DeclStmt *decl : block.arguments) {
+    text += (first ? "" : ", ") + decl->name.name + (decl->isParam ? "=" : "");
+    first = false;
+  }
+  return text + ")";
+}
+
+/// Calls every CallExpr of `block`, nested ones included.
+void forEachCall(const Block &block,
+                 llvm::function_ref<void(const CallExpr &)> visit) {
+  llvm::SmallVector<const Expr *, 16> work;
+  for (const auto &stmt : block.stmts)
+    if (auto *assign = llvm::dyn_cast<AssignStmt>(stmt.get()))
+      work.push_back(assign->value.get());
+  while (!work.empty()) {
+    const Expr *expr = work.pop_back_val();
+    if (auto *call = llvm::dyn_cast<CallExpr>(expr)) {
+      visit(*call);
+      for (const Argument &arg : call->args)
+        work.push_back(arg.value.get());
+    }
+  }
+}
+
 /// Checks one block: a scope of dims and tensors filled statement by
 /// statement.
 class BlockChecker {
 public:
-  BlockChecker(DiagnosticEngine &diag, Block &block)
-      : diag(diag), block(block) {}
+  BlockChecker(DiagnosticEngine &diag, Sema &sema, Block &block)
+      : diag(diag), sema(sema), block(block) {}
 
   void run();
 
@@ -123,6 +163,10 @@ private:
   // Expressions.
   const TensorShape *checkTensor(Expr &expr, const Twine &role);
   const TensorShape *checkCall(CallExpr &call);
+  /// A call of another block of the file.
+  const TensorShape *checkBlockCall(CallExpr &call, const Block &callee);
+  bool bindBlockArguments(CallExpr &call, const Block &callee,
+                          llvm::SmallVectorImpl<const Argument *> &given);
   bool bindArguments(CallExpr &call,
                      llvm::SmallVectorImpl<const Argument *> &given);
   bool evaluateAttribute(const ParamInfo &param, const Argument &arg,
@@ -133,6 +177,7 @@ private:
   void markUses(const Expr &expr);
 
   DiagnosticEngine &diag;
+  Sema &sema;
   Block &block;
   llvm::StringMap<Symbol> scope;
   /// Definition order, for the unused-name check.
@@ -236,6 +281,18 @@ void BlockChecker::run() {
   // Without outputs everything is unused: that is one error, not many.
   if (!block.hadSyntaxErrors && sawOutputStmt)
     checkUnused();
+
+  // What a call of this block binds and returns.
+  block.arguments.clear();
+  for (const auto &stmt : block.stmts)
+    if (auto *decl = llvm::dyn_cast<DeclStmt>(stmt.get()))
+      block.arguments.push_back(decl);
+  block.outputShapes.clear();
+  for (const Ident *output : block.outputs) {
+    auto it = scope.find(output->name);
+    if (it != scope.end() && it->second.shape)
+      block.outputShapes.push_back(*it->second.shape);
+  }
 }
 
 void BlockChecker::checkDims(DimStmt &stmt) {
@@ -372,6 +429,12 @@ void BlockChecker::reportResultCount(const AssignStmt &stmt,
   std::string what;
   if (!call)
     what = quoted(sourceText(stmt.value->getRange())) + " is one tensor";
+  else if (call->block)
+    what = "block " + quoted(call->callee.name) + " has " +
+           (results == 1 ? std::string("one result")
+                         : std::to_string(results) + " results") +
+           " (its output" + (results == 1 ? " " : "s ") +
+           outputList(*call->block) + ")";
   else if (results == 1)
     what = quoted(call->callee.name) + " has one result";
   else
@@ -380,7 +443,10 @@ void BlockChecker::reportResultCount(const AssignStmt &stmt,
            " results (the output and the attention weights)";
   std::string message = what + ", but " + std::to_string(names) +
                         (names == 1 ? " name is" : " names are") + " bound";
-  if (call && names < results)
+  if (call && call->block)
+    message += "; bind one name per output: " + outputList(*call->block) +
+               " = " + call->callee.name + "(...)";
+  else if (call && names < results)
     message += "; bind both: NAME, WEIGHTS = " + call->callee.name + "(...)";
   else if (call && results == 1 && names == 2 &&
            call->op->indexOf("return_weights"))
@@ -494,6 +560,15 @@ void BlockChecker::markUses(const Expr &expr) {
 const TensorShape *BlockChecker::checkTensor(Expr &expr, const Twine &role) {
   if (auto *call = llvm::dyn_cast<CallExpr>(&expr)) {
     const TensorShape *shape = checkCall(*call);
+    if (shape && call->results.size() > 1 && call->block) {
+      diag.error(call->callee.range,
+                 "block " + quoted(call->callee.name) + " has " +
+                     Twine(call->results.size()) + " results (its outputs " +
+                     outputList(*call->block) + "), so it cannot be used as " +
+                     role + "; bind them first: " + outputList(*call->block) +
+                     " = " + call->callee.name + "(...)");
+      return nullptr;
+    }
     if (shape && call->results.size() > 1) {
       diag.error(call->callee.range,
                  quoted(call->callee.name) +
@@ -527,10 +602,20 @@ const TensorShape *BlockChecker::checkTensor(Expr &expr, const Twine &role) {
 
 const TensorShape *BlockChecker::checkCall(CallExpr &call) {
   const OpInfo *op = lookupOp(call.callee.name);
+  if (!op && sema.isBlockName(call.callee.name)) {
+    const Block *callee = sema.lookupBlock(call.callee.name);
+    if (!callee) { // its definition did not parse (reported)
+      markUses(call);
+      return nullptr;
+    }
+    return checkBlockCall(call, *callee);
+  }
   if (!op) {
     std::vector<StringRef> names;
     for (const OpInfo &info : allOps())
       names.push_back(info.name);
+    for (StringRef name : sema.blockNameList())
+      names.push_back(name);
     diag.error(call.callee.range, "unknown op " + quoted(call.callee.name) +
                                       didYouMean(call.callee.name, names));
     markUses(call);
@@ -573,6 +658,173 @@ const TensorShape *BlockChecker::checkCall(CallExpr &call) {
   if (std::optional<TensorShape> weights = attentionWeights(call))
     call.results.push_back(*weights);
   return &*call.shape;
+}
+
+const TensorShape *BlockChecker::checkBlockCall(CallExpr &call,
+                                                const Block &callee) {
+  StringRef name = call.callee.name;
+  if (&callee == &block || !callee.checked) {
+    // Not checked yet although checked callees first: a cycle.
+    std::vector<std::string> chain = sema.callChain(callee, block.name.name);
+    if (&callee == &block || chain.size() < 2) {
+      diag.error(call.callee.range,
+                 "block " + quoted(name) +
+                     " calls itself; a block cannot be recursive");
+    } else {
+      std::string path = block.name.name;
+      for (const std::string &step : chain)
+        path += " -> " + step;
+      diag.error(call.callee.range,
+                 "recursive call of block " + quoted(name) + " (" + path +
+                     "); blocks cannot call each other in a cycle");
+      diag.note(callee.name.range.Start,
+                "block " + quoted(name) + " is defined here",
+                callee.name.range);
+    }
+    markUses(call);
+    return nullptr;
+  }
+  if (!callee.valid) { // its errors were reported
+    markUses(call);
+    return nullptr;
+  }
+  call.block = &callee;
+  llvm::SmallVector<const Argument *, 8> given;
+  if (!bindBlockArguments(call, callee, given)) {
+    markUses(call);
+    return nullptr;
+  }
+
+  // Every argument is checked against the callee's declared type.
+  bool ok = true;
+  call.bound.assign(callee.arguments.size(), BoundArgument());
+  for (auto [decl, bound, arg] :
+       llvm::zip_equal(callee.arguments, call.bound, given)) {
+    bound.source = arg;
+    bound.tensor = arg->value.get();
+    std::string role =
+        "argument " + quoted(decl->name.name) + " of block " + quoted(name);
+    const TensorShape *shape = checkTensor(*arg->value, role);
+    if (!shape) {
+      ok = false;
+      continue;
+    }
+    const TensorShape &declared = *decl->shape;
+    if (shape->element == declared.element && shape->dims == declared.dims)
+      continue;
+    std::string declaredText = sourceText(decl->type.range).str();
+    std::string expected = rules::formatShape(declared);
+    diag.error(arg->getRange(), role + " must be " + expected +
+                                    (declaredText == expected
+                                         ? std::string()
+                                         : " (declared " + declaredText + ")") +
+                                    ", got " + rules::formatShape(*shape));
+    diag.note(decl->name.range.Start,
+              quoted(decl->name.name) + " is declared here",
+              SMRange(decl->name.range.Start, decl->type.range.End));
+    ok = false;
+  }
+  if (!ok)
+    return nullptr;
+  call.results.assign(callee.outputShapes.begin(), callee.outputShapes.end());
+  call.shape = call.results.front();
+  if (!llvm::is_contained(block.callees, &callee))
+    block.callees.push_back(&callee);
+  return &*call.shape;
+}
+
+bool BlockChecker::bindBlockArguments(
+    CallExpr &call, const Block &callee,
+    llvm::SmallVectorImpl<const Argument *> &given) {
+  StringRef name = call.callee.name;
+  const std::vector<const DeclStmt *> &params = callee.arguments;
+  given.assign(params.size(), nullptr);
+  // Inputs are positional or keyword, params keyword-only.
+  llvm::SmallVector<unsigned, 8> positionalSlots;
+  for (unsigned i = 0, e = params.size(); i != e; ++i)
+    if (!params[i]->isParam)
+      positionalSlots.push_back(i);
+  std::string signature = blockSignature(callee);
+
+  bool ok = true;
+  unsigned nextPositional = 0;
+  const Argument *firstKeyword = nullptr;
+  for (const Argument &arg : call.args) {
+    if (!arg.isKeyword()) {
+      if (firstKeyword) {
+        diag.error(arg.getRange(), "positional argument after keyword "
+                                   "argument " +
+                                       quoted(firstKeyword->keyword.name) +
+                                       " in the call of block " + quoted(name));
+        ok = false;
+        break;
+      }
+      if (nextPositional == positionalSlots.size()) {
+        unsigned total = 0;
+        for (const Argument &a : call.args)
+          total += !a.isKeyword();
+        diag.error(arg.getRange(),
+                   "block " + quoted(name) + " takes " +
+                       Twine(positionalSlots.size()) + " positional argument" +
+                       (positionalSlots.size() == 1 ? "" : "s") +
+                       " (its inputs), got " + Twine(total) +
+                       "; its params are given by keyword (signature: " +
+                       signature + ")");
+        ok = false;
+        break;
+      }
+      given[positionalSlots[nextPositional++]] = &arg;
+      continue;
+    }
+    if (!firstKeyword)
+      firstKeyword = &arg;
+    auto slot = llvm::find_if(params, [&](const DeclStmt *decl) {
+      return decl->name.name == arg.keyword.name;
+    });
+    if (slot == params.end()) {
+      std::vector<StringRef> names;
+      for (const DeclStmt *decl : params)
+        names.push_back(decl->name.name);
+      diag.error(arg.keyword.range, "block " + quoted(name) +
+                                        " has no input or param " +
+                                        quoted(arg.keyword.name) +
+                                        didYouMean(arg.keyword.name, names) +
+                                        " (signature: " + signature + ")");
+      ok = false;
+      continue;
+    }
+    unsigned index = slot - params.begin();
+    if (const Argument *previous = given[index]) {
+      if (previous->isKeyword())
+        diag.error(arg.keyword.range, "keyword '" + arg.keyword.name +
+                                          "' is given twice in the call of "
+                                          "block " +
+                                          quoted(name));
+      else
+        diag.error(arg.keyword.range,
+                   "input '" + arg.keyword.name + "' of block " + quoted(name) +
+                       " is given both positionally and as a keyword");
+      diag.note(previous->getRange().Start, "first given here",
+                previous->getRange());
+      ok = false;
+      continue;
+    }
+    given[index] = &arg;
+  }
+  if (!ok)
+    return false;
+  for (unsigned i = 0, e = params.size(); i != e; ++i) {
+    if (given[i])
+      continue;
+    const DeclStmt &decl = *params[i];
+    diag.error(call.callee.range,
+               "the call of block " + quoted(name) + " is missing its " +
+                   (decl.isParam ? "param '" + decl.name.name + "=...'"
+                                 : "input '" + decl.name.name + "'") +
+                   "; its signature is " + signature);
+    ok = false;
+  }
+  return ok;
 }
 
 bool BlockChecker::bindArguments(
@@ -800,6 +1052,8 @@ void Sema::checkBlock(Block &block) {
                "redefinition of block " + quoted(block.name.name));
     diag.note(it->second.Start, "first defined here", it->second);
   } else {
+    blocksByName[block.name.name] = &block;
+    fileBlockNames.insert(block.name.name);
     // The header's include guard and macros upper-case the block's name.
     auto [other, fresh] = blockMacros.try_emplace(
         StringRef(block.name.name).upper(), &block.name);
@@ -814,16 +1068,181 @@ void Sema::checkBlock(Block &block) {
                 other->second->range);
     }
   }
+  // A call of the name would be the op's.
+  if (lookupOp(block.name.name))
+    diag.error(block.name.range,
+               "block " + quoted(block.name.name) +
+                   " has the name of an op, so calls of it would call the "
+                   "op; rename the block");
   checkCName(diag, block.name, CNameUse::Function, "block");
   checkExportedSteps(block.name);
-  BlockChecker(diag, block).run();
+  if (waitsForCallee(block)) {
+    waiting.push_back(&block);
+    return;
+  }
+  runChecker(block);
+}
+
+void Sema::runChecker(Block &block) {
+  unsigned errorsBefore = diag.errorCount();
+  BlockChecker(diag, *this, block).run();
+  block.checked = true;
+  block.valid = !block.hadSyntaxErrors && diag.errorCount() == errorsBefore &&
+                !block.outputs.empty() &&
+                block.outputShapes.size() == block.outputs.size();
+}
+
+bool Sema::waitsForCallee(const Block &block) const {
+  bool waits = false;
+  forEachCall(block, [&](const CallExpr &call) {
+    StringRef name = call.callee.name;
+    if (waits || lookupOp(name) || !fileBlockNames.contains(name) ||
+        name == block.name.name)
+      return;
+    const Block *callee = blocksByName.lookup(name);
+    waits = !callee || !callee->checked;
+  });
+  return waits;
+}
+
+void Sema::finish() {
+  // The waiting blocks in an order where each comes after the blocks it
+  // calls (depth first, iteratively: a chain of calls may be long). An edge
+  // back to a block on the stack is a cycle, reported at that call.
+  llvm::DenseMap<const Block *, unsigned> state; // 1: on the stack, 2: done
+  llvm::SmallPtrSet<const Block *, 8> isWaiting(waiting.begin(), waiting.end());
+  auto calleesOf = [&](const Block &block) {
+    std::vector<Block *> callees;
+    forEachCall(block, [&](const CallExpr &call) {
+      if (lookupOp(call.callee.name))
+        return;
+      Block *callee = blocksByName.lookup(call.callee.name);
+      if (callee && callee != &block && isWaiting.contains(callee) &&
+          !llvm::is_contained(callees, callee))
+        callees.push_back(callee);
+    });
+    return callees;
+  };
+  std::vector<Block *> order;
+  for (Block *root : waiting) {
+    if (state.lookup(root))
+      continue;
+    struct Frame {
+      Block *block;
+      std::vector<Block *> callees;
+      size_t next = 0;
+    };
+    std::vector<Frame> stack;
+    stack.push_back({root, calleesOf(*root)});
+    state[root] = 1;
+    while (!stack.empty()) {
+      Frame &top = stack.back();
+      if (top.next < top.callees.size()) {
+        Block *callee = top.callees[top.next++];
+        if (!state.lookup(callee)) {
+          state[callee] = 1;
+          std::vector<Block *> callees = calleesOf(*callee);
+          stack.push_back({callee, std::move(callees)});
+        }
+        continue;
+      }
+      state[top.block] = 2;
+      order.push_back(top.block);
+      stack.pop_back();
+    }
+  }
+  waiting.clear();
+  for (Block *block : order) {
+    if (diag.tooManyErrors())
+      return;
+    runChecker(*block);
+  }
+}
+
+void Sema::declareBlockNames(StringRef text) {
+  // `block` is a keyword: wherever it is followed by a name, that name is a
+  // block's (comments skipped; anything else is the parser's to report).
+  size_t i = 0, n = text.size();
+  auto isNameChar = [](char c) { return llvm::isAlnum(c) || c == '_'; };
+  while (i < n) {
+    char c = text[i];
+    if (c == '#') {
+      while (i < n && text[i] != '\n')
+        ++i;
+      continue;
+    }
+    if (!isNameChar(c)) {
+      ++i;
+      continue;
+    }
+    size_t start = i;
+    while (i < n && isNameChar(text[i]))
+      ++i;
+    if (text.slice(start, i) != "block" || llvm::isDigit(text[start]))
+      continue;
+    size_t j = i;
+    while (j < n && (text[j] == ' ' || text[j] == '\t' || text[j] == '\r'))
+      ++j;
+    size_t nameStart = j;
+    if (j < n && !llvm::isDigit(text[j]))
+      while (j < n && isNameChar(text[j]))
+        ++j;
+    if (j > nameStart)
+      fileBlockNames.insert(text.slice(nameStart, j));
+    i = j;
+  }
+}
+
+std::vector<StringRef> Sema::blockNameList() const {
+  std::vector<StringRef> names;
+  for (const auto &entry : fileBlockNames)
+    names.push_back(entry.getKey());
+  llvm::sort(names);
+  return names;
+}
+
+std::vector<std::string> Sema::callChain(const Block &from,
+                                         StringRef to) const {
+  // Breadth first over the blocks' calls: the shortest chain.
+  llvm::StringMap<std::string> cameFrom;
+  std::vector<const Block *> queue{&from};
+  cameFrom[from.name.name] = "";
+  for (size_t i = 0; i < queue.size(); ++i) {
+    const Block *block = queue[i];
+    bool found = false;
+    forEachCall(*block, [&](const CallExpr &call) {
+      StringRef name = call.callee.name;
+      if (found || lookupOp(name) || !fileBlockNames.contains(name))
+        return;
+      if (name == to) {
+        found = true;
+        return;
+      }
+      const Block *callee = blocksByName.lookup(name);
+      if (callee && cameFrom.try_emplace(name, block->name.name).second)
+        queue.push_back(callee);
+    });
+    if (!found)
+      continue;
+    std::vector<std::string> chain{to.str()};
+    for (std::string at = block->name.name; !at.empty();
+         at = cameFrom.lookup(at))
+      chain.push_back(at);
+    std::reverse(chain.begin(), chain.end());
+    return chain;
+  }
+  return {};
 }
 
 bool Sema::check(Module &module) {
+  for (auto &block : module.blocks)
+    fileBlockNames.insert(block->name.name);
   for (auto &block : module.blocks) {
     if (diag.tooManyErrors())
       break;
     checkBlock(*block);
   }
+  if (!diag.tooManyErrors())
+    finish();
   return !diag.hadErrors();
 }

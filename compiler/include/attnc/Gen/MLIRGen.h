@@ -4,7 +4,9 @@
 // func.func per block, named after the block, whose arguments are the
 // block's inputs and params in declaration order and whose results are its
 // outputs in `output` order. Every op carries the FileLineColLoc of the call
-// it comes from.
+// it comes from. A call of another block is a func.call of that block's
+// function, generated once however often it is called; a block emitted only
+// because another calls it is private, and callees come before callers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,7 +29,8 @@ class MLIRContext;
 namespace attnc {
 
 /// Builds the IR of `module`, which Sema must have accepted. With
-/// `onlyBlock` non-empty, only that block (which must exist) is emitted.
+/// `onlyBlock` non-empty, only that block (which must exist) is a public
+/// function, with the blocks it calls (directly or not) as private ones.
 /// Locations name the SourceMgr's main buffer.
 mlir::OwningOpRef<mlir::ModuleOp> mlirGen(mlir::MLIRContext &context,
                                           const ast::Module &module,

@@ -31,6 +31,9 @@ namespace attnc::ast {
 
 using mlir::attn::rules::TensorShape;
 
+struct Block;
+class DeclStmt;
+
 /// A name as written, with where it was written.
 struct Ident {
   std::string name;
@@ -134,6 +137,10 @@ public:
 
   /// Sema: the op called, and one entry per parameter of `op->params`.
   const OpInfo *op = nullptr;
+  /// Sema: or the block of the file called (SPEC §2 "calling a block"); then
+  /// `bound` has one entry per argument of the callee (its inputs and params
+  /// in declaration order, Block::arguments) and `results` its outputs.
+  const Block *block = nullptr;
   llvm::SmallVector<BoundArgument, 8> bound;
   /// Sema: the shape of every result, in order; `shape` is the first's.
   /// Two for `attention(..., return_weights=true)`: the output, then the
@@ -247,6 +254,15 @@ struct Block {
 
   /// Sema: the block's results, in `output` order.
   std::vector<const Ident *> outputs;
+  /// Sema: the block's arguments (inputs and params, in declaration order),
+  /// the shape of each output, and the blocks it calls (each once, in the
+  /// order of their first call). Valid when `checked` without errors.
+  std::vector<const DeclStmt *> arguments;
+  std::vector<TensorShape> outputShapes;
+  std::vector<const Block *> callees;
+  /// Sema: checked, and whether that found no error in this block.
+  bool checked = false;
+  bool valid = false;
 };
 
 struct Module {

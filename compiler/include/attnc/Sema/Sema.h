@@ -7,6 +7,13 @@
 // tensor's shape. A failed statement poisons its result, so one mistake is
 // reported once, not again at every use.
 //
+// A call may name another block of the file (SPEC §2, "calling a block"):
+// its inputs are bound positionally or by keyword, its params by keyword,
+// every argument against the callee's declared shape, and its outputs are
+// the call's results. Blocks are checked callees first: a block that calls
+// one defined later in the file waits for it (finish() checks those), and a
+// block that calls itself, directly or through others, is an error.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef ATTNC_SEMA_SEMA_H
@@ -15,6 +22,9 @@
 #include "attnc/Parse/AST.h"
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <vector>
 
 namespace attnc {
 
@@ -28,14 +38,47 @@ public:
   /// call or before it, e.g. by the parser).
   bool check(ast::Module &module);
 
+  /// The names of every block of the file, before its blocks are checked
+  /// one by one: a call of a name given here that is not an op is a block
+  /// call, checked once that block has been (check() declares them itself).
+  void declareBlockNames(llvm::StringRef sourceText);
+  void declareBlockName(llvm::StringRef name) { fileBlockNames.insert(name); }
+
   /// Checks one block (blocks of one file go through one Sema, which also
-  /// checks that their names are unique).
+  /// checks that their names are unique). A block that calls a block not
+  /// checked yet (defined later) is checked by finish().
   void checkBlock(ast::Block &block);
+
+  /// Checks the blocks that checkBlock left waiting, callees first.
+  void finish();
+
+  /// The block that a call of `name` refers to (its first definition), or
+  /// null; and whether `name` is one of the file's blocks.
+  ast::Block *lookupBlock(llvm::StringRef name) const {
+    return blocksByName.lookup(name);
+  }
+  bool isBlockName(llvm::StringRef name) const {
+    return fileBlockNames.contains(name);
+  }
+  /// The file's block names, for suggestions.
+  std::vector<llvm::StringRef> blockNameList() const;
+  /// The chain of block calls from `from` to the block `to`, both included
+  /// (`a`, `b`, `a` for a cycle), if `from` calls `to` directly or through
+  /// other blocks.
+  std::vector<std::string> callChain(const ast::Block &from,
+                                     llvm::StringRef to) const;
 
 private:
   void checkExportedSteps(const ast::Ident &name);
+  /// Whether `block` calls a block of the file that is not checked yet
+  /// (other than itself, which is an error at the call).
+  bool waitsForCallee(const ast::Block &block) const;
+  void runChecker(ast::Block &block);
 
   DiagnosticEngine &diag;
+  llvm::StringSet<> fileBlockNames;
+  llvm::StringMap<ast::Block *> blocksByName;
+  std::vector<ast::Block *> waiting;
   llvm::StringMap<llvm::SMRange> blockNames;
   /// Upper-cased block names (the header's macros), for clashes.
   llvm::StringMap<const ast::Ident *> blockMacros;
