@@ -91,6 +91,9 @@ llvm::Expected<std::vector<KernelSignature>>
 attnc::kernelSignatures(mlir::ModuleOp module) {
   std::vector<KernelSignature> signatures;
   for (auto kernel : module.getOps<mlir::func::FuncOp>()) {
+    // A private function is a block that only others call: not a kernel.
+    if (kernel.isPrivate())
+      continue;
     llvm::Expected<KernelSignature> signature = signatureOf(kernel);
     if (!signature)
       return signature.takeError();

@@ -9,6 +9,9 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include "llvm/ADT/DenseSet.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/JSON.h"
@@ -81,6 +84,78 @@ argumentOf(mlir::Type type, mlir::DictionaryAttr attrs, std::string fallback,
   return argument;
 }
 
+/// The embedding ids and attention lengths among `kernel`'s arguments, also
+/// where they are passed on to another block's function (func.call), whose
+/// checks then hold for them too.
+static void collectArgumentUses(mlir::func::FuncOp kernel,
+                                KernelSignature &signature) {
+  // (function, its argument i is the kernel's argument), worked through
+  // without recursion: calls may nest as deep as the blocks do.
+  struct Item {
+    mlir::func::FuncOp func;
+    llvm::SmallVector<std::optional<unsigned>> kernelArgument;
+  };
+  std::vector<Item> work;
+  {
+    Item top{kernel, {}};
+    for (unsigned i = 0; i < kernel.getNumArguments(); ++i)
+      top.kernelArgument.push_back(i);
+    work.push_back(std::move(top));
+  }
+  llvm::DenseSet<std::tuple<mlir::Operation *, unsigned, unsigned>> seen;
+  while (!work.empty()) {
+    Item item = std::move(work.back());
+    work.pop_back();
+    auto argumentOf = [&](mlir::Value value) -> std::optional<unsigned> {
+      auto arg = mlir::dyn_cast_or_null<mlir::BlockArgument>(value);
+      if (!arg || arg.getOwner()->getParentOp() != item.func)
+        return std::nullopt;
+      return item.kernelArgument[arg.getArgNumber()];
+    };
+    auto keysOf = [](mlir::Value keys, unsigned dim) {
+      return mlir::cast<mlir::RankedTensorType>(keys.getType()).getDimSize(dim);
+    };
+    item.func.walk([&](mlir::Operation *op) {
+      if (auto embedding = mlir::dyn_cast<mlir::attn::EmbeddingOp>(op)) {
+        if (auto arg = argumentOf(embedding.getIds()))
+          signature.embeddingIds.push_back(
+              {*arg, embedding.getTable().getType().getDimSize(0)});
+      } else if (auto mha =
+                     mlir::dyn_cast<mlir::attn::MultiheadAttentionOp>(op)) {
+        if (auto arg = argumentOf(mha.getValidLens()))
+          signature.validLens.push_back({*arg, keysOf(mha.getK(), 1)});
+      } else if (auto attention = mlir::dyn_cast<mlir::attn::AttentionOp>(op)) {
+        if (auto arg = argumentOf(attention.getValidLens()))
+          signature.validLens.push_back({*arg, keysOf(attention.getK(), 1)});
+      } else if (auto masked =
+                     mlir::dyn_cast<mlir::attn::MaskedSoftmaxOp>(op)) {
+        if (auto arg = argumentOf(masked.getValidLens()))
+          signature.validLens.push_back({*arg, keysOf(masked.getX(), 2)});
+      } else if (auto call = mlir::dyn_cast<mlir::func::CallOp>(op)) {
+        auto callee =
+            mlir::SymbolTable::lookupNearestSymbolFrom<mlir::func::FuncOp>(
+                call, call.getCalleeAttr());
+        if (!callee || callee.isExternal())
+          return;
+        Item next{callee, {}};
+        bool any = false;
+        for (auto [i, operand] : llvm::enumerate(call.getOperands())) {
+          std::optional<unsigned> arg = argumentOf(operand);
+          // Each (callee, its argument, kernel argument) once: a 12-layer
+          // stack passes the same lengths to one callee 12 times.
+          if (arg &&
+              !seen.insert({callee, static_cast<unsigned>(i), *arg}).second)
+            arg = std::nullopt;
+          any |= arg.has_value();
+          next.kernelArgument.push_back(arg);
+        }
+        if (any)
+          work.push_back(std::move(next));
+      }
+    });
+  }
+}
+
 llvm::Expected<KernelSignature> attnc::signatureOf(mlir::func::FuncOp kernel) {
   KernelSignature signature;
   signature.name = kernel.getSymName().str();
@@ -110,31 +185,7 @@ llvm::Expected<KernelSignature> attnc::signatureOf(mlir::func::FuncOp kernel) {
       return argument.takeError();
     signature.arguments.push_back(std::move(*argument));
   }
-  kernel.walk([&](mlir::Operation *op) {
-    auto argumentOf = [](mlir::Value value) -> std::optional<unsigned> {
-      if (auto arg = mlir::dyn_cast_or_null<mlir::BlockArgument>(value))
-        return arg.getArgNumber();
-      return std::nullopt;
-    };
-    auto keysOf = [](mlir::Value keys, unsigned dim) {
-      return mlir::cast<mlir::RankedTensorType>(keys.getType()).getDimSize(dim);
-    };
-    if (auto embedding = mlir::dyn_cast<mlir::attn::EmbeddingOp>(op)) {
-      if (auto arg = argumentOf(embedding.getIds()))
-        signature.embeddingIds.push_back(
-            {*arg, embedding.getTable().getType().getDimSize(0)});
-    } else if (auto mha =
-                   mlir::dyn_cast<mlir::attn::MultiheadAttentionOp>(op)) {
-      if (auto arg = argumentOf(mha.getValidLens()))
-        signature.validLens.push_back({*arg, keysOf(mha.getK(), 1)});
-    } else if (auto attention = mlir::dyn_cast<mlir::attn::AttentionOp>(op)) {
-      if (auto arg = argumentOf(attention.getValidLens()))
-        signature.validLens.push_back({*arg, keysOf(attention.getK(), 1)});
-    } else if (auto masked = mlir::dyn_cast<mlir::attn::MaskedSoftmaxOp>(op)) {
-      if (auto arg = argumentOf(masked.getValidLens()))
-        signature.validLens.push_back({*arg, keysOf(masked.getX(), 2)});
-    }
-  });
+  collectArgumentUses(kernel, signature);
   return signature;
 }
 

@@ -77,9 +77,16 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
   // NAME_prepare (weights transposed once per bound params), NAME_prepared
   // (the rest) and NAME calling the two.
   pm.addPass(attn::createAttnSplitPrepare());
+  // A block's calls of other blocks: each call's params prepared once, in
+  // the caller's NAME_prepare; the callees' code once, whoever calls it.
+  pm.addPass(attn::createAttnPrepareCalls());
+  pm.addPass(createSymbolDCEPass());
   addBufferization(pm);
-  // NAME hands its outputs to NAME_prepared instead of copying them.
+  // NAME hands its outputs to NAME_prepared instead of copying them, and a
+  // call of another block reads (writes) its region of the packed params in
+  // place.
   pm.addNestedPass<func::FuncOp>(attn::createAttnForwardCallOutputs());
+  pm.addPass(attn::createAttnForwardCallSlices());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createCanonicalizerPass());
 
@@ -136,6 +143,9 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
   if (options.parallel)
     pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  // attn-forward-call-slices' calls, with their offsets; blocks only called
+  // by others are not exported.
+  pm.addPass(attn::createAttnResolveOffsetCalls());
   pm.addPass(createCanonicalizerPass());
 }
 

@@ -266,8 +266,11 @@ struct AttnSplitPreparePass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> kernels;
+    // Public kernels, and the private ones of blocks that others call
+    // (attn-prepare-calls then prepares each call's params once).
     for (auto kernel : module.getOps<func::FuncOp>())
-      if (!kernel.isExternal() && kernel.isPublic() &&
+      if (!kernel.isExternal() &&
+          (kernel.isPublic() || kernel->hasAttr(AttnDialect::kDimNamesAttr)) &&
           !kernel->hasAttr(kKernelPartAttr) &&
           !kernel->hasAttr(AttnDialect::kPackedElementsAttr))
         kernels.push_back(kernel);

@@ -609,6 +609,29 @@ void addKernelStatus(func::FuncOp func) {
         status ? arith::AddIOp::create(b, op.getLoc(), status, bad).getResult()
                : bad;
   });
+  // A call of another kernel of the module (a block calling a block) gets
+  // that kernel's status too, which counts in this one's.
+  SmallVector<func::CallOp> calls;
+  func.walk([&](func::CallOp call) {
+    auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+        call, call.getCalleeAttr());
+    if (callee && !callee.isExternal())
+      calls.push_back(call);
+  });
+  for (func::CallOp call : calls) {
+    b.setInsertionPoint(call);
+    SmallVector<Type> types(call.getResultTypes());
+    types.push_back(b.getI32Type());
+    auto withStatus = func::CallOp::create(b, call.getLoc(), call.getCallee(),
+                                           types, call.getOperands());
+    call.replaceAllUsesWith(withStatus.getResults().drop_back());
+    call.erase();
+    b.setInsertionPointAfter(withStatus);
+    Value bad = withStatus.getResults().back();
+    status =
+        status ? arith::AddIOp::create(b, bad.getLoc(), status, bad).getResult()
+               : bad;
+  }
   func.walk([&](func::ReturnOp ret) {
     b.setInsertionPoint(ret);
     Value result;

@@ -33,7 +33,8 @@ namespace attnc {
 /// resultN).
 llvm::Expected<KernelSignature> signatureOf(mlir::func::FuncOp kernel);
 
-/// The signatures of every kernel (func.func) of an attn-level module.
+/// The signatures of every kernel (public func.func) of an attn-level
+/// module; private functions are blocks that only other blocks call.
 llvm::Expected<std::vector<KernelSignature>>
 kernelSignatures(mlir::ModuleOp module);
 

@@ -212,4 +212,35 @@ def AttnLowerFusedAttention
   ];
 }
 
+def AttnPrepareCalls : Pass<"attn-prepare-calls", "::mlir::ModuleOp"> {
+  let summary = "Prepare the params of each call of another kernel once, in "
+                "the caller's NAME_prepare";
+  let description = [{
+    A block may call another block (SPEC §2): a `func.call` of a kernel
+    that `attn-split-prepare` split into `K_prepare` and `K_prepared`. Left
+    alone, the call runs `K`, which prepares (packs) `K`'s params again on
+    every call. After `attn-split-prepare`, this pass gives each such call in
+    a caller's `C_prepared` whose param operands are `C`'s own params its
+    region of `C`'s packed buffer:
+
+    - `C_prepare` calls `K_prepare` on those params and inserts the result
+      into its packed buffer (at a cache-line offset after what was there);
+    - the call in `C_prepared` becomes one of `K_prepared` with that slice
+      of `C`'s packed argument (`tensor.extract_slice`);
+    - `C`'s `attn.packed_elements` grows by it.
+
+    So `K`'s code exists once however often it is called, and the params of
+    each call are prepared once per bind, by `C_prepare`. Calls with the same
+    callee and the same params share a region. A call whose params are not
+    `C`'s params (an input, a computed value) keeps calling `K`. Callees come
+    first, so a kernel called by a caller that is itself called has its
+    calls prepared before its own size is read. The parts of a private
+    kernel (a block that is only called) are private too.
+  }];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 #endif // ATTN_CPU_PASSES_TD

@@ -202,4 +202,64 @@ def AttnFuseElementwise : Pass<"attn-fuse-elementwise"> {
   ];
 }
 
+def AttnForwardCallSlices
+    : Pass<"attn-forward-call-slices", "::mlir::ModuleOp"> {
+  let summary = "Let a call read or write a slice of a 1-D buffer in place";
+  let description = [{
+    A caller hands each call of another kernel its region of the caller's
+    packed params (`attn-prepare-calls`): a static slice `[K, K + N)` of a
+    1-D buffer. Functions take identity-layout memrefs (SPEC §5's bare
+    pointers), and a slice at `K > 0` is not one, so bufferization copies it
+    into a fresh buffer for the call (`_prepared` reading it) or out of one
+    after the call (`_prepare` filling it). This pass removes those copies:
+    the call gets the whole buffer instead, through a private declaration
+    `@CALLEE.at.I` whose `attn.offset_call_of` names the callee and whose
+    `attn.offset_call_bytes` gives each operand's byte offset;
+    `attn-resolve-offset-calls`, once in the LLVM dialect, makes that a call
+    of the callee with the pointers advanced.
+
+    Only copies that cannot change what is computed are removed: a slice
+    read from the caller's `packed` argument (`attn.name = "packed"`, no
+    `attn.role`: never written) into a buffer that one call takes as its
+    callee's `packed` argument (read only), or a buffer that one call of a
+    `_prepare` part fills as its last (output) argument and that is copied
+    right after into a slice no other operand of the call reaches.
+
+    Before:
+
+    ```mlir
+    %s = memref.subview %packed[4608] [4608] [1]
+        : memref<9216xf32> to memref<4608xf32, strided<[1], offset: 4608>>
+    %b = memref.alloc() : memref<4608xf32>
+    memref.copy %s, %b
+    %r = call @layer_prepared(%x, %w, %b, %out) : (...) -> i32
+    ```
+
+    After: `%r = call @layer_prepared.at.0(%x, %w, %packed, %out)`, no
+    alloc, no copy, with `@layer_prepared.at.0` declared with
+    `attn.offset_call_bytes = array<i64: 0, 0, 18432, 0>`.
+  }];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+}
+
+def AttnResolveOffsetCalls
+    : Pass<"attn-resolve-offset-calls", "::mlir::ModuleOp"> {
+  let summary = "Calls of attn-forward-call-slices' declarations become "
+                "calls of their callees, with offset pointers";
+  let description = [{
+    In the LLVM dialect (bare-pointer calling convention), each `llvm.call`
+    of a declaration carrying `attn.offset_call_of = @F` and
+    `attn.offset_call_bytes` becomes a call of `@F` whose pointer operands
+    are advanced by those byte offsets (`llvm.getelementptr` on i8); the
+    declarations are erased. Also gives every defined function that is
+    private (`sym_visibility = "private"`: a block only called by others,
+    and its parts) internal linkage, so that objects export only the
+    kernels asked for.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // ATTN_TRANSFORMS_PASSES_TD
