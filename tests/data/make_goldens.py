@@ -5,8 +5,7 @@
 
 (with CASE names, only those cases are written; needs torch and numpy: Debian's python3-torch 1.13 / python3-numpy 1.24).
 
-For each case it writes tests/data/goldens/<case>/ (the cases of the v2 ops,
-SPEC section 2 "Ops (v2)", go to tests/data/goldens_v2/<case>/ instead):
+For each case it writes tests/data/goldens/<case>/:
   <case>.attn          the block in the attnc DSL (SPEC section 2)
   <ARG>.npy            one file per DSL input/param, named like the argument
   expected_<OUT>.npy   the D2L output, float32
@@ -30,9 +29,9 @@ from torch import nn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "goldens")
-# The cases of the v2 ops (SPEC section 2, "Ops (v2)") go to a folder of
-# their own, which the build does not glob until the compiler has the ops.
-OUT_V2 = os.path.join(HERE, "goldens_v2")
+# The v2 cases (SPEC section 2, "Ops (v2)") were staged in goldens_v2/
+# until attnc compiled them; they are written with the others now.
+OUT_V2 = OUT
 
 torch.set_num_threads(1)
 torch.manual_seed(0)
@@ -719,7 +718,7 @@ def set_param(p, value):
 
 def save_case(name, spec, arrays, outputs, formula=None, out=OUT,
               tolerance=None):
-    """Writes one case folder under `out` (goldens/ or goldens_v2/).
+    """Writes one case folder under `out` (goldens/).
     arrays: {dsl_name: ndarray} (stored); outputs: {dsl_output_name:
     ndarray}; formula: list of (name, shape, salt, scale, offset) not stored
     but documented; tolerance: the case's tolerance.txt (a string), if any."""
@@ -1103,7 +1102,7 @@ block {name} {{
 
 
 # --------------------------------------------------------------------------
-# v2 cases (SPEC section 2, "Ops (v2)"), written to goldens_v2/.
+# v2 cases (SPEC section 2, "Ops (v2)").
 # --------------------------------------------------------------------------
 
 def linear_bias(rng, out_features, in_features):
@@ -1660,7 +1659,7 @@ def main(selected):
         "# A GPT-2-style MLP: linear -> gelu(approximate='tanh') -> linear,\n"
         "# D = 32, F = 4 D, B = 1, T = 13.\n")
     fixed("gelu_values", case_gelu_values)
-    # The v2 ops (SPEC section 2, "Ops (v2)"): written to goldens_v2/.
+    # The v2 ops (SPEC section 2, "Ops (v2)").
     case("silu_tanh_sigmoid_values", case_silu_tanh_sigmoid_values)
     case("broadcast_add_mul_sub", case_broadcast_add_mul_sub)
     case("rms_norm_eps", case_rms_norm)

@@ -560,22 +560,28 @@ void elementwiseCases(Cases &cases) {
   }
 }
 
-/// gelu's accuracy: both forms on a sweep of [-10, 10] (step 0.001, in
-/// an odd-sized tensor, so vector strips and their leftovers both run),
-/// with 0, -0, tiny and large magnitudes, within 1e-6 of the formulas in
-/// double; and BERT/GPT-2 style FFNs, linear -> gelu -> linear, whose first
+/// The inputs of the activations' accuracy cases: [-10, 10] in steps of
+/// 0.001 (an odd count, so vector strips and their leftovers both run), then
+/// 0, -0, tiny, subnormal and large magnitudes (where exp overflows).
+std::vector<float> activationSweep() {
+  std::vector<float> values;
+  for (int i = -10000; i <= 10000; ++i)
+    values.push_back(float(i) * 0.001f);
+  for (float v : {0.0f, -0.0f, 1e-3f, -1e-3f, 1e-20f, -1e-20f, 1e-40f, -10.0f,
+                  10.0f, 20.0f, -20.0f, 88.0f, -88.0f, 100.0f, -100.0f, 1e4f,
+                  -1e4f})
+    values.push_back(v);
+  return values;
+}
+
+/// gelu's accuracy: both forms on activationSweep(), within 1e-6 of the
+/// formulas in double; and BERT/GPT-2 style FFNs, linear -> gelu -> linear, whose first
 /// GEMM applies gelu in its register blocks.
 void geluCases(Cases &cases) {
   cases.add(
       "gelu_sweep",
       [](Case &c) {
-        std::vector<float> values;
-        for (int i = -10000; i <= 10000; ++i)
-          values.push_back(float(i) * 0.001f);
-        for (float v :
-             {0.0f, -0.0f, 1e-3f, -1e-3f, 1e-20f, -1e-20f, 1e-40f, -10.0f,
-              10.0f, 20.0f, -20.0f, 100.0f, -100.0f, 1e4f, -1e4f})
-          values.push_back(v);
+        std::vector<float> values = activationSweep();
         Shape shape = {int64_t(values.size())};
         Tensor x = c.given("X", Tensor(shape, values));
         c.let("Y = gelu(X)");
@@ -626,6 +632,126 @@ void geluCases(Cases &cases) {
           i == 1 || i == 3);
     }
   }
+}
+
+/// The v2 elementwise ops (SPEC §2 v2): silu, tanh and sigmoid on every
+/// shape and on a sweep with special values (1e-6 of the formulas in
+/// double); add, mul and sub with NumPy broadcasting (a stretched size-1
+/// axis, a missing one, both operands stretching, a scalar); rms_norm with
+/// both eps; and Llama's SwiGLU FFN, whose gate GEMM applies silu in its
+/// register blocks.
+void v2ElementwiseCases(Cases &cases) {
+  std::vector<Shape> shapes = {{},          {1},     {7},           {3, 13},
+                               {2, 17, 33}, {4, 64}, {cases.size()}};
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    Shape s = shapes[i];
+    bool o0 = i == 3;
+    // Inputs over [-8, 8): where exp(-x) is large, small and in between.
+    cases.add(
+        "silu_tanh_sigmoid_" + shapeName(s),
+        [=](Case &c) {
+          Tensor x = c.input("X", s, -8.0f, 8.0f);
+          c.let("Y = silu(X)");
+          c.let("Z = tanh(X)");
+          c.let("S = sigmoid(X)");
+          c.output("Y", ref::silu(x));
+          c.output("Z", ref::tanh(x));
+          c.output("S", ref::sigmoid(x));
+        },
+        o0);
+  }
+  cases.add(
+      "silu_tanh_sigmoid_sweep",
+      [](Case &c) {
+        std::vector<float> values = activationSweep();
+        Shape shape = {int64_t(values.size())};
+        Tensor x = c.given("X", Tensor(shape, values));
+        c.let("Y = silu(X)");
+        c.let("Z = tanh(X)");
+        c.let("S = sigmoid(X)");
+        c.output("Y", ref::silu(x));
+        c.output("Z", ref::tanh(x));
+        c.output("S", ref::sigmoid(x));
+      },
+      /*alsoO0=*/true);
+  // torch's float32 silu is itself about 1e-6 from the exact value at
+  // |x| in [4, 10]; 2e-6 leaves room for one more rounding.
+  cases.list.back().absoluteTolerance = 2e-6;
+
+  struct B {
+    Shape a, b;
+  };
+  std::vector<B> pairs = {
+      {{2, 3, 5}, {2, 3, 5}},
+      {{1, 3, 5}, {2, 3, 5}},
+      {{5}, {2, 3, 5}},
+      {{2, 3, 1}, {33}},
+      {{2, 1, 17}, {1, 4, 1}},
+      {{}, {3, 13}},
+      {{3, 64}, {1}},
+      {{cases.small(), 1, cases.size()}, {cases.size(), 1}}};
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    B p = pairs[i];
+    std::string name = shapeName(p.a) + "_and_" + shapeName(p.b);
+    cases.add(
+        "broadcast_" + name,
+        [=](Case &c) {
+          Tensor a = c.input("A", p.a);
+          Tensor b = c.input("B", p.b);
+          c.let("Y = add(A, B)");
+          c.let("Z = mul(A, B)");
+          c.let("S = sub(A, B)");
+          c.let("R = sub(B, A)");
+          c.output("Y", ref::add(a, b));
+          c.output("Z", ref::mul(a, b));
+          c.output("S", ref::sub(a, b));
+          c.output("R", ref::sub(b, a));
+        },
+        /*alsoO0=*/i == 3 || i == 4);
+  }
+
+  struct N {
+    Shape lead;
+    int64_t d;
+    float eps; // 0: the default
+  };
+  std::vector<N> norms = {{{1}, 1, 0},
+                          {{3}, 7, 0},
+                          {{2, 17}, 33, 1e-5f},
+                          {{2, 5}, 64, 0},
+                          {{cases.size()}, cases.size(), 0.5f}};
+  for (size_t i = 0; i < norms.size(); ++i) {
+    N n = norms[i];
+    cases.add(
+        "rms_norm_" + shapeName(concat(n.lead, {n.d})) +
+            (n.eps ? "_eps" + std::to_string(i) : ""),
+        [=](Case &c) {
+          Tensor x = c.input("X", concat(n.lead, {n.d}), -2.0f, 2.0f);
+          Tensor g = c.param("g", {n.d}, 0.5f, 1.5f);
+          c.let("Y = rms_norm(X, g" +
+                (n.eps ? ", eps=" + floatText(n.eps) : std::string()) + ")");
+          c.output("Y", ref::rmsNorm(x, g, n.eps ? double(n.eps) : 1e-6));
+        },
+        /*alsoO0=*/i == 2);
+  }
+
+  // Llama's MLP: down(silu(gate(x)) * up(x)).
+  std::vector<Shape> mlps = {{1, 3, 8, 16}, {2, 7, 24, 40}, {1, 33, 64, 96}};
+  for (const Shape &m : mlps)
+    cases.add(
+        "swiglu_" + shapeName(m),
+        [=](Case &c) {
+          Shape xs = {m[0], m[1], m[2]};
+          Tensor x = c.input("X", xs, -2.0f, 2.0f);
+          Tensor wg = c.weight("Wg", {m[3], m[2]}, m[2]);
+          Tensor wu = c.weight("Wu", {m[3], m[2]}, m[2]);
+          Tensor wd = c.weight("Wd", {m[2], m[3]}, m[3]);
+          c.let("Y = linear(mul(silu(linear(X, Wg)), linear(X, Wu)), Wd)");
+          Tensor hidden =
+              ref::mul(ref::silu(ref::linear(x, wg)), ref::linear(x, wu));
+          c.output("Y", ref::linear(hidden, wd));
+        },
+        /*alsoO0=*/m[1] == 7);
 }
 
 void headCases(Cases &cases) {
@@ -1178,6 +1304,7 @@ const std::vector<CaseSpec> &allCases() {
     compositeCases(c);
     // Last, so that the shapes drawn for the cases above stay the same.
     geluCases(c);
+    v2ElementwiseCases(c);
     return c.list;
   }();
   return cases;

@@ -6,6 +6,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <cstdio>
@@ -266,12 +267,43 @@ RuleResult mlir::attn::rules::inferElementwiseBinary(const TensorShape &lhs,
   if (!c.tensor("a", lhs, ElementKind::F32, 0, kAnyRank) ||
       !c.tensor("b", rhs, ElementKind::F32, 0, kAnyRank))
     return std::nullopt;
-  if (lhs.dims != rhs.dims) {
-    c.fail("b", "operands must have the same shape (no broadcasting): 'a' is " +
-                    formatShape(lhs) + ", 'b' is " + formatShape(rhs));
+  TensorShape result{ElementKind::F32, {}};
+  int64_t rank = std::max(lhs.rank(), rhs.rank());
+  result.dims.resize(rank);
+  for (int64_t axis = 1; axis <= rank; ++axis) {
+    int64_t l = axis <= lhs.rank() ? lhs.dims[lhs.rank() - axis] : 1;
+    int64_t r = axis <= rhs.rank() ? rhs.dims[rhs.rank() - axis] : 1;
+    if (l != r && l != 1 && r != 1) {
+      c.fail("b", "operands cannot be broadcast together: 'a' is " +
+                      formatShape(lhs) + ", 'b' is " + formatShape(rhs) +
+                      " (axis -" + Twine(axis) + ": " + Twine(l) + " vs " +
+                      Twine(r) + "; sizes must be equal or 1)");
+      return std::nullopt;
+    }
+    result.dims[rank - axis] = std::max(l, r);
+  }
+  return c.result(std::move(result));
+}
+
+RuleResult mlir::attn::rules::inferRmsNorm(const TensorShape &x,
+                                           const TensorShape &gamma, double eps,
+                                           RuleError error) {
+  Checker c(error);
+  if (!c.tensor("x", x, ElementKind::F32, 1, kAnyRank) ||
+      !c.tensor("gamma", gamma, ElementKind::F32, 1, 1))
+    return std::nullopt;
+  int64_t d = x.dims.back();
+  if (gamma.dims[0] != d) {
+    c.fail("gamma", "'gamma' must be f32[" + Twine(d) +
+                        "] (the last dimension of 'x'), got " +
+                        formatShape(gamma));
     return std::nullopt;
   }
-  return lhs;
+  if (!(eps > 0) || !std::isfinite(eps)) {
+    c.fail("eps", "eps=" + formatNumber(eps) + " must be a positive number");
+    return std::nullopt;
+  }
+  return x;
 }
 
 RuleResult mlir::attn::rules::inferSoftmax(const TensorShape &x,

@@ -117,6 +117,13 @@ Value reduceLastAxis(
       .getResult(0);
 }
 
+/// (d0, ..., dn) -> (dn): a [D] operand (gamma, beta) read along the last
+/// axis of a rank-`rank` iteration space.
+AffineMap lastAxisMap(OpBuilder &b, unsigned rank) {
+  return AffineMap::get(rank, 0, b.getAffineDimExpr(rank - 1),
+                        b.getContext());
+}
+
 /// softmax over the last axis, max-subtracted like torch:
 /// exp(x - max) / sum(exp(x - max)).
 Value softmaxLastAxis(OpBuilder &b, Location loc, Value x) {
@@ -256,19 +263,101 @@ struct LowerScale : OpRewritePattern<ScaleOp> {
   }
 };
 
-struct LowerAdd : OpRewritePattern<AddOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(AddOp op,
+/// An operand of a broadcasting elementwise op (NumPy rules, checked by the
+/// verifier) as a generic's input: its stretched size-1 axes dropped
+/// (a rank-reducing slice, a view after bufferization) and a map that reads
+/// it from the result's iteration space, skipping the axes it lacks.
+std::pair<Value, AffineMap> broadcastInput(OpBuilder &b, Location loc,
+                                           Value operand,
+                                           RankedTensorType result) {
+  RankedTensorType type = tensorType(operand);
+  int64_t rank = result.getRank(), offset = rank - type.getRank();
+  SmallVector<AffineExpr> reads;
+  SmallVector<int64_t> kept;
+  for (int64_t axis = 0; axis < type.getRank(); ++axis) {
+    int64_t size = type.getDimSize(axis);
+    if (size == 1 && result.getDimSize(axis + offset) != 1)
+      continue;
+    reads.push_back(b.getAffineDimExpr(axis + offset));
+    kept.push_back(size);
+  }
+  AffineMap map = AffineMap::get(rank, 0, reads, b.getContext());
+  if (static_cast<int64_t>(kept.size()) == type.getRank())
+    return {operand, map};
+  int64_t n = type.getRank();
+  SmallVector<OpFoldResult> offsets(n, b.getIndexAttr(0)),
+      strides(n, b.getIndexAttr(1)), sizes;
+  for (int64_t size : type.getShape())
+    sizes.push_back(b.getIndexAttr(size));
+  auto reduced = RankedTensorType::get(kept, type.getElementType());
+  Value slice = tensor::ExtractSliceOp::create(b, loc, reduced, operand,
+                                               offsets, sizes, strides);
+  return {slice, map};
+}
+
+/// attn.add, attn.mul, attn.sub: `combine` of two broadcast operands.
+template <typename OpT, typename ArithOpT>
+struct LowerBroadcastBinary : OpRewritePattern<OpT> {
+  using OpRewritePattern<OpT>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpT op,
                                 PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType result = op.getType();
+    auto [a, aMap] = broadcastInput(rewriter, loc, op.getA(), result);
+    auto [b, bMap] = broadcastInput(rewriter, loc, op.getB(), result);
     rewriter.replaceOp(
-        op, elementwiseSameShape(
-                rewriter, op.getLoc(), op.getType(), {op.getA(), op.getB()},
-                [](OpBuilder &b, Location loc, ValueRange args) -> Value {
-                  return arith::AddFOp::create(b, loc, args[0], args[1]);
-                }));
+        op,
+        elementwise(rewriter, loc, result, {a, b}, {aMap, bMap},
+                    [](OpBuilder &b, Location loc, ValueRange args) -> Value {
+                      return ArithOpT::create(b, loc, args[0], args[1]);
+                    }));
     return success();
   }
 };
+
+using LowerAdd = LowerBroadcastBinary<AddOp, arith::AddFOp>;
+using LowerMul = LowerBroadcastBinary<MulOp, arith::MulFOp>;
+using LowerSub = LowerBroadcastBinary<SubOp, arith::SubFOp>;
+
+/// 1 + exp(-x), the denominator of torch's sigmoid and silu kernels.
+Value onePlusExpNeg(OpBuilder &b, Location loc, Value x) {
+  Value neg = arith::NegFOp::create(b, loc, x);
+  Value exp = math::ExpOp::create(b, loc, neg);
+  return arith::AddFOp::create(b, loc, f32Constant(b, loc, 1.0f), exp);
+}
+
+/// A unary elementwise op whose body is `body(x)`.
+template <typename OpT, Value (*body)(OpBuilder &, Location, Value)>
+struct LowerUnary : OpRewritePattern<OpT> {
+  using OpRewritePattern<OpT>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpT op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, elementwiseSameShape(rewriter, op.getLoc(),
+                                                op.getType(), {op.getX()},
+                                                [](OpBuilder &b, Location loc,
+                                                   ValueRange args) -> Value {
+                                                  return body(b, loc, args[0]);
+                                                }));
+    return success();
+  }
+};
+
+/// silu(x) = x / (1 + exp(-x)), as torch's CPU kernel.
+Value siluBody(OpBuilder &b, Location loc, Value x) {
+  return arith::DivFOp::create(b, loc, x, onePlusExpNeg(b, loc, x));
+}
+/// sigmoid(x) = 1 / (1 + exp(-x)), as torch's CPU kernel.
+Value sigmoidBody(OpBuilder &b, Location loc, Value x) {
+  return arith::DivFOp::create(b, loc, f32Constant(b, loc, 1.0f),
+                               onePlusExpNeg(b, loc, x));
+}
+Value tanhBody(OpBuilder &b, Location loc, Value x) {
+  return math::TanhOp::create(b, loc, x);
+}
+
+using LowerSilu = LowerUnary<SiluOp, siluBody>;
+using LowerSigmoid = LowerUnary<SigmoidOp, sigmoidBody>;
+using LowerTanh = LowerUnary<TanhOp, tanhBody>;
 
 struct LowerRelu : OpRewritePattern<ReluOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -483,8 +572,7 @@ struct LowerLayerNorm : OpRewritePattern<LayerNormOp> {
         });
     AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
     AffineMap reduced = identity.dropResult(rank - 1);
-    AffineMap lastAxis = AffineMap::get(
-        rank, 0, rewriter.getAffineDimExpr(rank - 1), op.getContext());
+    AffineMap lastAxis = lastAxisMap(rewriter, rank);
     Value widthValue = f32Constant(rewriter, loc, width);
     // Dividing each term before summing would round differently from torch.
     Value squares = reduceLastAxis(
@@ -513,6 +601,46 @@ struct LowerLayerNorm : OpRewritePattern<LayerNormOp> {
               Value scaled = arith::MulFOp::create(b, loc, normed, args[3]);
               return arith::AddFOp::create(b, loc, scaled, args[4]);
             }));
+    return success();
+  }
+};
+
+/// Llama's RMSNorm over the last axis:
+/// gamma * (x * (1 / sqrt(sum(x * x) / D + eps))).
+struct LowerRmsNorm : OpRewritePattern<RmsNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(RmsNormOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    unsigned rank = type.getRank();
+    Value squares = reduceLastAxis(
+        rewriter, loc, op.getX(), 0.0f, {},
+        [](OpBuilder &b, Location loc, ValueRange args, Value acc) -> Value {
+          Value square = arith::MulFOp::create(b, loc, args[0], args[0]);
+          return arith::AddFOp::create(b, loc, square, acc);
+        });
+    AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
+    AffineMap reduced = identity.dropResult(rank - 1);
+    AffineMap lastAxis = lastAxisMap(rewriter, rank);
+    Value width =
+        f32Constant(rewriter, loc, static_cast<float>(type.getShape().back()));
+    Value eps = arith::ConstantOp::create(rewriter, loc, op.getEpsAttr());
+    rewriter.replaceOp(
+        op,
+        elementwise(rewriter, loc, type, {op.getX(), squares, op.getGamma()},
+                    {identity, reduced, lastAxis},
+                    [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+                      Value mean =
+                          arith::DivFOp::create(b, loc, args[1], width);
+                      Value root = math::SqrtOp::create(
+                          b, loc, arith::AddFOp::create(b, loc, mean, eps));
+                      Value inverse = arith::DivFOp::create(
+                          b, loc, f32Constant(b, loc, 1.0f), root);
+                      Value normed =
+                          arith::MulFOp::create(b, loc, args[0], inverse);
+                      return arith::MulFOp::create(b, loc, args[2], normed);
+                    }));
     return success();
   }
 };
@@ -695,8 +823,10 @@ struct AttnLowerToLinalgPass
 } // namespace
 
 void mlir::attn::populateLowerToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerLinear, LowerMatmul, LowerScale, LowerAdd, LowerRelu,
-               LowerGelu, LowerSplitHeads, LowerMergeHeads, LowerSoftmax,
-               LowerMaskedSoftmax, LowerPositionalEncoding, LowerLayerNorm,
-               LowerEmbedding, LowerDropout>(patterns.getContext());
+  patterns.add<LowerLinear, LowerMatmul, LowerScale, LowerAdd, LowerMul,
+               LowerSub, LowerSilu, LowerSigmoid, LowerTanh, LowerRmsNorm,
+               LowerRelu, LowerGelu, LowerSplitHeads, LowerMergeHeads,
+               LowerSoftmax, LowerMaskedSoftmax, LowerPositionalEncoding,
+               LowerLayerNorm, LowerEmbedding, LowerDropout>(
+      patterns.getContext());
 }

@@ -121,10 +121,56 @@ func.func @case12(%a: tensor<2x4x5xf32>, %b: tensor<2x6x7xf32>) {
 
 // -----
 
-// add: no broadcasting
-func.func @case13(%a: tensor<2x3xf32>, %b: tensor<3xf32>) {
-  // expected-error @+1 {{operands must have the same shape (no broadcasting): 'a' is f32[2, 3], 'b' is f32[3]}}
-  %0 = attn.add %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+// add: NumPy broadcasting, trailing axes must be equal or 1
+func.func @case13(%a: tensor<2x3xf32>, %b: tensor<2xf32>) {
+  // expected-error @+1 {{operands cannot be broadcast together: 'a' is f32[2, 3], 'b' is f32[2] (axis -1: 3 vs 2; sizes must be equal or 1)}}
+  %0 = attn.add %a, %b : (tensor<2x3xf32>, tensor<2xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// mul: the mismatch may be on any axis
+func.func @case13_mul(%a: tensor<4x2x3xf32>, %b: tensor<3x1x3xf32>) {
+  // expected-error @+1 {{operands cannot be broadcast together: 'a' is f32[4, 2, 3], 'b' is f32[3, 1, 3] (axis -3: 4 vs 3; sizes must be equal or 1)}}
+  %0 = attn.mul %a, %b : (tensor<4x2x3xf32>, tensor<3x1x3xf32>) -> tensor<4x2x3xf32>
+  return
+}
+
+// -----
+
+// sub: the result type is the broadcast shape
+func.func @case13_sub(%a: tensor<2x1xf32>, %b: tensor<3xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{inferred type(s) 'tensor<2x3xf32>' are incompatible with return type(s) of operation 'tensor<2x1xf32>'}}
+  %0 = attn.sub %a, %b : (tensor<2x1xf32>, tensor<3xf32>) -> tensor<2x1xf32>
+  return
+}
+
+// -----
+
+// silu: f32 only
+func.func @case13_silu(%x: tensor<2x3xi32>) {
+  // expected-error @+1 {{'x' must be an f32 tensor, got i32[2, 3]}}
+  %0 = attn.silu %x : tensor<2x3xi32>
+  return
+}
+
+// -----
+
+// rms_norm: gamma has the last dimension of x
+func.func @case13_rms(%x: tensor<2x8xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{'gamma' must be f32[8] (the last dimension of 'x'), got f32[4]}}
+  %0 = attn.rms_norm %x, %g : (tensor<2x8xf32>, tensor<4xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+// rms_norm: eps positive
+func.func @case13_rms_eps(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{eps=0 must be a positive number}}
+  %0 = attn.rms_norm %x, %g eps(0.0) : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
   return
 }
 

@@ -52,6 +52,27 @@ func.func @gelu(%x: tensor<2x3xf32>, %s: tensor<f32>) -> (tensor<2x3xf32>, tenso
   return %0, %1, %2 : tensor<2x3xf32>, tensor<2x3xf32>, tensor<f32>
 }
 
+// CHECK-LABEL: func.func @elementwise_v2
+func.func @elementwise_v2(%x: tensor<2x3xf32>, %r: tensor<3xf32>, %c: tensor<2x1xf32>, %s: tensor<f32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<f32>) {
+  // CHECK: attn.silu %{{.*}} : tensor<2x3xf32>
+  %0 = attn.silu %x : tensor<2x3xf32>
+  // CHECK: attn.tanh %{{.*}} : tensor<2x3xf32>
+  %1 = attn.tanh %0 : tensor<2x3xf32>
+  // CHECK: attn.sigmoid %{{.*}} : tensor<f32>
+  %2 = attn.sigmoid %s : tensor<f32>
+  // CHECK: attn.mul %{{.*}}, %{{.*}} : (tensor<3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %3 = attn.mul %r, %1 : (tensor<3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  // CHECK: attn.sub %{{.*}}, %{{.*}} : (tensor<2x1xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %4 = attn.sub %c, %r : (tensor<2x1xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  // CHECK: attn.add %{{.*}}, %{{.*}} : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  %5 = attn.add %4, %s : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  // CHECK: attn.rms_norm %{{.*}}, %{{.*}} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %6 = attn.rms_norm %5, %r : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  // CHECK: attn.rms_norm %{{.*}}, %{{.*}} eps(9.99999974E-6) : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %7 = attn.rms_norm %5, %r eps(1.0e-05) : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  return %3, %5, %6, %7, %0, %2 : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<f32>
+}
+
 // CHECK-LABEL: func.func @heads
 func.func @heads(%x: tensor<2x4x100xf32>) -> tensor<2x4x100xf32> {
   // CHECK: attn.split_heads %{{.*}} heads(5) : (tensor<2x4x100xf32>) -> tensor<10x4x20xf32>

@@ -266,3 +266,96 @@ func.func @composite(%x: tensor<2x4x8xf32>, %y: tensor<2x4x8xf32>, %g: tensor<8x
   %0 = attn.add_norm %x, %y, %g, %g : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
   return %0 : tensor<2x4x8xf32>
 }
+
+// -----
+
+// add, mul, sub broadcast like NumPy: a stretched size-1 axis is dropped by
+// a rank-reducing slice (a view once bufferized) and the operand's map skips
+// every axis it lacks.
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// CHECK-DAG: #[[TD:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// CHECK-DAG: #[[D:.*]] = affine_map<(d0, d1, d2) -> (d2)>
+// CHECK-DAG: #[[BT:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-DAG: #[[NONE:.*]] = affine_map<(d0, d1, d2) -> ()>
+// CHECK-LABEL: func.func @broadcast
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<2x3x4xf32> {{[^,]*}}, %[[P:[^:]*]]: tensor<1x3x4xf32> {{[^,]*}}, %[[R:[^:]*]]: tensor<4xf32> {{[^,]*}}, %[[C:[^:]*]]: tensor<2x3x1xf32> {{[^,]*}}, %[[S:[^:]*]]: tensor<1xf32>
+// CHECK: %[[PS:.*]] = tensor.extract_slice %[[P]][0, 0, 0] [1, 3, 4] [1, 1, 1] : tensor<1x3x4xf32> to tensor<3x4xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[ID]], #[[TD]], #[[ID]]], iterator_types = ["parallel", "parallel", "parallel"]} ins(%[[X]], %[[PS]] : tensor<2x3x4xf32>, tensor<3x4xf32>)
+// CHECK: arith.addf
+// a missing axis needs no slice
+// CHECK-NOT: tensor.extract_slice
+// CHECK: linalg.generic {indexing_maps = [#[[D]], #[[ID]], #[[ID]]], {{.*}} ins(%[[R]], %[[X]] : tensor<4xf32>, tensor<2x3x4xf32>)
+// CHECK: arith.mulf
+// CHECK: %[[CS:.*]] = tensor.extract_slice %[[C]][0, 0, 0] [2, 3, 1] [1, 1, 1] : tensor<2x3x1xf32> to tensor<2x3xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[ID]], #[[BT]], #[[ID]]], {{.*}} ins(%[[X]], %[[CS]] : tensor<2x3x4xf32>, tensor<2x3xf32>)
+// CHECK: arith.subf
+// CHECK: %[[SS:.*]] = tensor.extract_slice %[[S]][0] [1] [1] : tensor<1xf32> to tensor<f32>
+// CHECK: linalg.generic {indexing_maps = [#[[ID]], #[[NONE]], #[[ID]]], {{.*}} ins(%[[X]], %[[SS]] : tensor<2x3x4xf32>, tensor<f32>)
+// CHECK: arith.mulf
+func.func @broadcast(%x: tensor<2x3x4xf32>, %p: tensor<1x3x4xf32>, %r: tensor<4xf32>, %c: tensor<2x3x1xf32>, %s: tensor<1xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>) {
+  %0 = attn.add %x, %p : (tensor<2x3x4xf32>, tensor<1x3x4xf32>) -> tensor<2x3x4xf32>
+  %1 = attn.mul %r, %x : (tensor<4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %2 = attn.sub %x, %c : (tensor<2x3x4xf32>, tensor<2x3x1xf32>) -> tensor<2x3x4xf32>
+  %3 = attn.mul %x, %s : (tensor<2x3x4xf32>, tensor<1xf32>) -> tensor<2x3x4xf32>
+  return %0, %1, %2, %3 : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
+}
+
+// -----
+
+// silu and sigmoid as torch's CPU kernels: x / (1 + exp(-x)) and
+// 1 / (1 + exp(-x)); tanh is math.tanh.
+// CHECK-LABEL: func.func @silu_sigmoid_tanh
+// CHECK: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK: linalg.generic
+// CHECK-NEXT: ^bb0(%[[IN:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[N:.*]] = arith.negf %[[IN]] : f32
+// CHECK-NEXT: %[[E:.*]] = math.exp %[[N]] : f32
+// CHECK-NEXT: %[[D:.*]] = arith.addf %[[E]], %[[ONE]] : f32
+// CHECK-NEXT: %[[Y:.*]] = arith.divf %[[IN]], %[[D]] : f32
+// CHECK-NEXT: linalg.yield %[[Y]] : f32
+// CHECK: linalg.generic
+// CHECK-NEXT: ^bb0(%[[IN:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[N:.*]] = arith.negf %[[IN]] : f32
+// CHECK-NEXT: %[[E:.*]] = math.exp %[[N]] : f32
+// CHECK-NEXT: %[[D:.*]] = arith.addf %[[E]], %[[ONE]] : f32
+// CHECK-NEXT: %[[Y:.*]] = arith.divf %[[ONE]], %[[D]] : f32
+// CHECK-NEXT: linalg.yield %[[Y]] : f32
+// CHECK: linalg.generic
+// CHECK-NEXT: ^bb0(%[[IN:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[Y:.*]] = math.tanh %[[IN]] : f32
+// CHECK-NEXT: linalg.yield %[[Y]] : f32
+func.func @silu_sigmoid_tanh(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) {
+  %0 = attn.silu %x : tensor<2x3xf32>
+  %1 = attn.sigmoid %x : tensor<2x3xf32>
+  %2 = attn.tanh %x : tensor<2x3xf32>
+  return %0, %1, %2 : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>
+}
+
+// -----
+
+// rms_norm, Llama's RMSNorm: the row's sum of squares, then
+// gamma * (x * (1 / sqrt(sum / D + eps))), eps 1e-6 by default.
+// CHECK-DAG: #[[ROWS:.*]] = affine_map<(d0, d1) -> (d0)>
+// CHECK-DAG: #[[COLS:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @rms_norm
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<2x8xf32> {{[^,]*}}, %[[G:[^:]*]]: tensor<8xf32>
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-DAG: %[[EPS:.*]] = arith.constant 9.99999997E-7 : f32
+// CHECK-DAG: %[[WIDTH:.*]] = arith.constant 8.000000e+00 : f32
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[X]] : tensor<2x8xf32>)
+// CHECK-NEXT: ^bb0(%[[IN:.*]]: f32, %[[ACC:.*]]: f32):
+// CHECK-NEXT: %[[SQ:.*]] = arith.mulf %[[IN]], %[[IN]] : f32
+// CHECK-NEXT: arith.addf %[[SQ]], %[[ACC]] : f32
+// CHECK: linalg.generic {{.*}} ins(%[[X]], %[[SUM]], %[[G]] : tensor<2x8xf32>, tensor<2xf32>, tensor<8xf32>)
+// CHECK-NEXT: ^bb0(%[[IN:.*]]: f32, %[[S:.*]]: f32, %[[GAMMA:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[MEAN:.*]] = arith.divf %[[S]], %[[WIDTH]] : f32
+// CHECK-NEXT: %[[V:.*]] = arith.addf %[[MEAN]], %[[EPS]] : f32
+// CHECK-NEXT: %[[ROOT:.*]] = math.sqrt %[[V]] : f32
+// CHECK-NEXT: %[[INV:.*]] = arith.divf %[[ONE]], %[[ROOT]] : f32
+// CHECK-NEXT: %[[NORMED:.*]] = arith.mulf %[[IN]], %[[INV]] : f32
+// CHECK-NEXT: %[[Y:.*]] = arith.mulf %[[GAMMA]], %[[NORMED]] : f32
+// CHECK-NEXT: linalg.yield %[[Y]] : f32
+func.func @rms_norm(%x: tensor<2x8xf32>, %g: tensor<8xf32>) -> tensor<2x8xf32> {
+  %0 = attn.rms_norm %x, %g : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}

@@ -4,6 +4,7 @@
 
 #include "gtest/gtest.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -145,6 +146,68 @@ TEST(AttnShapeRules, FfnChecksBothLayers) {
                         f32({16, 63}), f32({16}), errors.callback()));
   ASSERT_EQ(errors.list.size(), 1u);
   EXPECT_EQ(errors.list[0].first, "w2");
+}
+
+} // namespace
+
+namespace {
+
+/// NumPy's broadcast shape of `a` and `b`, or nullopt (with one error).
+std::optional<std::vector<int64_t>>
+broadcastOf(std::initializer_list<int64_t> a, std::initializer_list<int64_t> b,
+            Errors &errors) {
+  RuleResult r = inferElementwiseBinary(f32(a), f32(b), errors.callback());
+  if (!r)
+    return std::nullopt;
+  return std::vector<int64_t>(r->dims.begin(), r->dims.end());
+}
+
+TEST(AttnShapeRules, ElementwiseBinaryBroadcastsLikeNumPy) {
+  Errors errors;
+  using Dims = std::vector<int64_t>;
+  EXPECT_EQ(broadcastOf({2, 3, 4}, {2, 3, 4}, errors), Dims({2, 3, 4}));
+  EXPECT_EQ(broadcastOf({1, 3, 4}, {2, 3, 4}, errors), Dims({2, 3, 4}));
+  EXPECT_EQ(broadcastOf({4}, {2, 3, 4}, errors), Dims({2, 3, 4}));
+  EXPECT_EQ(broadcastOf({2, 3, 1}, {4}, errors), Dims({2, 3, 4}));
+  EXPECT_EQ(broadcastOf({2, 1, 4}, {1, 3, 1}, errors), Dims({2, 3, 4}));
+  EXPECT_EQ(broadcastOf({}, {2, 3}, errors), Dims({2, 3}));
+  EXPECT_EQ(broadcastOf({1}, {}, errors), Dims({1}));
+  // A size-1 axis against a size-1 axis stays 1.
+  EXPECT_EQ(broadcastOf({1, 1}, {1}, errors), Dims({1, 1}));
+  EXPECT_TRUE(errors.list.empty());
+}
+
+TEST(AttnShapeRules, ElementwiseBinaryNamesTheAxisThatCannotBroadcast) {
+  Errors errors;
+  EXPECT_FALSE(broadcastOf({5, 3, 4}, {2, 1, 4}, errors));
+  ASSERT_EQ(errors.list.size(), 1u);
+  EXPECT_EQ(errors.list[0].first, "b");
+  EXPECT_EQ(errors.list[0].second,
+            "operands cannot be broadcast together: 'a' is f32[5, 3, 4], 'b' "
+            "is f32[2, 1, 4] (axis -3: 5 vs 2; sizes must be equal or 1)");
+}
+
+TEST(AttnShapeRules, BroadcastResultWithinTheElementLimit) {
+  // Each operand is within 2^40 elements, their broadcast is not.
+  Errors errors;
+  EXPECT_FALSE(
+      broadcastOf({int64_t(1) << 30, 1}, {1, int64_t(1) << 20}, errors));
+  ASSERT_EQ(errors.list.size(), 1u);
+  EXPECT_NE(errors.list[0].second.find("its result would be"),
+            std::string::npos);
+}
+
+TEST(AttnShapeRules, RmsNormChecksGammaAndEps) {
+  Errors errors;
+  TensorShape x = f32({2, 8});
+  EXPECT_EQ(inferRmsNorm(x, f32({8}), 1e-6, errors.callback()), x);
+  EXPECT_FALSE(inferRmsNorm(x, f32({4}), 1e-6, errors.callback()));
+  EXPECT_FALSE(inferRmsNorm(x, f32({8}), -1, errors.callback()));
+  EXPECT_FALSE(inferRmsNorm(f32({}), f32({8}), 1e-6, errors.callback()));
+  ASSERT_EQ(errors.list.size(), 3u);
+  EXPECT_EQ(errors.list[0].first, "gamma");
+  EXPECT_EQ(errors.list[1].first, "eps");
+  EXPECT_EQ(errors.list[2].first, "x");
 }
 
 } // namespace

@@ -107,16 +107,65 @@ def Attn_ScaleOp : Attn_Op<"scale"> {
 //===----------------------------------------------------------------------===//
 
 def Attn_AddOp : Attn_Op<"add", [Commutative]> {
-  let summary = "elementwise sum of two tensors of one shape";
+  let summary = "elementwise sum with NumPy broadcasting";
   let description = [{
-    `result = a + b` elementwise. Both operands have the same shape; there is
-    no broadcasting.
+    `result = a + b` elementwise, as `torch.add`: the shapes are aligned on
+    their trailing axes, and a size-1 or missing axis of one operand
+    stretches over the other's (`f32[1, T, D] + f32[B, T, D]`,
+    `f32[D] + f32[B, T, D]`). Any other mismatch is an error naming both
+    shapes. The result has the larger rank and, per axis, the larger size.
+    `attn.mul` and `attn.sub` broadcast the same way.
 
     Example:
 
     ```mlir
     %z = attn.add %x, %y
         : (tensor<2x4x100xf32>, tensor<2x4x100xf32>) -> tensor<2x4x100xf32>
+    %e = attn.add %tok, %pos
+        : (tensor<2x4x100xf32>, tensor<1x4x100xf32>) -> tensor<2x4x100xf32>
+    ```
+  }];
+  let arguments = (ins Attn_F32Tensor:$a, Attn_F32Tensor:$b);
+  let assemblyFormat = [{
+    $a `,` $b attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// MulOp, SubOp
+//===----------------------------------------------------------------------===//
+
+def Attn_MulOp : Attn_Op<"mul", [Commutative]> {
+  let summary = "elementwise product with NumPy broadcasting";
+  let description = [{
+    `result = a * b` elementwise, as `torch.mul`, broadcasting like
+    `attn.add` (Llama's SwiGLU multiplies `silu(gate)` by `up`; a `[D]`
+    scale multiplies every row).
+
+    Example:
+
+    ```mlir
+    %z = attn.mul %g, %u
+        : (tensor<1x8x96xf32>, tensor<1x8x96xf32>) -> tensor<1x8x96xf32>
+    ```
+  }];
+  let arguments = (ins Attn_F32Tensor:$a, Attn_F32Tensor:$b);
+  let assemblyFormat = [{
+    $a `,` $b attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Attn_SubOp : Attn_Op<"sub"> {
+  let summary = "elementwise difference with NumPy broadcasting";
+  let description = [{
+    `result = a - b` elementwise, as `torch.sub`, broadcasting like
+    `attn.add`.
+
+    Example:
+
+    ```mlir
+    %z = attn.sub %x, %m
+        : (tensor<2x4x8xf32>, tensor<2x4x1xf32>) -> tensor<2x4x8xf32>
     ```
   }];
   let arguments = (ins Attn_F32Tensor:$a, Attn_F32Tensor:$b);
@@ -174,6 +223,58 @@ def Attn_GeluOp : Attn_Op<"gelu"> {
   let assemblyFormat = [{
     $x (`approximate` $approximate^)? attr-dict `:` type($x)
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// SiluOp, TanhOp, SigmoidOp
+//===----------------------------------------------------------------------===//
+
+def Attn_SiluOp : Attn_Op<"silu"> {
+  let summary = "sigmoid linear unit, torch.nn.functional.silu";
+  let description = [{
+    `result = x * sigmoid(x)` elementwise, computed as torch's CPU kernel
+    does: `x / (1 + exp(-x))` (f32; -0 far below zero, `x` far above).
+
+    Example:
+
+    ```mlir
+    %y = attn.silu %x : tensor<1x8x96xf32>
+    ```
+  }];
+  let arguments = (ins Attn_F32Tensor:$x);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+}
+
+def Attn_TanhOp : Attn_Op<"tanh"> {
+  let summary = "hyperbolic tangent, torch.tanh";
+  let description = [{
+    `result = tanh(x)` elementwise (f32; the CPU pipeline approximates
+    `math.tanh` with a polynomial, no libm).
+
+    Example:
+
+    ```mlir
+    %y = attn.tanh %x : tensor<2x4x64xf32>
+    ```
+  }];
+  let arguments = (ins Attn_F32Tensor:$x);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+}
+
+def Attn_SigmoidOp : Attn_Op<"sigmoid"> {
+  let summary = "logistic sigmoid, torch.sigmoid";
+  let description = [{
+    `result = 1 / (1 + exp(-x))` elementwise, as torch's CPU kernel computes
+    it (f32; 0 far below zero, 1 far above).
+
+    Example:
+
+    ```mlir
+    %y = attn.sigmoid %x : tensor<2x4x64xf32>
+    ```
+  }];
+  let arguments = (ins Attn_F32Tensor:$x);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
 }
 
 //===----------------------------------------------------------------------===//
@@ -507,6 +608,38 @@ def Attn_AddNormOp : Attn_Op<"add_norm"> {
                        DefaultValuedAttr<F32Attr, "::mlir::attn::rules::kDefaultEps">:$eps);
   let assemblyFormat = [{
     $x `,` $y `,` $gamma `,` $beta (`eps` `(` $eps^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// RmsNormOp
+//===----------------------------------------------------------------------===//
+
+def Attn_RmsNormOp : Attn_Op<"rms_norm"> {
+  let summary = "root-mean-square normalization over the last axis (RMSNorm)";
+  let description = [{
+    Llama's `RMSNorm` (Hugging Face `LlamaRMSNorm`), over the last axis of
+    `x` with `gamma` of that axis' size:
+
+    `result = gamma * (x * rsqrt(mean(x * x, -1) + eps))`
+
+    with the mean in f32 and `rsqrt(v) = 1 / sqrt(v)`, as torch computes it.
+    `eps` defaults to 1e-6 and must be positive.
+
+    Example:
+
+    ```mlir
+    %y = attn.rms_norm %x, %g : (tensor<1x8x64xf32>, tensor<64xf32>)
+        -> tensor<1x8x64xf32>
+    %z = attn.rms_norm %x, %g eps(1.0e-05)
+        : (tensor<1x8x64xf32>, tensor<64xf32>) -> tensor<1x8x64xf32>
+    ```
+  }];
+  let arguments = (ins Attn_F32Tensor:$x, Attn_F32Tensor:$gamma,
+                       DefaultValuedAttr<F32Attr, "::mlir::attn::rules::kDefaultRmsEps">:$eps);
+  let assemblyFormat = [{
+    $x `,` $gamma (`eps` `(` $eps^ `)`)? attr-dict `:`
     functional-type(operands, results)
   }];
 }

@@ -30,6 +30,8 @@ namespace mlir::attn::rules {
 /// Defaults of optional attributes/keywords (ODS and the DSL both use them).
 constexpr int64_t kDefaultMaxLen = 1000;
 constexpr float kDefaultEps = 1e-5f;
+/// rms_norm's eps (Llama's RMSNorm).
+constexpr float kDefaultRmsEps = 1e-6f;
 
 /// multihead_attention's kv_heads and window when they are not given. No
 /// DSL literal has this value (integers are at least -(2^63 - 1)), so a
@@ -100,9 +102,14 @@ RuleResult inferElementwiseUnary(const TensorShape &x, RuleError error);
 RuleResult inferGelu(const TensorShape &x, bool approximate, RuleError error);
 /// scale: any f32 tensor and a finite factor.
 RuleResult inferScale(const TensorShape &x, double factor, RuleError error);
-/// add: two f32 tensors of one shape (no broadcasting).
+/// add, mul, sub: two f32 tensors with NumPy broadcasting (aligned on their
+/// trailing axes; a size-1 or missing axis stretches). The result has the
+/// larger rank and, per axis, the larger size.
 RuleResult inferElementwiseBinary(const TensorShape &lhs,
                                   const TensorShape &rhs, RuleError error);
+/// rms_norm: x of rank >= 1, gamma [D] (D the last dim of x), eps > 0.
+RuleResult inferRmsNorm(const TensorShape &x, const TensorShape &gamma,
+                        double eps, RuleError error);
 RuleResult inferSoftmax(const TensorShape &x, RuleError error);
 RuleResult inferDropout(const TensorShape &x, double p, RuleError error);
 RuleResult inferSplitHeads(const TensorShape &x, int64_t heads,
