@@ -20,6 +20,7 @@
 #include "attnc/Codegen/KernelSignature.h"
 #include "attnc/Codegen/Target.h"
 #ifdef ATTNC_BLOCK_CALL_JIT
+#include "attnc/Codegen/GpuCompile.h"
 #include "attnc/Runtime/Runtime.h"
 #endif
 
@@ -29,6 +30,7 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 
@@ -326,6 +328,80 @@ TEST(JitBlockCallSignature, OnlyTheKernelsArguments) {
   ASSERT_TRUE(!!layer) << llvm::toString(layer.takeError());
   EXPECT_EQ(signature.packedElements,
             2 * llvm::alignTo((*layer)->signature().packedElements, 16));
+}
+
+/// The GPU object of a block that calls another: every call's kernels are
+/// launched, on the caller's stream (NAME_cuda's), from the callee's code
+/// (its kernels exist once, named after it). The fake driver runs no
+/// kernel: this checks the host code's calls, not numbers (the JIT's
+/// gpu_emulation lowering runs the same kernels on the CPU above).
+TEST(JitBlockCallGpu, CallsLaunchTheCalleesKernelsOnTheCallersStream) {
+  if (llvm::Expected<CudaToolkit> toolkit = findCudaToolkit(); !toolkit) {
+    llvm::consumeError(toolkit.takeError());
+    GTEST_SKIP() << "no CUDA toolkit (libdevice): GPU code is not compiled";
+  }
+  llvm::SmallString<128> log;
+  ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("fake-cuda", "log", log));
+  setenv("ATTNC_CUDA_DRIVER", ATTNC_FAKE_CUDA_DRIVER, 1);
+  setenv("FAKE_CUDA_LOG", log.c_str(), 1);
+  CompileOptions options = Runtime::defaultOptions();
+  options.target.kind = TargetKind::Nvptx;
+  Stack stack = makeStack(2);
+  std::vector<float> output;
+  std::vector<void *> pointers = pointersOf(stack, output);
+  auto launches = [&](const std::string &block,
+                      size_t arguments) -> std::vector<std::string> {
+    auto kernel = testRuntime().compile(stacksSpec(), "encoder_stacks.attn",
+                                        block, options);
+    EXPECT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+    if (!kernel)
+      return {};
+    const KernelSignature &signature = (*kernel)->signature();
+    std::vector<HostBuffer> buffers;
+    for (size_t i = 0; i < arguments; ++i) {
+      // The layer alone: layer 0's params, then the output.
+      size_t at = i + 1 == arguments ? pointers.size() - 1 : i;
+      const KernelArgument &argument = signature.arguments[i];
+      buffers.push_back(
+          {argument.name, pointers[at], argument.type, argument.shape});
+    }
+    (void)llvm::sys::fs::remove(log);
+    llvm::Error error =
+        (*kernel)->runOnDevice(buffers, reinterpret_cast<void *>(0x5eed));
+    EXPECT_FALSE(!!error) << llvm::toString(std::move(error));
+    std::vector<std::string> launched;
+    auto text = llvm::MemoryBuffer::getFile(log);
+    if (!text)
+      return launched;
+    llvm::SmallVector<llvm::StringRef> lines;
+    (*text)->getBuffer().split(lines, '\n');
+    for (llvm::StringRef line : lines)
+      if (line.consume_front("launch ")) {
+        EXPECT_TRUE(line.ends_with("stream=0x5eed")) << line.str();
+        launched.push_back(line.split(' ').first.str());
+      }
+    return launched;
+  };
+  std::vector<std::string> layer =
+      launches("encoder_block", 2 + std::size(kParams) + 1);
+  std::vector<std::string> stacked =
+      launches("encoder_2", 2 + 2 * std::size(kParams) + 1);
+  unsetenv("ATTNC_CUDA_DRIVER");
+  unsetenv("FAKE_CUDA_LOG");
+  (void)llvm::sys::fs::remove(log);
+  ASSERT_FALSE(layer.empty());
+  // Both calls run the layer's kernels, each in the layer's order.
+  std::vector<std::string> twice;
+  for (const std::string &name : stacked)
+    if (llvm::StringRef(name).starts_with("encoder_block_kernel"))
+      twice.push_back(name);
+  std::vector<std::string> expected = layer;
+  expected.insert(expected.end(), layer.begin(), layer.end());
+  EXPECT_EQ(twice, expected);
+  for (const std::string &name : stacked)
+    EXPECT_TRUE(llvm::StringRef(name).starts_with("encoder_block_kernel") ||
+                llvm::StringRef(name).starts_with("encoder_2_kernel"))
+        << name;
 }
 
 #endif // ATTNC_BLOCK_CALL_JIT
