@@ -14,11 +14,13 @@
 #include "attnc/Runtime/Runtime.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include "gtest/gtest.h"
 
 #include <cmath>
 #include <cstring>
+#include <ostream>
 
 using namespace attnc;
 using namespace attnc::test;
@@ -203,5 +205,62 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto &info) {
       return std::get<0>(info.param) + "_" + std::get<1>(info.param).name;
     });
+
+/// A sample of real size (samples/NAME.attn) that a golden pins at a small
+/// size: the sample with its `dim` line replaced by `smallDims` has the
+/// golden's arguments (names, roles, shapes, in order) and gives its
+/// outputs. The golden's spec is a separate text, so this checks that the
+/// sample itself computes what the PyTorch reference does.
+struct SampleCase {
+  const char *sample;
+  const char *golden;
+  const char *smallDims;
+};
+const SampleCase kSampleCases[] = {
+    {"gpt2_block", "gpt2_block", "dim B = 2, T = 7, D = 32, F = 128, H = 4"},
+    {"llama_block", "llama_block",
+     "dim B = 1, T = 8, D = 64, Dkv = 32, F = 96, H = 4, G = 2"},
+};
+
+void PrintTo(const SampleCase &c, std::ostream *os) { *os << c.sample; }
+
+struct SampleAtGoldenSize : ::testing::TestWithParam<SampleCase> {};
+
+TEST_P(SampleAtGoldenSize, MatchesPyTorch) {
+  const SampleCase &c = GetParam();
+  std::string path = std::string(ATTNC_SAMPLES_DIR) + "/" + c.sample + ".attn";
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  ASSERT_TRUE(!!buffer) << path;
+  std::string text = (*buffer)->getBuffer().str();
+  // The sample's one `dim` statement.
+  size_t dim = text.find("\n  dim ");
+  ASSERT_NE(dim, std::string::npos) << path << " has no dim line";
+  size_t end = text.find('\n', dim + 1);
+  text.replace(dim + 3, end - dim - 3, c.smallDims);
+
+  auto golden = loadGoldenCase(c.golden);
+  ASSERT_TRUE(!!golden) << llvm::toString(golden.takeError());
+  auto kernel =
+      testRuntime().compile(text, path, c.sample, Runtime::defaultOptions());
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  const auto &ours = (*kernel)->signature().arguments;
+  const auto &theirs = golden->signature.arguments;
+  ASSERT_EQ(ours.size(), theirs.size());
+  for (size_t i = 0; i < ours.size(); ++i) {
+    EXPECT_EQ(ours[i].name, theirs[i].name) << "argument " << i;
+    EXPECT_EQ(ours[i].shape, theirs[i].shape) << ours[i].name;
+    EXPECT_EQ(ours[i].role, theirs[i].role) << ours[i].name;
+  }
+  std::vector<std::vector<float>> outputs = golden->makeOutputs();
+  llvm::Error error = (*kernel)->run(buffersOf(*golden, outputs));
+  ASSERT_FALSE(!!error) << llvm::toString(std::move(error));
+  EXPECT_LE(golden->maxError(outputs), golden->tolerance) << c.sample;
+}
+
+INSTANTIATE_TEST_SUITE_P(Samples, SampleAtGoldenSize,
+                         ::testing::ValuesIn(kSampleCases),
+                         [](const auto &info) {
+                           return std::string(info.param.sample);
+                         });
 
 } // namespace
