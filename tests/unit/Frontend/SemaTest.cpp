@@ -231,15 +231,38 @@ TEST(SemaTest, DuplicateBlocks) {
 }
 
 TEST(SemaTest, EveryOpIsInTheTable) {
-  for (llvm::StringRef name :
-       {"linear", "matmul", "scale", "add", "relu", "split_heads",
-        "merge_heads", "softmax", "masked_softmax", "attention",
-        "multihead_attention", "positional_encoding", "layer_norm", "add_norm",
-        "ffn", "embedding", "dropout", "gelu"})
+  for (llvm::StringRef name : {"linear",
+                               "matmul",
+                               "scale",
+                               "add",
+                               "relu",
+                               "split_heads",
+                               "merge_heads",
+                               "softmax",
+                               "masked_softmax",
+                               "attention",
+                               "multihead_attention",
+                               "positional_encoding",
+                               "layer_norm",
+                               "add_norm",
+                               "ffn",
+                               "embedding",
+                               "dropout",
+                               "gelu",
+                               "silu",
+                               "tanh",
+                               "sigmoid",
+                               "mul",
+                               "sub",
+                               "rms_norm"})
     EXPECT_TRUE(lookupOp(name)) << name.str();
-  EXPECT_EQ(allOps().size(), 18u);
+  EXPECT_EQ(allOps().size(), 24u);
   EXPECT_EQ(lookupOp("linear")->signature(), "linear(x, w[, b])");
   EXPECT_EQ(lookupOp("gelu")->signature(), "gelu(x[, approximate=...])");
+  EXPECT_EQ(lookupOp("rms_norm")->signature(), "rms_norm(x, gamma[, eps=...])");
+  // Keyword-only tensors are spelt as keywords.
+  EXPECT_NE(lookupOp("multihead_attention")->signature().find("[, b_q=...]"),
+            std::string::npos);
 }
 
 } // namespace
