@@ -59,6 +59,7 @@ struct AttnPrepareCallsPass
     : mlir::attn::impl::AttnPrepareCallsBase<AttnPrepareCallsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    kernels.clear();
     SymbolTable symbols(module);
     FailureOr<CpuSchedule> schedule = cpuScheduleOf(module);
     if (failed(schedule))

@@ -118,6 +118,7 @@ struct AttnForwardCallSlicesPass
     : mlir::attn::impl::AttnForwardCallSlicesBase<AttnForwardCallSlicesPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    declarations.clear();
     SymbolTable symbols(module);
     SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
     for (func::FuncOp func : funcs)
