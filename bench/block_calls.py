@@ -23,6 +23,7 @@ machine's load changes it. Standard library only.
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -156,6 +157,7 @@ def main():
             match = re.search(r"time per call: ([0-9.]+ ms)", output)
             print("%s: %s per call (1 thread)" %
                   (label, match.group(1) if match else output.strip()))
+    shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
