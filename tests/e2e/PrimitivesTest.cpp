@@ -575,8 +575,8 @@ std::vector<float> activationSweep() {
 }
 
 /// gelu's accuracy: both forms on activationSweep(), within 1e-6 of the
-/// formulas in double; and BERT/GPT-2 style FFNs, linear -> gelu -> linear, whose first
-/// GEMM applies gelu in its register blocks.
+/// formulas in double; and BERT/GPT-2 style FFNs, linear -> gelu -> linear,
+/// whose first GEMM applies gelu in its register blocks.
 void geluCases(Cases &cases) {
   cases.add(
       "gelu_sweep",
