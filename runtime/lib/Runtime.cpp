@@ -244,8 +244,9 @@ llvm::Expected<DiskEntry> compileSpec(llvm::StringRef text,
   if (!object)
     return llvm::createStringError(lowering +
                                    llvm::toString(object.takeError()));
-  // GPU objects have no prepare step (packedElements stays 0).
-  if (!gpu)
+  // GPU objects have no prepare step, and the Halide backend's reads its
+  // params as they are (packedElements stays 0).
+  if (!gpu && options.backend == Backend::Mlir)
     if (llvm::Error error = readPackedElements(**module, *signatures))
       return std::move(error);
   return DiskEntry{std::move(signatures->front()), std::move(*object)};

@@ -400,6 +400,8 @@ const attnc_rt_symbol *attnc_rt_symbols(void) {
       {"malloc", (void *)&attnc_rt_malloc},
       {"free", (void *)&attnc_rt_free},
       {"calloc", (void *)&attnc_rt_calloc},
+      /* The Halide backend's parallel loops (attnc_halide_par_for.c). */
+      {"attnc_rt_get_num_threads", (void *)&attnc_rt_get_num_threads},
       {"__kmpc_fork_call", (void *)&__kmpc_fork_call},
       {"__kmpc_global_thread_num", (void *)&__kmpc_global_thread_num},
       {"__kmpc_barrier", (void *)&__kmpc_barrier},

@@ -4,6 +4,7 @@
 #include "attnc/Codegen/Dispatch.h"
 #include "attnc/Codegen/GpuCompile.h"
 #include "attnc/Codegen/Pipeline.h"
+#include "attnc/Halide/HalideBackend.h"
 
 #include "attn/Target/CpuTarget.h"
 
@@ -84,7 +85,10 @@ std::string CompileOptions::fingerprint() const {
          " attention=" + pipeline.attention +
          " parallel=" + std::to_string(pipeline.parallel) +
          " gpuEmulation=" + std::to_string(pipeline.gpuEmulation) +
-         " objectBlockCache=" + std::to_string(objectBlockCache);
+         " objectBlockCache=" + std::to_string(objectBlockCache) +
+         (backend == Backend::Halide ? " backend=halide-" + halideVersion() +
+                                           " schedule=" + halideSchedule
+                                     : "");
 }
 
 llvm::Expected<std::vector<KernelSignature>>
@@ -214,7 +218,10 @@ static llvm::Expected<std::string> withOptimizedLLVMIR(
       variant = *copy;
       variant->removeAttr(mlir::DLTIDialect::kTargetSystemDescAttrName);
     }
-    auto llvmModule = toOptimizedLLVMIR(variant, one, context, *machines[i]);
+    auto llvmModule =
+        options.backend == Backend::Halide
+            ? translateWithHalide(variant, one, context, *machines[i])
+            : toOptimizedLLVMIR(variant, one, context, *machines[i]);
     if (!llvmModule)
       return llvmModule.takeError();
     if (!x86) {

@@ -13,6 +13,7 @@
 #include "attnc/Codegen/Target.h"
 #include "attnc/Frontend/Frontend.h"
 #include "attnc/Gen/MLIRGen.h"
+#include "attnc/Halide/HalideBackend.h"
 #include "attnc/InitAttn.h"
 #include "attnc/Runtime/Runtime.h"
 #include "attnc/Support/Diagnostics.h"
@@ -54,6 +55,7 @@ enum ExitCode { kSuccess = 0, kUserError = 1, kInternalError = 2 };
 enum class EmitKind { Attn, Lowered, Llvm, Asm, Obj, Header, Ptx };
 enum class Target { Cpu, Nvptx };
 enum class AttentionLowering { Auto, Fused, Decomposed };
+enum class HalideScheduleFlag { Attnc, Adams2019, Mullapudi2016, Li2018 };
 
 /// A parser for enum flags whose error names the closest valid value and
 /// lists them all (LLVM's says only "Cannot find option named 'X'!").
@@ -155,6 +157,33 @@ cl::opt<AttentionLowering, false, ListedValuesParser<AttentionLowering>>
                    clEnumValN(AttentionLowering::Decomposed, "decomposed",
                               "scores materialized, then softmax, then @ v")),
         cl::init(AttentionLowering::Auto),
+        cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runSubcommand),
+        cl::cat(codegenCategory));
+
+cl::opt<Backend, false, ListedValuesParser<Backend>> backend(
+    "backend", cl::desc("Code generator of CPU kernels (default: mlir)"),
+    cl::values(clEnumValN(Backend::Mlir, "mlir",
+                          "attnc's MLIR pipeline (attn dialect -> LLVM)"),
+               clEnumValN(Backend::Halide, "halide",
+                          "Halide: the same ABI and header, another "
+                          "compiler (docs/halide.md)")),
+    cl::init(Backend::Mlir), cl::sub(cl::SubCommand::getTopLevel()),
+    cl::sub(runSubcommand), cl::cat(codegenCategory));
+
+cl::opt<HalideScheduleFlag, false, ListedValuesParser<HalideScheduleFlag>>
+    halideSchedule(
+        "halide-schedule",
+        cl::desc("With --backend=halide: whose schedules (default: attnc)"),
+        cl::values(clEnumValN(HalideScheduleFlag::Attnc, "attnc",
+                              "attnc's own, tiled from the target"),
+                   clEnumValN(HalideScheduleFlag::Adams2019, "Adams2019",
+                              "Halide's learned-cost-model autoscheduler"),
+                   clEnumValN(HalideScheduleFlag::Mullapudi2016,
+                              "Mullapudi2016",
+                              "Halide's greedy grouping autoscheduler"),
+                   clEnumValN(HalideScheduleFlag::Li2018, "Li2018",
+                              "Halide's gradient autoscheduler")),
+        cl::init(HalideScheduleFlag::Attnc),
         cl::sub(cl::SubCommand::getTopLevel()), cl::sub(runSubcommand),
         cl::cat(codegenCategory));
 
@@ -315,7 +344,32 @@ CompileOptions compileOptions(CompileOptions options, unsigned level) {
     options.target.cpu = mcpu;
   options.target.triple = triple;
   options.pipeline.attention = attentionName(attentionLowering).str();
+  options.backend = backend;
+  options.halideSchedule =
+      kHalideSchedules[static_cast<int>(halideSchedule.getValue())];
   return options;
+}
+
+/// --backend and --halide-schedule together with the other flags; reports
+/// and returns false when they do not fit.
+bool checkBackendFlags(const CompileOptions &options) {
+  if (backend != Backend::Halide) {
+    if (halideSchedule.getNumOccurrences()) {
+      error() << "--halide-schedule needs --backend=halide\n";
+      return false;
+    }
+    return true;
+  }
+  if (llvm::Error bad = checkHalideOptions(options)) {
+    error() << llvm::toString(std::move(bad)) << "\n";
+    return false;
+  }
+  if (attentionLowering.getNumOccurrences()) {
+    error() << "--attention chooses the MLIR backend's lowering; the Halide "
+               "backend schedules attention itself (--halide-schedule)\n";
+    return false;
+  }
+  return true;
 }
 
 /// Writes `text` to -o (stdout by default); binary for objects.
@@ -545,6 +599,13 @@ int compileMain() {
     error() << llvm::toString(std::move(bad)) << "\n";
     return kUserError;
   }
+  if (!checkBackendFlags(compileOptions({}, *level)))
+    return kUserError;
+  if (backend == Backend::Halide && emitKind == EmitKind::Lowered) {
+    error() << "--emit=lowered shows the MLIR backend's IR; with "
+               "--backend=halide use --emit=llvm or --emit=asm\n";
+    return kUserError;
+  }
   return emitCode(spec, *level, progress);
 }
 
@@ -637,6 +698,8 @@ int runMain() {
   options.repeat = repeat;
   options.threads = threads;
   options.compile = compileOptions(Runtime::defaultOptions(), *level);
+  if (!checkBackendFlags(options.compile))
+    return kUserError;
   // The kernel runs here: code for a CPU this machine lacks would stop
   // with an illegal instruction.
   if (llvm::Error bad = options.compile.target.kind == TargetKind::Nvptx
@@ -651,6 +714,8 @@ int runMain() {
 void printVersion(llvm::raw_ostream &os) {
   os << "attnc " << version() << " (git " << gitCommit() << ")\n"
      << "  LLVM/MLIR " << LLVM_VERSION_STRING << "\n"
+     << "  Halide "
+     << (haveHalideBackend() ? halideVersion() : "not in this build") << "\n"
      << "  default target: " << llvm::sys::getDefaultTargetTriple()
      << ", host CPU: " << llvm::sys::getHostCPUName() << "\n";
 }
@@ -675,6 +740,8 @@ int main(int argc, char **argv) {
       "        [--mcpu=CPU[,CPU...]|sm_XX] [--triple=TRIPLE] "
       "[-O0|-O1|-O2|-O3]\n"
       "        [--attention=auto|fused|decomposed] [--parallel]\n"
+      "        [--backend=mlir|halide] "
+      "[--halide-schedule=attnc|Adams2019|Mullapudi2016|Li2018]\n"
       "  attnc run SPEC.attn [--block NAME] [--target=cpu|nvptx] "
       "[--input NAME=FILE.npy]...\n"
       "        [--input-dir DIR] [--random-inputs [--seed N]] "

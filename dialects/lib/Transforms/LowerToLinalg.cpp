@@ -9,6 +9,7 @@
 
 #include "attn/IR/AttnOps.h"
 #include "attn/IR/MaskedSoftmax.h"
+#include "attn/IR/PositionalEncoding.h"
 #include "attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -120,8 +121,7 @@ Value reduceLastAxis(
 /// (d0, ..., dn) -> (dn): a [D] operand (gamma, beta) read along the last
 /// axis of a rank-`rank` iteration space.
 AffineMap lastAxisMap(OpBuilder &b, unsigned rank) {
-  return AffineMap::get(rank, 0, b.getAffineDimExpr(rank - 1),
-                        b.getContext());
+  return AffineMap::get(rank, 0, b.getAffineDimExpr(rank - 1), b.getContext());
 }
 
 /// softmax over the last axis, max-subtracted like torch:
@@ -508,26 +508,10 @@ struct LowerMaskedSoftmax : OpRewritePattern<MaskedSoftmaxOp> {
   }
 };
 
-/// The first `rows` rows of D2L's PositionalEncoding table, computed as
-/// torch computes it in float32:
-///   X = arange(max_len)[:, None] / pow(10000, arange(0, D, 2) / D)
-///   P[:, 0::2] = sin(X), P[:, 1::2] = cos(X)
-/// Each float32 operation is rounded as torch rounds it; sin and cos of the
-/// float32 argument are evaluated in double and rounded once.
+/// D2L's table (attn/IR/PositionalEncoding.h) as a constant of `type`.
 DenseElementsAttr positionalEncodingTable(RankedTensorType type) {
-  int64_t rows = type.getDimSize(0), width = type.getDimSize(1);
-  std::vector<float> table(rows * width);
-  for (int64_t j = 0; 2 * j < width; ++j) {
-    float exponent = static_cast<float>(2 * j) / static_cast<float>(width);
-    float divisor =
-        static_cast<float>(std::pow(10000.0, static_cast<double>(exponent)));
-    for (int64_t i = 0; i < rows; ++i) {
-      float angle = static_cast<float>(i) / divisor;
-      table[i * width + 2 * j] = static_cast<float>(std::sin(double(angle)));
-      table[i * width + 2 * j + 1] =
-          static_cast<float>(std::cos(double(angle)));
-    }
-  }
+  std::vector<float> table = mlir::attn::positionalEncodingTable(
+      type.getDimSize(0), type.getDimSize(1));
   return DenseElementsAttr::get(type, ArrayRef<float>(table));
 }
 

@@ -60,9 +60,21 @@ struct CpuPipelineOptions {
   bool gpuEmulation = false;
 };
 
+/// The code generator that builds a CPU kernel (SPEC §4): attnc's MLIR
+/// pipeline, or Halide (docs/halide.md), with the same ABI and header.
+enum class Backend { Mlir, Halide };
+
+/// --halide-schedule values: attnc's own schedules (attnc), or one of
+/// Halide's autoschedulers.
+constexpr const char *kHalideSchedules[] = {"attnc", "Adams2019",
+                                            "Mullapudi2016", "Li2018"};
+
 struct CompileOptions {
   TargetOptions target;
   CpuPipelineOptions pipeline;
+  Backend backend = Backend::Mlir;
+  /// With Backend::Halide: one of kHalideSchedules.
+  std::string halideSchedule = "attnc";
   /// Print the IR after every pass to stderr (--print-ir-after-all).
   bool printIRAfterAll = false;
   /// Objects without `pipeline.parallel` keep their large temporaries in a

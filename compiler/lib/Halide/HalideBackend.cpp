@@ -1,0 +1,386 @@
+//===- HalideBackend.cpp - attn-level module -> kernels through Halide ----===//
+//
+// Each kernel: HalideGen's pipeline, scheduled, compiled by Halide (its own
+// LLVM inside libHalide.so) to bitcode, which LLVM 22 reads (bitcode is
+// read by every later LLVM). The bitcode of every kernel is linked into
+// one module with the ABI wrappers below; Halide's runtime is made
+// internal, so objects of several kernels and several blocks link together
+// and a host sees only the entries the MLIR backend exports.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attnc/Halide/HalideBackend.h"
+
+#include "HalideGen.h"
+
+#include "attnc/Codegen/Compile.h"
+#include "attnc/Codegen/Target.h"
+
+#include "attn/Target/CpuTarget.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Linker/Linker.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Triple.h"
+#include "llvm/Transforms/IPO/GlobalDCE.h"
+#include "llvm/Transforms/IPO/Internalize.h"
+
+#include <mutex>
+#include <set>
+
+// attnc_halide_par_for.c as bitcode (HalideParForBitcode.cpp, generated).
+extern const unsigned char kAttncHalideParForBitcode[];
+extern const size_t kAttncHalideParForBitcodeSize;
+
+using namespace attnc;
+
+namespace {
+
+/// What a kernel returns when Halide's code itself failed (out of memory):
+/// Halide's error codes are negative and -1 is kUnsupportedCpuStatus.
+constexpr int kHalideFailureStatus = -2;
+
+/// The name of a kernel's Halide pipeline in the object.
+std::string pipelineName(llvm::StringRef kernel) {
+  return ("__attnc_halide_" + kernel).str();
+}
+
+llvm::Error halideError(const std::string &what, const Halide::Error &e) {
+  return llvm::createStringError("Halide: " + what + ": " + e.what());
+}
+
+/// Loads the autoscheduler plugins once (they register themselves).
+llvm::Error loadAutoscheduler(llvm::StringRef name) {
+  static std::mutex mutex;
+  static std::set<std::string> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (loaded.count(name.str()))
+    return llvm::Error::success();
+  // Where the wheel keeps them (cmake/AttncHalide.cmake).
+  std::string library = std::string(ATTNC_HALIDE_PLUGIN_DIR) +
+                        "/libautoschedule_" + name.lower() + ".so";
+  try {
+    Halide::load_plugin(library);
+  } catch (const Halide::Error &e) {
+    return halideError(
+        "loading the autoscheduler " + name.str() + " (" + library + ")", e);
+  }
+  loaded.insert(name.str());
+  return llvm::Error::success();
+}
+
+/// The parameters each autoscheduler needs beyond its name.
+Halide::AutoschedulerParams autoschedulerParams(llvm::StringRef name,
+                                                bool parallel) {
+  Halide::AutoschedulerParams params(name.str());
+  std::string threads = parallel ? "2" : "1";
+  if (name == "Mullapudi2016" || name == "Adams2019" || name == "Li2018")
+    params.extra["parallelism"] = threads;
+  return params;
+}
+
+/// One kernel's pipeline as Halide-compiled bitcode, read into `context`.
+llvm::Expected<std::unique_ptr<llvm::Module>>
+compileKernel(mlir::func::FuncOp kernel, const CompileOptions &options,
+              const mlir::attn::CpuTargetDescription &description,
+              const llvm::TargetMachine &machine, bool withRuntime,
+              llvm::LLVMContext &context) {
+  llvm::Expected<halide::KernelPipeline> pipeline =
+      halide::buildKernelPipeline(kernel);
+  if (!pipeline)
+    return pipeline.takeError();
+  halide::constrainShapes(*pipeline);
+
+  std::string targetString = halideTarget(machine);
+  if (!withRuntime)
+    targetString += "-no_runtime";
+  std::string path;
+  try {
+    Halide::Target target(targetString);
+    Halide::Pipeline whole(pipeline->outputs);
+    if (options.halideSchedule == "attnc") {
+      halide::ScheduleTarget scheduleTarget;
+      scheduleTarget.vectorLanes = static_cast<int>(description.lanes());
+      scheduleTarget.vectorRegisters =
+          static_cast<int>(description.vectorRegisters);
+      scheduleTarget.parallel = options.pipeline.parallel;
+      for (halide::Stage &stage : pipeline->stages)
+        stage.schedule(scheduleTarget);
+      for (Halide::Func &output : pipeline->outputs)
+        output.compute_root();
+    } else {
+      if (llvm::Error error = loadAutoscheduler(options.halideSchedule))
+        return std::move(error);
+      whole.apply_autoscheduler(target,
+                                autoschedulerParams(options.halideSchedule,
+                                                    options.pipeline.parallel));
+    }
+    std::vector<Halide::Argument> arguments(pipeline->arguments.begin(),
+                                            pipeline->arguments.end());
+    Halide::Module module = whole.compile_to_module(
+        arguments, pipelineName(kernel.getName()), target);
+    llvm::SmallString<128> file;
+    if (std::error_code ec =
+            llvm::sys::fs::createTemporaryFile("attnc-halide", "bc", file))
+      return llvm::createStringError("cannot create a temporary file: " +
+                                     ec.message());
+    path = file.str().str();
+    module.compile({{Halide::OutputFileType::bitcode, path}});
+  } catch (const Halide::Error &e) {
+    if (!path.empty())
+      llvm::sys::fs::remove(path);
+    return halideError("compiling kernel '" + kernel.getName().str() + "'", e);
+  }
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  llvm::sys::fs::remove(path);
+  if (!buffer)
+    return llvm::createStringError("cannot read Halide's bitcode: " +
+                                   buffer.getError().message());
+  return llvm::parseBitcodeFile((*buffer)->getMemBufferRef(), context);
+}
+
+/// The ABI wrappers of one kernel: NAME(args...) builds a halide_buffer_t
+/// per buffer and calls the pipeline; NAME_prepare has nothing to prepare
+/// (the pipeline reads the params as they are) and NAME_prepared ignores
+/// `packed`. Each gets its packed entry, as in translateToLLVMIR.
+void addWrappers(llvm::Module &module, const KernelSignature &signature) {
+  llvm::LLVMContext &context = module.getContext();
+  llvm::Type *ptr = llvm::PointerType::getUnqual(context);
+  llvm::Type *i8 = llvm::Type::getInt8Ty(context);
+  llvm::Type *i16 = llvm::Type::getInt16Ty(context);
+  llvm::Type *i32 = llvm::Type::getInt32Ty(context);
+  llvm::Type *i64 = llvm::Type::getInt64Ty(context);
+  // HalideRuntime.h: halide_dimension_t {min, extent, stride, flags} and
+  // halide_buffer_t {device, device_interface, host, flags, type,
+  // dimensions, dim, padding}, type = {code, bits, lanes}.
+  auto *dimensionType = llvm::StructType::get(context, {i32, i32, i32, i32});
+  auto *halideType = llvm::StructType::get(context, {i8, i8, i16});
+  auto *bufferType = llvm::StructType::get(
+      context, {i64, ptr, ptr, i64, halideType, i32, ptr, ptr});
+
+  size_t count = signature.arguments.size();
+  auto *kernelType = llvm::FunctionType::get(
+      i32, std::vector<llvm::Type *>(count, ptr), false);
+  auto *kernel = llvm::Function::Create(
+      kernelType, llvm::GlobalValue::ExternalLinkage, signature.name, module);
+  llvm::Function *pipeline = module.getFunction(pipelineName(signature.name));
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", kernel));
+  auto buffer = [&](llvm::Value *host, const std::vector<int64_t> &shape,
+                    bool isFloat) {
+    llvm::Value *buf = b.CreateAlloca(bufferType);
+    llvm::Value *dims = b.CreateAlloca(
+        dimensionType, b.getInt32(std::max<size_t>(shape.size(), 1)));
+    int64_t stride = 1;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      int64_t extent = shape[shape.size() - 1 - d];
+      llvm::Value *dim = b.CreateConstInBoundsGEP1_32(dimensionType, dims,
+                                                      static_cast<unsigned>(d));
+      int64_t fields[] = {0, extent, stride, 0};
+      for (unsigned f = 0; f < 4; ++f)
+        b.CreateStore(b.getInt32(static_cast<uint32_t>(fields[f])),
+                      b.CreateStructGEP(dimensionType, dim, f));
+      stride *= extent;
+    }
+    auto field = [&](unsigned i) {
+      return b.CreateStructGEP(bufferType, buf, i);
+    };
+    b.CreateStore(b.getInt64(0), field(0));
+    b.CreateStore(
+        llvm::ConstantPointerNull::get(llvm::cast<llvm::PointerType>(ptr)),
+        field(1));
+    b.CreateStore(host, field(2));
+    b.CreateStore(b.getInt64(0), field(3));
+    // halide_type_float = 2, halide_type_int = 0.
+    b.CreateStore(
+        llvm::ConstantStruct::get(halideType, {b.getInt8(isFloat ? 2 : 0),
+                                               b.getInt8(32), b.getInt16(1)}),
+        field(4));
+    b.CreateStore(b.getInt32(static_cast<uint32_t>(shape.size())), field(5));
+    b.CreateStore(dims, field(6));
+    b.CreateStore(
+        llvm::ConstantPointerNull::get(llvm::cast<llvm::PointerType>(ptr)),
+        field(7));
+    return buf;
+  };
+  std::vector<llvm::Value *> buffers;
+  for (auto [i, argument] : llvm::enumerate(signature.arguments))
+    buffers.push_back(buffer(kernel->getArg(static_cast<unsigned>(i)),
+                             argument.shape,
+                             argument.type == ElementType::F32));
+  llvm::Value *status = b.CreateAlloca(i32);
+  b.CreateStore(b.getInt32(0), status);
+  buffers.push_back(buffer(status, {}, /*isFloat=*/false));
+  llvm::Value *result = b.CreateCall(pipeline, buffers);
+  llvm::Value *failed = b.CreateICmpNE(result, b.getInt32(0));
+  b.CreateRet(b.CreateSelect(failed, b.getInt32(kHalideFailureStatus),
+                             b.CreateLoad(i32, status)));
+  addPackedEntry(module, *kernel);
+
+  // NAME_prepare(params..., packed): nothing to prepare.
+  size_t params = llvm::count_if(signature.arguments, [](const auto &a) {
+    return a.role == ArgumentRole::Param;
+  });
+  auto *prepare = llvm::Function::Create(
+      llvm::FunctionType::get(i32, std::vector<llvm::Type *>(params + 1, ptr),
+                              false),
+      llvm::GlobalValue::ExternalLinkage, signature.name + "_prepare", module);
+  b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", prepare));
+  b.CreateRet(b.getInt32(0));
+  addPackedEntry(module, *prepare);
+
+  // NAME_prepared(inputs and params..., packed, outputs...) = NAME(...).
+  size_t packedAt = llvm::count_if(signature.arguments, [](const auto &a) {
+    return a.role != ArgumentRole::Output;
+  });
+  auto *prepared = llvm::Function::Create(
+      llvm::FunctionType::get(i32, std::vector<llvm::Type *>(count + 1, ptr),
+                              false),
+      llvm::GlobalValue::ExternalLinkage, signature.name + "_prepared", module);
+  b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", prepared));
+  std::vector<llvm::Value *> args;
+  for (unsigned i = 0; i <= count; ++i)
+    if (i != packedAt)
+      args.push_back(prepared->getArg(i));
+  b.CreateRet(b.CreateCall(kernel, args));
+  addPackedEntry(module, *prepared);
+}
+
+} // namespace
+
+bool attnc::haveHalideBackend() { return true; }
+
+std::string attnc::halideVersion() {
+  return std::to_string(HALIDE_VERSION_MAJOR) + "." +
+         std::to_string(HALIDE_VERSION_MINOR) + "." +
+         std::to_string(HALIDE_VERSION_PATCH);
+}
+
+llvm::Error attnc::checkHalideOptions(const CompileOptions &options) {
+  if (options.target.kind != TargetKind::Cpu)
+    return llvm::createStringError(
+        "the Halide backend builds CPU kernels; --target=nvptx needs "
+        "--backend=mlir");
+  if (!llvm::is_contained(kHalideSchedules, options.halideSchedule))
+    return llvm::createStringError(
+        "unknown --halide-schedule '" + options.halideSchedule +
+        "'; valid: attnc, Adams2019, Mullapudi2016, Li2018");
+  llvm::Triple triple(targetTriple(options.target));
+  if (!(triple.getArch() == llvm::Triple::x86_64 ||
+        triple.getArch() == llvm::Triple::aarch64) ||
+      !triple.isOSLinux())
+    return llvm::createStringError(
+        "the Halide backend supports x86-64 and AArch64 Linux, not " +
+        triple.str());
+  return llvm::Error::success();
+}
+
+std::string attnc::halideTarget(const llvm::TargetMachine &machine) {
+  const llvm::MCSubtargetInfo &subtarget = *machine.getMCSubtargetInfo();
+  auto has = [&](llvm::StringRef feature) {
+    return subtarget.checkFeatures(("+" + feature).str());
+  };
+  std::string target;
+  if (machine.getTargetTriple().isAArch64()) {
+    target = "arm-64-linux";
+    if (has("dotprod"))
+      target += "-arm_dot_prod";
+    if (has("fullfp16"))
+      target += "-arm_fp16";
+    return target;
+  }
+  target = "x86-64-linux";
+  // Halide's feature names, each only when LLVM's subtarget (this machine's
+  // features for `native`) has it.
+  if (has("sse4.1"))
+    target += "-sse41";
+  if (has("avx"))
+    target += "-avx";
+  if (has("f16c"))
+    target += "-f16c";
+  if (has("fma"))
+    target += "-fma";
+  if (has("avx2"))
+    target += "-avx2";
+  if (has("avx512f") && has("avx512cd")) {
+    target += "-avx512";
+    if (has("avx512vl") && has("avx512dq") && has("avx512bw"))
+      target += "-avx512_skylake";
+  }
+  return target;
+}
+
+llvm::Expected<std::unique_ptr<llvm::Module>>
+attnc::translateWithHalide(mlir::ModuleOp module, const CompileOptions &options,
+                           llvm::LLVMContext &context,
+                           llvm::TargetMachine &machine) {
+  if (llvm::Error error = checkHalideOptions(options))
+    return std::move(error);
+  auto description = describeCpuTarget(options.target);
+  if (!description)
+    return description.takeError();
+  auto signatures = kernelSignatures(module);
+  if (!signatures)
+    return signatures.takeError();
+
+  options.enterStage("building Halide pipelines (" + options.halideSchedule +
+                     " schedule)");
+  std::unique_ptr<llvm::Module> combined;
+  for (const KernelSignature &signature : *signatures) {
+    auto kernel = module.lookupSymbol<mlir::func::FuncOp>(signature.name);
+    auto compiled = compileKernel(kernel, options, *description, machine,
+                                  /*withRuntime=*/!combined, context);
+    if (!compiled)
+      return compiled.takeError();
+    if (!combined)
+      combined = std::move(*compiled);
+    else if (llvm::Linker::linkModules(*combined, std::move(*compiled)))
+      return llvm::createStringError("linking the Halide pipeline of '" +
+                                     signature.name + "' failed");
+  }
+  if (!combined)
+    return llvm::createStringError("the module has no kernel");
+  combined->setTargetTriple(machine.getTargetTriple());
+  combined->setDataLayout(machine.createDataLayout());
+
+  // Parallel loops on attnc_rt's pool (x86-64: the glue's bitcode is for
+  // it; elsewhere Halide's own pool runs them).
+  if (options.pipeline.parallel && machine.getTargetTriple().isX86()) {
+    auto glue = llvm::parseBitcodeFile(
+        llvm::MemoryBufferRef(llvm::StringRef(reinterpret_cast<const char *>(
+                                                  kAttncHalideParForBitcode),
+                                              kAttncHalideParForBitcodeSize),
+                              "attnc_halide_par_for.bc"),
+        context);
+    if (!glue)
+      return glue.takeError();
+    (*glue)->setTargetTriple(machine.getTargetTriple());
+    (*glue)->setDataLayout(machine.createDataLayout());
+    if (llvm::Linker::linkModules(*combined, std::move(*glue)))
+      return llvm::createStringError("linking halide_do_par_for failed");
+  }
+
+  std::set<std::string> exported;
+  for (const KernelSignature &signature : *signatures) {
+    addWrappers(*combined, signature);
+    for (const char *step : {"", "_prepare", "_prepared"}) {
+      exported.insert(signature.name + step);
+      exported.insert(packedEntryName(signature.name + step));
+    }
+  }
+  // Everything else is internal: Halide's runtime in each object is its
+  // own, and unused parts of it go.
+  llvm::internalizeModule(*combined, [&](const llvm::GlobalValue &value) {
+    return exported.count(value.getName().str()) > 0;
+  });
+  optimizeModule(*combined, machine, options.target.optLevel);
+  return combined;
+}

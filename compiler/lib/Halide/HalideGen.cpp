@@ -1,0 +1,854 @@
+//===- HalideGen.cpp - One attn-level kernel as a Halide pipeline ---------===//
+//
+// Each attn op becomes Halide Funcs with the semantics AttnOps.td states,
+// written here from those semantics (not from attn-decompose or the MLIR
+// lowerings), so that the two backends check each other. Composites are
+// translated as wholes: multi-head attention reads its heads through index
+// maps (no split/merge copies), attention computes its mask from indices,
+// and a block calling a block is the callee's Funcs on the call's operands.
+//
+// Halide indexes a Func innermost dimension first; a Tensor here is indexed
+// row-major, as the attn ops are written, and reverses the indices.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HalideGen.h"
+#include "HalideSchedule.h"
+
+#include "attn/IR/AttnDialect.h"
+#include "attn/IR/AttnOps.h"
+#include "attn/IR/AttnShapeRules.h"
+#include "attn/IR/MaskedSoftmax.h"
+#include "attn/IR/PositionalEncoding.h"
+#include "attn/IR/Rope.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace attnc::halide;
+using Halide::Expr;
+using Halide::Func;
+using Halide::RDom;
+using Halide::Var;
+
+namespace {
+
+/// A tensor value: a Func read row-major.
+struct Tensor {
+  Func func;
+  std::vector<int64_t> shape;
+
+  int rank() const { return static_cast<int>(shape.size()); }
+  /// The element at row-major indices `index`.
+  Expr operator()(const std::vector<Expr> &index) const {
+    std::vector<Expr> reversed(index.rbegin(), index.rend());
+    return func(reversed);
+  }
+};
+
+std::vector<int64_t> shapeOf(mlir::Value value) {
+  auto type = llvm::cast<mlir::ShapedType>(value.getType());
+  return std::vector<int64_t>(type.getShape().begin(), type.getShape().end());
+}
+
+std::vector<Var> makeVars(int rank) {
+  std::vector<Var> vars;
+  for (int i = 0; i < rank; ++i)
+    vars.emplace_back("i" + std::to_string(i));
+  return vars;
+}
+
+std::vector<Expr> asExprs(const std::vector<Var> &vars) {
+  return std::vector<Expr>(vars.begin(), vars.end());
+}
+
+/// Halide's argument order of row-major `vars`.
+std::vector<Var> reversedVars(const std::vector<Var> &vars) {
+  return std::vector<Var>(vars.rbegin(), vars.rend());
+}
+
+/// The Funcs of one kernel, built op by op.
+class Translator {
+public:
+  explicit Translator(KernelPipeline &pipeline) : pipeline(pipeline) {}
+
+  /// Translates `func` applied to `arguments`; returns its results.
+  llvm::Expected<std::vector<Tensor>> translate(mlir::func::FuncOp func,
+                                                std::vector<Tensor> arguments);
+
+  /// The status Func: the ids out of range of every embedding translated.
+  Func statusFunc() {
+    Func status(fresh("status"));
+    Expr count = Expr(0);
+    for (const Expr &bad : badIds)
+      count = count + bad;
+    status() = count;
+    return status;
+  }
+
+  /// A Func holding `tensor` itself (an output must be a Func of its own).
+  Tensor copyOf(const Tensor &tensor, const std::string &name) {
+    std::vector<Var> vars = makeVars(tensor.rank());
+    return define(name, tensor.shape, vars, tensor(asExprs(vars)),
+                  Schedule::Pointwise);
+  }
+
+private:
+  enum class Schedule { Inline, Pointwise };
+
+  std::string fresh(const std::string &base) {
+    return base + "_" + std::to_string(counter++);
+  }
+
+  /// A tensor of `shape` whose element at `vars` is `value`; `schedule`
+  /// says whether attnc's schedule computes it on its own or inlines it
+  /// (index maps, cheap arithmetic read once).
+  Tensor define(const std::string &name, std::vector<int64_t> shape,
+                const std::vector<Var> &vars, Expr value, Schedule schedule) {
+    Func func(fresh(name));
+    func(reversedVars(vars)) = value;
+    if (schedule == Schedule::Pointwise)
+      addStage(func, [func, vars](const ScheduleTarget &target) mutable {
+        schedulePointwise(func, reversedVars(vars), target);
+      });
+    return Tensor{func, std::move(shape)};
+  }
+
+  void addStage(Func func, std::function<void(const ScheduleTarget &)> how) {
+    pipeline.stages.push_back(Stage{func, std::move(how)});
+  }
+
+  llvm::Error unsupported(mlir::Operation *op) {
+    std::string where;
+    llvm::raw_string_ostream os(where);
+    os << op->getLoc();
+    return llvm::createStringError(
+        "the Halide backend has no translation of '" +
+        op->getName().getStringRef().str() + "' (at " + where + ")");
+  }
+
+  // The ops, in AttnOps.td's order.
+  Tensor linear(const Tensor &x, const Tensor &w, const Tensor *b);
+  Tensor matmul(const Tensor &a, const Tensor &b, bool transposeB);
+  Tensor elementwise(const std::string &name, std::vector<int64_t> shape,
+                     const std::vector<const Tensor *> &operands,
+                     const std::function<Expr(const std::vector<Expr> &)> &f);
+  Tensor splitHeads(const Tensor &x, int64_t heads);
+  Tensor mergeHeads(const Tensor &x, int64_t heads);
+  Tensor softmax(const Tensor &x, const Tensor *validLens);
+  std::pair<Tensor, Tensor> attention(mlir::attn::AttentionOp op,
+                                      const Tensor &q, const Tensor &k,
+                                      const Tensor &v, const Tensor *validLens);
+  std::pair<Tensor, Tensor>
+  multiheadAttention(mlir::attn::MultiheadAttentionOp op,
+                     const std::function<const Tensor *(mlir::Value)> &get);
+  Tensor positionalEncoding(const Tensor &x);
+  Tensor layerNorm(const Tensor &x, const Tensor &gamma, const Tensor &beta,
+                   float eps);
+  Tensor rmsNorm(const Tensor &x, const Tensor &gamma, float eps);
+  Tensor embedding(const Tensor &ids, const Tensor &table);
+
+  /// The attention core over split heads, the index maps of `q`, `k`, `v`
+  /// and `lens` given: `q(c, i, batch)` is feature c of query row i of the
+  /// batch entry `batch` (one or more indices), and so on. Returns the
+  /// output [batch..., Tq, dv] (as `out(c, i, batch)`) and the weights.
+  struct AttentionCore {
+    std::function<Expr(Expr, Expr, const std::vector<Expr> &)> q, k, v;
+    std::function<Expr(Expr, const std::vector<Expr> &)> lens;
+    std::vector<int64_t> batch;
+    int64_t queries = 0, keys = 0, headDim = 0, valueDim = 0;
+    bool causal = false;
+    int64_t window = 0;
+    /// The weights are an output too (return_weights).
+    bool weightsNeeded = false;
+  };
+  /// Funcs of (c, i, batch...) and (j, i, batch...) in Halide order.
+  std::pair<Func, Func> attentionCore(const AttentionCore &core);
+
+  KernelPipeline &pipeline;
+  std::vector<Expr> badIds;
+  int counter = 0;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Op translations
+//===----------------------------------------------------------------------===//
+
+/// x[..., I] @ w[O, I]ᵀ + b[O]: a reduction over I, w read transposed from
+/// a copy (wt[I, O]) so that the output's row is contiguous in both.
+Tensor Translator::linear(const Tensor &x, const Tensor &w, const Tensor *b) {
+  int64_t in = w.shape[1], out = w.shape[0];
+  Var o("o"), kk("k");
+  Func wt(fresh("wt"));
+  wt(o, kk) = w({o, kk});
+  std::vector<int64_t> shape = x.shape;
+  shape.back() = out;
+  std::vector<Var> vars = makeVars(x.rank());
+  std::vector<Expr> row = asExprs(vars);
+  RDom r(0, static_cast<int>(in), "r");
+  Func acc(fresh("linear_acc")), y(fresh("linear"));
+  std::vector<Var> hv = reversedVars(vars);
+  acc(hv) = 0.0f;
+  row.back() = r.x;
+  acc(hv) += x(row) * wt(vars.back(), r.x);
+  y(hv) = b ? acc(hv) + (*b)({vars.back()}) : acc(hv);
+  addStage(wt, [wt, o, kk](const ScheduleTarget &target) mutable {
+    scheduleTranspose(wt, o, kk, target);
+  });
+  addStage(y, [y, hv, acc, r](const ScheduleTarget &target) mutable {
+    scheduleGemm(y, hv, acc, r, target);
+  });
+  return Tensor{y, shape};
+}
+
+/// a[N, M, K] @ b[N, K, P] (or b[N, P, K]ᵀ with transpose_b).
+Tensor Translator::matmul(const Tensor &a, const Tensor &b, bool transposeB) {
+  int64_t k = a.shape[2], p = transposeB ? b.shape[1] : b.shape[2];
+  std::vector<Var> vars = makeVars(3);
+  Var n = vars[0], m = vars[1], j = vars[2];
+  Func bt(fresh("bt"));
+  Var bj("j"), bk("k"), bn("n");
+  // bt[n, k, j]: b in the layout the reduction reads contiguously.
+  bt(bj, bk, bn) = transposeB ? b({bn, bj, bk}) : b({bn, bk, bj});
+  RDom r(0, static_cast<int>(k), "r");
+  Func acc(fresh("matmul_acc")), y(fresh("matmul"));
+  std::vector<Var> hv = reversedVars(vars);
+  acc(hv) = 0.0f;
+  acc(hv) += a({n, m, r.x}) * bt(j, r.x, n);
+  y(hv) = acc(hv);
+  if (transposeB)
+    addStage(bt, [bt, bj, bk](const ScheduleTarget &target) mutable {
+      scheduleTranspose(bt, bj, bk, target);
+    });
+  addStage(y, [y, hv, acc, r](const ScheduleTarget &target) mutable {
+    scheduleGemm(y, hv, acc, r, target);
+  });
+  return Tensor{y, {a.shape[0], a.shape[1], p}};
+}
+
+/// f of the operands, each read with NumPy broadcasting against `shape`
+/// (trailing axes aligned; a size-1 axis reads index 0).
+Tensor Translator::elementwise(
+    const std::string &name, std::vector<int64_t> shape,
+    const std::vector<const Tensor *> &operands,
+    const std::function<Expr(const std::vector<Expr> &)> &f) {
+  std::vector<Var> vars = makeVars(static_cast<int>(shape.size()));
+  std::vector<Expr> values;
+  for (const Tensor *t : operands) {
+    std::vector<Expr> index;
+    size_t offset = shape.size() - t->shape.size();
+    for (size_t i = 0; i < t->shape.size(); ++i)
+      index.push_back(t->shape[i] == 1 && shape[offset + i] != 1
+                          ? Expr(0)
+                          : Expr(vars[offset + i]));
+    values.push_back((*t)(index));
+  }
+  return define(name, std::move(shape), vars, f(values), Schedule::Pointwise);
+}
+
+/// result[b*H + h, t, i] = x[b, t, h*d + i]: an index map.
+Tensor Translator::splitHeads(const Tensor &x, int64_t heads) {
+  int64_t d = x.shape[2] / heads;
+  std::vector<Var> vars = makeVars(3);
+  Expr h = vars[0] % static_cast<int>(heads);
+  Expr b = vars[0] / static_cast<int>(heads);
+  return define("split_heads", {x.shape[0] * heads, x.shape[1], d}, vars,
+                x({b, vars[1], h * static_cast<int>(d) + vars[2]}),
+                Schedule::Inline);
+}
+
+/// result[b, t, h*d + i] = x[b*H + h, t, i]: an index map.
+Tensor Translator::mergeHeads(const Tensor &x, int64_t heads) {
+  int64_t d = x.shape[2];
+  std::vector<Var> vars = makeVars(3);
+  Expr h = vars[2] / static_cast<int>(d), i = vars[2] % static_cast<int>(d);
+  return define("merge_heads", {x.shape[0] / heads, x.shape[1], d * heads},
+                vars, x({vars[0] * static_cast<int>(heads) + h, vars[1], i}),
+                Schedule::Inline);
+}
+
+/// softmax over the last axis, max-subtracted; with `validLens` (x is
+/// [N, Tq, Tk], lengths [N] or [N, Tq]) D2L's masked_softmax: entries
+/// j >= len replaced by -1e6 first.
+Tensor Translator::softmax(const Tensor &x, const Tensor *validLens) {
+  int rank = x.rank();
+  int64_t width = x.shape.back();
+  std::vector<Var> vars = makeVars(rank);
+  std::vector<Expr> index = asExprs(vars);
+  std::vector<Var> rowVars(vars.begin(), vars.end() - 1);
+  std::vector<Var> hRow = reversedVars(rowVars);
+  Func masked(fresh("masked"));
+  Expr value = x(index);
+  if (validLens) {
+    Expr len = validLens->rank() == 1 ? (*validLens)({vars[0]})
+                                      : (*validLens)({vars[0], vars[1]});
+    value = Halide::select(vars.back() < len, value,
+                           Expr(mlir::attn::kMaskedScore));
+  }
+  masked(reversedVars(vars)) = value;
+  RDom r(0, static_cast<int>(width), "r");
+  std::vector<Expr> atR;
+  atR.push_back(r.x);
+  for (auto it = hRow.begin(); it != hRow.end(); ++it)
+    atR.push_back(*it);
+  Func maxOf(fresh("row_max")), expOf(fresh("row_exp")),
+      sumOf(fresh("row_sum"));
+  maxOf(hRow) = Halide::maximum(masked(atR));
+  std::vector<Var> hv = reversedVars(vars);
+  std::vector<Expr> hRowExprs(hRow.begin(), hRow.end());
+  expOf(hv) = Halide::exp(masked(hv) - maxOf(hRowExprs));
+  sumOf(hRow) = Halide::sum(expOf(atR));
+  Func y(fresh("softmax"));
+  y(hv) = expOf(hv) / sumOf(hRowExprs);
+  addStage(y, [y, hv, maxOf, expOf, sumOf](const ScheduleTarget &t) mutable {
+    scheduleRowReduction(y, hv, {maxOf, expOf, sumOf}, t);
+  });
+  return Tensor{y, x.shape};
+}
+
+std::pair<Func, Func> Translator::attentionCore(const AttentionCore &core) {
+  Var c("c"), i("i"), j("j");
+  std::vector<Var> batch;
+  for (size_t n = 0; n < core.batch.size(); ++n)
+    batch.emplace_back("n" + std::to_string(n));
+  std::vector<Expr> batchExprs(batch.begin(), batch.end());
+  auto args = [&](std::initializer_list<Var> first) {
+    std::vector<Var> all(first);
+    all.insert(all.end(), batch.begin(), batch.end());
+    return all;
+  };
+  auto exprArgs = [&](std::initializer_list<Expr> first) {
+    std::vector<Expr> all(first);
+    all.insert(all.end(), batchExprs.begin(), batchExprs.end());
+    return all;
+  };
+  // kt(j, c, batch): the keys transposed, so that a score row is contiguous.
+  Func kt(fresh("keys_t"));
+  kt(args({j, c})) = core.k(c, j, batchExprs);
+  Func qf(fresh("queries"));
+  qf(args({c, i})) = core.q(c, i, batchExprs);
+  RDom rc(0, static_cast<int>(core.headDim), "rc");
+  Func dot(fresh("scores"));
+  dot(args({j, i})) = 0.0f;
+  dot(args({j, i})) += qf(exprArgs({rc.x, i})) * kt(exprArgs({j, rc.x}));
+  // D2L: scores / sqrt(d), as 1/sqrt(d) rounded to f32 times the score.
+  float scale =
+      static_cast<float>(1.0 / std::sqrt(static_cast<double>(core.headDim)));
+  std::vector<Expr> conditions;
+  if (core.lens)
+    conditions.push_back(j < core.lens(i, batchExprs));
+  if (core.causal)
+    conditions.push_back(j <= i);
+  if (core.window > 0)
+    conditions.push_back(j > i - static_cast<int>(core.window));
+  Expr visible =
+      conditions.empty() ? Halide::cast(Halide::Bool(), 1) : conditions.front();
+  for (size_t n = 1; n < conditions.size(); ++n)
+    visible = visible && conditions[n];
+  Func scores(fresh("masked_scores"));
+  scores(args({j, i})) = Halide::select(visible, dot(args({j, i})) * scale,
+                                        Expr(mlir::attn::kMaskedScore));
+  RDom rj(0, static_cast<int>(core.keys), "rj");
+  Func maxOf(fresh("score_max")), expOf(fresh("score_exp")),
+      sumOf(fresh("score_sum"));
+  maxOf(args({i})) = Halide::maximum(scores(exprArgs({rj.x, i})));
+  expOf(args({j, i})) =
+      Halide::exp(scores(args({j, i})) - maxOf(exprArgs({i})));
+  sumOf(args({i})) = Halide::sum(expOf(exprArgs({rj.x, i})));
+  Func weights(fresh("weights"));
+  weights(args({j, i})) = expOf(args({j, i})) / sumOf(exprArgs({i}));
+  Func out(fresh("attention"));
+  out(args({c, i})) = 0.0f;
+  out(args({c, i})) += expOf(exprArgs({rj.x, i})) * core.v(c, rj.x, batchExprs);
+  Func normalized(fresh("attention_out"));
+  normalized(args({c, i})) = out(args({c, i})) / sumOf(exprArgs({i}));
+  AttentionStages stages;
+  stages.out = normalized;
+  stages.accumulate = out;
+  stages.keysTransposed = kt;
+  stages.queries = qf;
+  stages.dot = dot;
+  stages.scores = scores;
+  stages.max = maxOf;
+  stages.exp = expOf;
+  stages.sum = sumOf;
+  stages.c = c;
+  stages.i = i;
+  stages.j = j;
+  stages.batch = batch;
+  stages.headDim = rc;
+  stages.keys = rj;
+  stages.weightsNeeded = core.weightsNeeded;
+  addStage(normalized, [stages](const ScheduleTarget &target) mutable {
+    scheduleAttention(stages, target);
+  });
+  return {normalized, weights};
+}
+
+std::pair<Tensor, Tensor> Translator::attention(mlir::attn::AttentionOp op,
+                                                const Tensor &q,
+                                                const Tensor &k,
+                                                const Tensor &v,
+                                                const Tensor *validLens) {
+  AttentionCore core;
+  core.q = [q](Expr c, Expr i, const std::vector<Expr> &n) {
+    return q({n[0], i, c});
+  };
+  core.k = [k](Expr c, Expr j, const std::vector<Expr> &n) {
+    return k({n[0], j, c});
+  };
+  core.v = [v](Expr c, Expr j, const std::vector<Expr> &n) {
+    return v({n[0], j, c});
+  };
+  if (validLens) {
+    Tensor lens = *validLens;
+    core.lens = [lens](Expr i, const std::vector<Expr> &n) {
+      return lens.rank() == 1 ? lens({n[0]}) : lens({n[0], i});
+    };
+  }
+  core.batch = {q.shape[0]};
+  core.queries = q.shape[1];
+  core.keys = k.shape[1];
+  core.headDim = q.shape[2];
+  core.valueDim = v.shape[2];
+  core.causal = op.getCausal();
+  core.weightsNeeded = op.getReturnWeights();
+  auto [out, weights] = attentionCore(core);
+  Tensor weightsTensor{weights, {q.shape[0], q.shape[1], k.shape[1]}};
+  if (op.getReturnWeights())
+    weightsTensor = copyOf(weightsTensor, "attention_weights");
+  return {Tensor{out, {q.shape[0], q.shape[1], v.shape[2]}}, weightsTensor};
+}
+
+/// D2L MultiHeadAttention with the v2 keywords: projections, the heads of
+/// the projections read in place (head h of batch b is features
+/// [h*d, (h+1)*d) of row b; with kv_heads, key/value head h / (H / G)),
+/// rope where q and k are read, the merged output, the output projection.
+std::pair<Tensor, Tensor> Translator::multiheadAttention(
+    mlir::attn::MultiheadAttentionOp op,
+    const std::function<const Tensor *(mlir::Value)> &get) {
+  int64_t heads = static_cast<int64_t>(op.getHeads());
+  int64_t kvHeads = op.getNumKvHeads();
+  const Tensor &wq = *get(op.getWQ());
+  int64_t hd = wq.shape[0], d = hd / heads, group = heads / kvHeads;
+  Tensor q = linear(*get(op.getQ()), wq, get(op.getBQ()));
+  Tensor k = linear(*get(op.getK()), *get(op.getWK()), get(op.getBK()));
+  Tensor v = linear(*get(op.getV()), *get(op.getWV()), get(op.getBV()));
+  int64_t tq = q.shape[1], tk = k.shape[1], batch = q.shape[0];
+  int id = static_cast<int>(d);
+  std::function<Expr(const Tensor &, Expr, Expr, Expr, Expr)> read =
+      [id](const Tensor &x, Expr c, Expr t, Expr head, Expr b) {
+        return x({b, t, head * id + c});
+      };
+  if (op.getRope()) {
+    // Hugging Face Llama's rotate_half on each head, position = row.
+    int64_t half = d / 2;
+    mlir::attn::RopeTables tables = mlir::attn::ropeTables(
+        std::max(tq, tk), d, op.getRopeBase().convertToFloat());
+    std::vector<int> sizes = {static_cast<int>(half),
+                              static_cast<int>(std::max(tq, tk))};
+    Halide::Buffer<float> cosTable(sizes, fresh("rope_cos"));
+    Halide::Buffer<float> sinTable(sizes, fresh("rope_sin"));
+    for (int64_t t = 0; t < std::max(tq, tk); ++t)
+      for (int64_t j = 0; j < half; ++j) {
+        cosTable(static_cast<int>(j), static_cast<int>(t)) =
+            tables.cos[t * half + j];
+        sinTable(static_cast<int>(j), static_cast<int>(t)) =
+            tables.sin[t * half + j];
+      }
+    int ih = static_cast<int>(half);
+    auto plain = read;
+    read = [plain, cosTable, sinTable, ih](const Tensor &x, Expr c, Expr t,
+                                           Expr head, Expr b) {
+      Expr lower = c < ih;
+      Expr j = Halide::select(lower, c, c - ih);
+      Expr partner = Halide::select(lower, c + ih, c - ih);
+      Expr sign = Halide::select(lower, -1.0f, 1.0f);
+      return plain(x, c, t, head, b) * cosTable(j, t) +
+             sign * plain(x, partner, t, head, b) * sinTable(j, t);
+    };
+  }
+  // The rotated projections are computed once (a stage each): the scores
+  // read every query and key row many times.
+  auto headsOf = [&](const Tensor &x, int64_t count, int64_t rows,
+                     const std::string &name) {
+    std::vector<Var> vars = makeVars(4); // [b, head, t, c]
+    return define(name, {batch, count, rows, d}, vars,
+                  read(x, vars[3], vars[2], vars[1], vars[0]),
+                  op.getRope() ? Schedule::Pointwise : Schedule::Inline);
+  };
+  Tensor qh = headsOf(q, heads, tq, "q_heads");
+  Tensor kh = headsOf(k, kvHeads, tk, "k_heads");
+  Tensor vh = headsOf(v, kvHeads, tk, "v_heads");
+  int ig = static_cast<int>(group);
+  AttentionCore core;
+  // batch = {h, b}
+  core.q = [qh](Expr c, Expr i, const std::vector<Expr> &n) {
+    return qh({n[1], n[0], i, c});
+  };
+  core.k = [kh, ig](Expr c, Expr j, const std::vector<Expr> &n) {
+    return kh({n[1], n[0] / ig, j, c});
+  };
+  core.v = [vh, ig](Expr c, Expr j, const std::vector<Expr> &n) {
+    return vh({n[1], n[0] / ig, j, c});
+  };
+  if (const Tensor *lens = get(op.getValidLens())) {
+    Tensor l = *lens;
+    core.lens = [l](Expr i, const std::vector<Expr> &n) {
+      return l.rank() == 1 ? l({n[1]}) : l({n[1], i});
+    };
+  }
+  core.batch = {heads, batch};
+  core.queries = tq;
+  core.keys = tk;
+  core.headDim = d;
+  core.valueDim = d;
+  core.causal = op.getCausal();
+  core.window = op.getSlidingWindow().value_or(0);
+  core.weightsNeeded = op.getReturnWeights();
+  auto [out, weights] = attentionCore(core);
+  // merge_heads as an index map: feature h*d + c of row (b, i).
+  std::vector<Var> mv = makeVars(3);
+  Tensor merged =
+      define("merged", {batch, tq, hd}, mv,
+             out(mv[2] % id, mv[1], mv[2] / id, mv[0]), Schedule::Inline);
+  Tensor y = linear(merged, *get(op.getWO()), get(op.getBO()));
+  // Weights in split_heads' order: row b*H + h.
+  std::vector<Var> wv = makeVars(3);
+  int ihd = static_cast<int>(heads);
+  Tensor weightsTensor{Func(), {}};
+  if (op.getReturnWeights())
+    weightsTensor = define("attention_weights", {batch * heads, tq, tk}, wv,
+                           weights(wv[2], wv[1], wv[0] % ihd, wv[0] / ihd),
+                           Schedule::Pointwise);
+  return {y, weightsTensor};
+}
+
+/// x + P[:T] (D2L's table, attn/IR/PositionalEncoding.h).
+Tensor Translator::positionalEncoding(const Tensor &x) {
+  int64_t rows = x.shape[1], width = x.shape[2];
+  std::vector<float> table = mlir::attn::positionalEncodingTable(rows, width);
+  Halide::Buffer<float> buffer(
+      std::vector<int>{static_cast<int>(width), static_cast<int>(rows)},
+      fresh("pe_table"));
+  for (int64_t t = 0; t < rows; ++t)
+    for (int64_t c = 0; c < width; ++c)
+      buffer(static_cast<int>(c), static_cast<int>(t)) = table[t * width + c];
+  std::vector<Var> vars = makeVars(3);
+  return define("positional_encoding", x.shape, vars,
+                x(asExprs(vars)) + buffer(vars[2], vars[1]),
+                Schedule::Pointwise);
+}
+
+/// torch nn.LayerNorm over the last axis: biased variance, then
+/// (x - mean) / sqrt(var + eps) * gamma + beta.
+Tensor Translator::layerNorm(const Tensor &x, const Tensor &gamma,
+                             const Tensor &beta, float eps) {
+  int rank = x.rank();
+  int64_t width = x.shape.back();
+  std::vector<Var> vars = makeVars(rank);
+  std::vector<Var> hv = reversedVars(vars);
+  std::vector<Var> hRow(hv.begin() + 1, hv.end());
+  std::vector<Expr> hRowExprs(hRow.begin(), hRow.end());
+  RDom r(0, static_cast<int>(width), "r");
+  std::vector<Expr> atR = {r.x};
+  atR.insert(atR.end(), hRow.begin(), hRow.end());
+  Func mean(fresh("mean")), var(fresh("variance"));
+  float inv = 1.0f / static_cast<float>(width);
+  mean(hRow) = Halide::sum(x.func(atR)) * inv;
+  Expr centred = x.func(atR) - mean(hRowExprs);
+  var(hRow) = Halide::sum(centred * centred) * inv;
+  Func y(fresh("layer_norm"));
+  y(hv) = (x.func(hv) - mean(hRowExprs)) / Halide::sqrt(var(hRowExprs) + eps) *
+              gamma({vars.back()}) +
+          beta({vars.back()});
+  addStage(y, [y, hv, mean, var](const ScheduleTarget &t) mutable {
+    scheduleRowReduction(y, hv, {mean, var}, t);
+  });
+  return Tensor{y, x.shape};
+}
+
+/// Llama's RMSNorm: x * rsqrt(mean(x*x) + eps) * gamma.
+Tensor Translator::rmsNorm(const Tensor &x, const Tensor &gamma, float eps) {
+  int rank = x.rank();
+  int64_t width = x.shape.back();
+  std::vector<Var> vars = makeVars(rank);
+  std::vector<Var> hv = reversedVars(vars);
+  std::vector<Var> hRow(hv.begin() + 1, hv.end());
+  std::vector<Expr> hRowExprs(hRow.begin(), hRow.end());
+  RDom r(0, static_cast<int>(width), "r");
+  std::vector<Expr> atR = {r.x};
+  atR.insert(atR.end(), hRow.begin(), hRow.end());
+  Func meanSquare(fresh("mean_square"));
+  meanSquare(hRow) =
+      Halide::sum(x.func(atR) * x.func(atR)) / static_cast<float>(width);
+  Func y(fresh("rms_norm"));
+  y(hv) = x.func(hv) * (1.0f / Halide::sqrt(meanSquare(hRowExprs) + eps)) *
+          gamma({vars.back()});
+  addStage(y, [y, hv, meanSquare](const ScheduleTarget &t) mutable {
+    scheduleRowReduction(y, hv, {meanSquare}, t);
+  });
+  return Tensor{y, x.shape};
+}
+
+/// Row ids[...] of table[V, D]; an id outside [0, V) reads a clamped row
+/// and counts in the kernel's status.
+Tensor Translator::embedding(const Tensor &ids, const Tensor &table) {
+  int64_t vocab = table.shape[0];
+  std::vector<int64_t> shape = ids.shape;
+  shape.push_back(table.shape[1]);
+  std::vector<Var> vars = makeVars(static_cast<int>(shape.size()));
+  std::vector<Expr> idIndex(vars.begin(), vars.end() - 1);
+  Expr row = Halide::clamp(ids(idIndex), 0, static_cast<int>(vocab - 1));
+  Tensor y = define("embedding", shape, vars, table({row, vars.back()}),
+                    Schedule::Pointwise);
+  // The ids out of range: a reduction over every id.
+  Halide::Region region;
+  for (auto it = ids.shape.rbegin(); it != ids.shape.rend(); ++it)
+    region.push_back(Halide::Range(0, static_cast<int>(*it)));
+  RDom r(region, "ids");
+  std::vector<Expr> at;
+  for (int i = ids.rank() - 1; i >= 0; --i)
+    at.push_back(r[i]);
+  Expr id = ids(at);
+  badIds.push_back(Halide::sum(
+      Halide::select(id < 0 || id >= static_cast<int>(vocab), 1, 0)));
+  return y;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+llvm::Expected<std::vector<Tensor>>
+Translator::translate(mlir::func::FuncOp func, std::vector<Tensor> arguments) {
+  namespace attn = mlir::attn;
+  llvm::DenseMap<mlir::Value, Tensor> values;
+  for (auto [arg, tensor] : llvm::zip(func.getArguments(), arguments))
+    values.try_emplace(arg, tensor);
+  auto get = [&](mlir::Value value) -> const Tensor * {
+    if (!value)
+      return nullptr;
+    auto it = values.find(value);
+    return it == values.end() ? nullptr : &it->second;
+  };
+  for (mlir::Operation &op : func.getBody().front()) {
+    auto set = [&](mlir::Value value, Tensor tensor) {
+      values.try_emplace(value, std::move(tensor));
+    };
+    auto unary = [&](mlir::Value x, const std::string &name,
+                     std::function<Expr(Expr)> f) {
+      const Tensor *t = get(x);
+      set(op.getResult(0),
+          elementwise(name, t->shape, {t},
+                      [f](const std::vector<Expr> &v) { return f(v[0]); }));
+    };
+    auto binary = [&](mlir::Value a, mlir::Value b, const std::string &name,
+                      std::function<Expr(Expr, Expr)> f) {
+      set(op.getResult(0),
+          elementwise(
+              name, shapeOf(op.getResult(0)), {get(a), get(b)},
+              [f](const std::vector<Expr> &v) { return f(v[0], v[1]); }));
+    };
+    if (auto ret = llvm::dyn_cast<mlir::func::ReturnOp>(&op)) {
+      std::vector<Tensor> results;
+      for (mlir::Value v : ret.getOperands())
+        results.push_back(*get(v));
+      return results;
+    } else if (auto linear = llvm::dyn_cast<attn::LinearOp>(&op)) {
+      set(linear.getResult(),
+          this->linear(*get(linear.getX()), *get(linear.getW()),
+                       get(linear.getB())));
+    } else if (auto mm = llvm::dyn_cast<attn::MatmulOp>(&op)) {
+      set(mm.getResult(),
+          matmul(*get(mm.getA()), *get(mm.getB()), mm.getTransposeB()));
+    } else if (auto scale = llvm::dyn_cast<attn::ScaleOp>(&op)) {
+      float factor = scale.getFactor().convertToFloat();
+      unary(scale.getX(), "scale", [factor](Expr x) { return x * factor; });
+    } else if (auto add = llvm::dyn_cast<attn::AddOp>(&op)) {
+      binary(add.getA(), add.getB(), "add",
+             [](Expr a, Expr b) { return a + b; });
+    } else if (auto mul = llvm::dyn_cast<attn::MulOp>(&op)) {
+      binary(mul.getA(), mul.getB(), "mul",
+             [](Expr a, Expr b) { return a * b; });
+    } else if (auto sub = llvm::dyn_cast<attn::SubOp>(&op)) {
+      binary(sub.getA(), sub.getB(), "sub",
+             [](Expr a, Expr b) { return a - b; });
+    } else if (auto relu = llvm::dyn_cast<attn::ReluOp>(&op)) {
+      unary(relu.getX(), "relu", [](Expr x) { return Halide::max(x, 0.0f); });
+    } else if (auto gelu = llvm::dyn_cast<attn::GeluOp>(&op)) {
+      if (gelu.getApproximate())
+        // torch's 'tanh' form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+        unary(gelu.getX(), "gelu", [](Expr x) {
+          float beta = static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5);
+          return 0.5f * x *
+                 (1.0f + Halide::tanh(beta * (x + 0.044715f * x * x * x)));
+        });
+      else
+        unary(gelu.getX(), "gelu", [](Expr x) {
+          return x * 0.5f *
+                 (1.0f + Halide::erf(x * static_cast<float>(M_SQRT1_2)));
+        });
+    } else if (auto silu = llvm::dyn_cast<attn::SiluOp>(&op)) {
+      unary(silu.getX(), "silu",
+            [](Expr x) { return x / (1.0f + Halide::exp(-x)); });
+    } else if (auto tanh = llvm::dyn_cast<attn::TanhOp>(&op)) {
+      unary(tanh.getX(), "tanh", [](Expr x) { return Halide::tanh(x); });
+    } else if (auto sigmoid = llvm::dyn_cast<attn::SigmoidOp>(&op)) {
+      unary(sigmoid.getX(), "sigmoid",
+            [](Expr x) { return 1.0f / (1.0f + Halide::exp(-x)); });
+    } else if (auto split = llvm::dyn_cast<attn::SplitHeadsOp>(&op)) {
+      set(split.getResult(), splitHeads(*get(split.getX()), split.getHeads()));
+    } else if (auto merge = llvm::dyn_cast<attn::MergeHeadsOp>(&op)) {
+      set(merge.getResult(), mergeHeads(*get(merge.getX()), merge.getHeads()));
+    } else if (auto sm = llvm::dyn_cast<attn::SoftmaxOp>(&op)) {
+      set(sm.getResult(), softmax(*get(sm.getX()), nullptr));
+    } else if (auto msm = llvm::dyn_cast<attn::MaskedSoftmaxOp>(&op)) {
+      set(msm.getResult(), softmax(*get(msm.getX()), get(msm.getValidLens())));
+    } else if (auto at = llvm::dyn_cast<attn::AttentionOp>(&op)) {
+      auto [out, weights] = attention(at, *get(at.getQ()), *get(at.getK()),
+                                      *get(at.getV()), get(at.getValidLens()));
+      set(at.getResult(), out);
+      if (at.getAttentionWeights())
+        set(at.getAttentionWeights(), weights);
+    } else if (auto mha = llvm::dyn_cast<attn::MultiheadAttentionOp>(&op)) {
+      auto [out, weights] = multiheadAttention(mha, get);
+      set(mha.getResult(), out);
+      if (mha.getAttentionWeights())
+        set(mha.getAttentionWeights(), weights);
+    } else if (auto pe = llvm::dyn_cast<attn::PositionalEncodingOp>(&op)) {
+      set(pe.getResult(), positionalEncoding(*get(pe.getX())));
+    } else if (auto ln = llvm::dyn_cast<attn::LayerNormOp>(&op)) {
+      set(ln.getResult(),
+          layerNorm(*get(ln.getX()), *get(ln.getGamma()), *get(ln.getBeta()),
+                    ln.getEps().convertToFloat()));
+    } else if (auto an = llvm::dyn_cast<attn::AddNormOp>(&op)) {
+      // D2L AddNorm: layer_norm(y + x).
+      const Tensor *x = get(an.getX()), *y = get(an.getY());
+      Tensor sum =
+          elementwise("add_norm_sum", x->shape, {y, x},
+                      [](const std::vector<Expr> &v) { return v[0] + v[1]; });
+      set(an.getResult(),
+          layerNorm(sum, *get(an.getGamma()), *get(an.getBeta()),
+                    an.getEps().convertToFloat()));
+    } else if (auto rms = llvm::dyn_cast<attn::RmsNormOp>(&op)) {
+      set(rms.getResult(), rmsNorm(*get(rms.getX()), *get(rms.getGamma()),
+                                   rms.getEps().convertToFloat()));
+    } else if (auto ffn = llvm::dyn_cast<attn::FfnOp>(&op)) {
+      // D2L PositionWiseFFN: dense2(relu(dense1(x))).
+      Tensor hidden =
+          this->linear(*get(ffn.getX()), *get(ffn.getW1()), get(ffn.getB1()));
+      Tensor relu = elementwise(
+          "ffn_relu", hidden.shape, {&hidden},
+          [](const std::vector<Expr> &v) { return Halide::max(v[0], 0.0f); });
+      set(ffn.getResult(),
+          this->linear(relu, *get(ffn.getW2()), get(ffn.getB2())));
+    } else if (auto emb = llvm::dyn_cast<attn::EmbeddingOp>(&op)) {
+      set(emb.getResult(), embedding(*get(emb.getIds()), *get(emb.getTable())));
+    } else if (auto dropout = llvm::dyn_cast<attn::DropoutOp>(&op)) {
+      set(dropout.getResult(), *get(dropout.getX()));
+    } else if (auto call = llvm::dyn_cast<mlir::func::CallOp>(&op)) {
+      auto callee =
+          mlir::SymbolTable::lookupNearestSymbolFrom<mlir::func::FuncOp>(
+              call, call.getCalleeAttr());
+      if (!callee || callee.isExternal())
+        return unsupported(&op);
+      std::vector<Tensor> operands;
+      for (mlir::Value v : call.getOperands())
+        operands.push_back(*get(v));
+      auto results = translate(callee, std::move(operands));
+      if (!results)
+        return results.takeError();
+      for (auto [value, tensor] : llvm::zip(call.getResults(), *results))
+        set(value, tensor);
+    } else {
+      return unsupported(&op);
+    }
+    for (mlir::Value result : op.getResults())
+      if (!get(result))
+        return unsupported(&op);
+  }
+  return llvm::createStringError("function '" + func.getName().str() +
+                                 "' has no return");
+}
+
+llvm::Expected<KernelPipeline>
+attnc::halide::buildKernelPipeline(mlir::func::FuncOp kernel) {
+  KernelPipeline pipeline;
+  Translator translator(pipeline);
+  std::vector<Tensor> arguments;
+  for (auto [i, arg] : llvm::enumerate(kernel.getArguments())) {
+    auto type = llvm::cast<mlir::ShapedType>(arg.getType());
+    auto name = kernel.getArgAttrOfType<mlir::StringAttr>(
+        i, mlir::attn::AttnDialect::kNameAttr);
+    Halide::Type element =
+        type.getElementType().isF32() ? Halide::Float(32) : Halide::Int(32);
+    Halide::ImageParam param(element, static_cast<int>(type.getRank()),
+                             "arg_" + std::to_string(i) + "_" +
+                                 (name ? name.str() : std::string("arg")));
+    pipeline.arguments.push_back(param);
+    pipeline.argumentShapes.push_back(shapeOf(arg));
+    std::vector<Var> vars = makeVars(static_cast<int>(type.getRank()));
+    Func read("read_arg_" + std::to_string(i));
+    std::vector<Var> hv = reversedVars(vars);
+    read(hv) = param(hv);
+    arguments.push_back(Tensor{read, shapeOf(arg)});
+  }
+  auto results = translator.translate(kernel, std::move(arguments));
+  if (!results)
+    return results.takeError();
+  // Each output is a Func of its own, computed on its own: an output that
+  // is an argument, an index map or another output gets a copy.
+  std::vector<Func> seen;
+  for (auto [i, result] : llvm::enumerate(*results)) {
+    bool computed = false;
+    for (const Stage &stage : pipeline.stages)
+      computed |= stage.func.name() == result.func.name();
+    bool repeated = false;
+    for (const Func &f : seen)
+      repeated |= f.name() == result.func.name();
+    Tensor out = result;
+    if (!computed || repeated)
+      out = translator.copyOf(result, "output_" + std::to_string(i));
+    seen.push_back(out.func);
+    pipeline.outputs.push_back(out.func);
+    pipeline.outputShapes.push_back(out.shape);
+  }
+  pipeline.outputs.push_back(translator.statusFunc());
+  pipeline.outputShapes.push_back({});
+  return pipeline;
+}
+
+void attnc::halide::constrainShapes(KernelPipeline &pipeline) {
+  auto constrain = [](auto dims, const std::vector<int64_t> &shape) {
+    Halide::Region estimates;
+    int stride = 1;
+    for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
+      int extent = static_cast<int>(shape[shape.size() - 1 - d]);
+      dims(d).set_bounds(0, extent).set_stride(stride);
+      estimates.push_back(Halide::Range(0, extent));
+      stride *= extent;
+    }
+    return estimates;
+  };
+  for (size_t a = 0; a < pipeline.arguments.size(); ++a) {
+    Halide::ImageParam &param = pipeline.arguments[a];
+    param.set_estimates(constrain([&](int d) { return param.dim(d); },
+                                  pipeline.argumentShapes[a]));
+  }
+  for (size_t o = 0; o < pipeline.outputs.size(); ++o) {
+    Halide::Func &func = pipeline.outputs[o];
+    Halide::OutputImageParam buffer = func.output_buffer();
+    Halide::Region estimates = constrain([&](int d) { return buffer.dim(d); },
+                                         pipeline.outputShapes[o]);
+    func.set_estimates(estimates);
+  }
+}

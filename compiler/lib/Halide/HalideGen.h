@@ -1,0 +1,70 @@
+//===- HalideGen.h - One attn-level kernel as a Halide pipeline -*- C++ -*-===//
+//
+// The translation of the attn ops (AttnOps.td gives each op's semantics) to
+// Halide Funcs, and the stages that attnc's own schedules (HalideSchedule.h)
+// then place. Internal to the Halide backend.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNC_LIB_HALIDE_HALIDEGEN_H
+#define ATTNC_LIB_HALIDE_HALIDEGEN_H
+
+#include "Halide.h"
+
+#include "llvm/Support/Error.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace mlir::func {
+class FuncOp;
+} // namespace mlir::func
+
+namespace attnc::halide {
+
+/// What attnc's schedules know of the target.
+struct ScheduleTarget {
+  /// f32 lanes of one vector register (8: AVX2, 16: AVX-512, 4: NEON).
+  int vectorLanes = 8;
+  /// Vector registers (16: AVX2, 32: AVX-512 and NEON).
+  int vectorRegisters = 16;
+  /// Whether loops may run on the thread pool (--parallel, the JIT).
+  bool parallel = false;
+};
+
+/// A Func that attnc's schedule computes on its own (compute_root), with
+/// the code that schedules it for a target.
+struct Stage {
+  Halide::Func func;
+  std::function<void(const ScheduleTarget &)> schedule;
+};
+
+/// A kernel as a Halide pipeline.
+struct KernelPipeline {
+  /// The kernel's inputs and params, in the ABI's order.
+  std::vector<Halide::ImageParam> arguments;
+  /// The row-major shape of each argument.
+  std::vector<std::vector<int64_t>> argumentShapes;
+  /// Its outputs in `output` order, then the status: an Int(32) Func of no
+  /// dimensions counting the embedding ids that were out of range.
+  std::vector<Halide::Func> outputs;
+  /// The row-major shape of each output (the status: none).
+  std::vector<std::vector<int64_t>> outputShapes;
+  /// Every computed stage, producers first.
+  std::vector<Stage> stages;
+};
+
+/// Builds the pipeline of `kernel` (a public func.func of attn ops, func.call
+/// of other blocks of the module, func.return). An op the backend does not
+/// translate is an error naming it and its location.
+llvm::Expected<KernelPipeline> buildKernelPipeline(mlir::func::FuncOp kernel);
+
+/// Constrains every argument's and output's buffer to the kernel's dense,
+/// row-major shapes (so that Halide specializes for them) and gives the
+/// autoschedulers those shapes as estimates.
+void constrainShapes(KernelPipeline &pipeline);
+
+} // namespace attnc::halide
+
+#endif // ATTNC_LIB_HALIDE_HALIDEGEN_H
