@@ -368,6 +368,17 @@ attnc::translateWithHalide(mlir::ModuleOp module, const CompileOptions &options,
       return llvm::createStringError("linking halide_do_par_for failed");
   }
 
+  // Halide's default error handler prints and aborts; a kernel reports
+  // failures by its status instead (kHalideFailureStatus), and the message
+  // still goes to stderr.
+  if (llvm::Function *error = combined->getFunction("halide_error"))
+    if (llvm::Function *print = combined->getFunction("halide_print")) {
+      error->deleteBody();
+      llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", error));
+      b.CreateCall(print, {error->getArg(0), error->getArg(1)});
+      b.CreateRetVoid();
+    }
+
   std::set<std::string> exported;
   for (const KernelSignature &signature : *signatures) {
     addWrappers(*combined, signature);

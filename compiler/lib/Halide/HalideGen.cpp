@@ -444,10 +444,13 @@ std::pair<Tensor, Tensor> Translator::multiheadAttention(
   Tensor v = linear(*get(op.getV()), *get(op.getWV()), get(op.getBV()));
   int64_t tq = q.shape[1], tk = k.shape[1], batch = q.shape[0];
   int id = static_cast<int>(d);
-  std::function<Expr(const Tensor &, Expr, Expr, Expr, Expr)> read =
+  // Feature c of head `head` of row t of batch entry b; with rope, q and k
+  // are read rotated (`rotated`), v as it is.
+  std::function<Expr(const Tensor &, Expr, Expr, Expr, Expr)> plain =
       [id](const Tensor &x, Expr c, Expr t, Expr head, Expr b) {
         return x({b, t, head * id + c});
       };
+  auto rotated = plain;
   if (op.getRope()) {
     // Hugging Face Llama's rotate_half on each head, position = row.
     int64_t half = d / 2;
@@ -465,12 +468,14 @@ std::pair<Tensor, Tensor> Translator::multiheadAttention(
             tables.sin[t * half + j];
       }
     int ih = static_cast<int>(half);
-    auto plain = read;
-    read = [plain, cosTable, sinTable, ih](const Tensor &x, Expr c, Expr t,
-                                           Expr head, Expr b) {
+    rotated = [plain, cosTable, sinTable, ih](const Tensor &x, Expr c, Expr t,
+                                              Expr head, Expr b) {
       Expr lower = c < ih;
-      Expr j = Halide::select(lower, c, c - ih);
-      Expr partner = Halide::select(lower, c + ih, c - ih);
+      // Clamped: bounds inference takes both sides of a select, and the
+      // head's features are [0, 2 * half).
+      Expr j = Halide::clamp(Halide::select(lower, c, c - ih), 0, ih - 1);
+      Expr partner =
+          Halide::clamp(Halide::select(lower, c + ih, c - ih), 0, 2 * ih - 1);
       Expr sign = Halide::select(lower, -1.0f, 1.0f);
       return plain(x, c, t, head, b) * cosTable(j, t) +
              sign * plain(x, partner, t, head, b) * sinTable(j, t);
@@ -479,15 +484,17 @@ std::pair<Tensor, Tensor> Translator::multiheadAttention(
   // The rotated projections are computed once (a stage each): the scores
   // read every query and key row many times.
   auto headsOf = [&](const Tensor &x, int64_t count, int64_t rows,
-                     const std::string &name) {
+                     const std::string &name, bool rotate) {
     std::vector<Var> vars = makeVars(4); // [b, head, t, c]
-    return define(name, {batch, count, rows, d}, vars,
-                  read(x, vars[3], vars[2], vars[1], vars[0]),
-                  op.getRope() ? Schedule::Pointwise : Schedule::Inline);
+    return define(
+        name, {batch, count, rows, d}, vars,
+        (rotate ? rotated : plain)(x, vars[3], vars[2], vars[1], vars[0]),
+        rotate ? Schedule::Pointwise : Schedule::Inline);
   };
-  Tensor qh = headsOf(q, heads, tq, "q_heads");
-  Tensor kh = headsOf(k, kvHeads, tk, "k_heads");
-  Tensor vh = headsOf(v, kvHeads, tk, "v_heads");
+  bool rope = op.getRope();
+  Tensor qh = headsOf(q, heads, tq, "q_heads", rope);
+  Tensor kh = headsOf(k, kvHeads, tk, "k_heads", rope);
+  Tensor vh = headsOf(v, kvHeads, tk, "v_heads", false);
   int ig = static_cast<int>(group);
   AttentionCore core;
   // batch = {h, b}
