@@ -41,7 +41,11 @@ __all__ = [
     "compiler_version",
 ]
 
-BACKENDS = ("mlir",)
+from ._attnc import backends as _backends  # noqa: E402
+
+# The code generators in this build: "mlir", and "halide" when attnc was
+# built with Halide (docs/halide.md).
+BACKENDS = _backends()
 
 
 def _is_path(spec):
@@ -53,12 +57,16 @@ def _is_path(spec):
 
 
 def compile(spec, block=None, target="cpu", mcpu="native", backend="mlir",
-            opt_level=2, threads=None):
+            opt_level=2, threads=None, halide_schedule="attnc"):
     """Compiles block `block` (None: the spec's only block) of `spec`, a
     path to a .attn file or the text of one, and returns its Kernel.
 
     target: "cpu" or "nvptx" (an NVIDIA GPU; mcpu then names its compute
     capability, default sm_90a). mcpu: an LLVM CPU name or "native".
+    backend: "mlir" (attnc's MLIR pipeline) or "halide" (the same kernel
+    through Halide; see BACKENDS), with halide_schedule "attnc" (attnc's
+    own schedules) or one of Halide's autoschedulers: "Adams2019",
+    "Mullapudi2016", "Li2018".
     threads: if given, the number of threads kernels use (the runtime's
     process-wide pool, as set_num_threads). Compiled kernels are cached in
     memory and on disk (ATTNC_CACHE_DIR)."""
@@ -83,13 +91,14 @@ def compile(spec, block=None, target="cpu", mcpu="native", backend="mlir",
             raise FileNotFoundError(
                 f"attnc.compile: no spec file {path!r} (pass a path to a "
                 f".attn file or the spec's text)")
-        return _attnc_compile_file(path, block, target, mcpu, opt_level)
+        return _attnc_compile_file(path, block, target, mcpu, opt_level,
+                                   backend, halide_schedule)
     if not isinstance(spec, str):
         raise TypeError(
             f"attnc.compile: spec must be a path or the spec's text, got "
             f"{type(spec).__name__}")
     return _attnc_compile_text(spec, "<string>", block, target, mcpu,
-                               opt_level)
+                               opt_level, backend, halide_schedule)
 
 
 from ._attnc import compile_file as _attnc_compile_file  # noqa: E402

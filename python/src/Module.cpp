@@ -12,6 +12,7 @@
 
 #include "Arrays.h"
 
+#include "attnc/Halide/HalideBackend.h"
 #include "attnc/Runtime/Runtime.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -246,8 +247,24 @@ struct PyKernel {
 };
 
 CompileOptions compileOptions(const std::string &target,
-                              const std::string &mcpu, int optLevel) {
+                              const std::string &mcpu, int optLevel,
+                              const std::string &backend,
+                              const std::string &halideSchedule) {
   CompileOptions options = Runtime::defaultOptions();
+  if (backend == "halide")
+    options.backend = Backend::Halide;
+  else if (backend != "mlir")
+    throw nb::value_error(
+        ("attnc.compile: unknown backend '" + backend + "' (mlir or halide)")
+            .c_str());
+  options.halideSchedule = halideSchedule;
+  if (options.backend == Backend::Halide)
+    if (llvm::Error bad = checkHalideOptions(options))
+      throw nb::value_error(
+          ("attnc.compile: " + llvm::toString(std::move(bad))).c_str());
+  if (options.backend != Backend::Halide && halideSchedule != "attnc")
+    throw nb::value_error(
+        "attnc.compile: halide_schedule needs backend=\"halide\"");
   if (target == "nvptx")
     options.target.kind = TargetKind::Nvptx;
   else if (target != "cpu")
@@ -315,8 +332,10 @@ NB_MODULE(_attnc, m) {
       "compile_text",
       [](const std::string &text, const std::string &sourceName,
          const std::string &block, const std::string &target,
-         const std::string &mcpu, int optLevel) {
-        CompileOptions options = compileOptions(target, mcpu, optLevel);
+         const std::string &mcpu, int optLevel, const std::string &backend,
+         const std::string &halideSchedule) {
+        CompileOptions options =
+            compileOptions(target, mcpu, optLevel, backend, halideSchedule);
         nb::gil_scoped_release release;
         auto kernel =
             Runtime::global().compile(text, sourceName, block, options);
@@ -324,19 +343,33 @@ NB_MODULE(_attnc, m) {
         return compiled(std::move(kernel));
       },
       nb::arg("text"), nb::arg("source_name"), nb::arg("block"),
-      nb::arg("target"), nb::arg("mcpu"), nb::arg("opt_level"));
+      nb::arg("target"), nb::arg("mcpu"), nb::arg("opt_level"),
+      nb::arg("backend"), nb::arg("halide_schedule"));
   m.def(
       "compile_file",
       [](const std::string &path, const std::string &block,
-         const std::string &target, const std::string &mcpu, int optLevel) {
-        CompileOptions options = compileOptions(target, mcpu, optLevel);
+         const std::string &target, const std::string &mcpu, int optLevel,
+         const std::string &backend, const std::string &halideSchedule) {
+        CompileOptions options =
+            compileOptions(target, mcpu, optLevel, backend, halideSchedule);
         nb::gil_scoped_release release;
         auto kernel = Runtime::global().compileFile(path, block, options);
         nb::gil_scoped_acquire acquire;
         return compiled(std::move(kernel));
       },
       nb::arg("path"), nb::arg("block"), nb::arg("target"), nb::arg("mcpu"),
-      nb::arg("opt_level"));
+      nb::arg("opt_level"), nb::arg("backend"), nb::arg("halide_schedule"));
+  m.def(
+      "backends",
+      [] {
+        nb::list names;
+        names.append("mlir");
+        if (haveHalideBackend())
+          names.append("halide");
+        return nb::tuple(names);
+      },
+      "the code generators in this build: mlir, and halide when it was "
+      "built with Halide");
   m.def(
       "set_num_threads",
       [](unsigned threads) { Runtime::global().setNumThreads(threads); },

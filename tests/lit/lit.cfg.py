@@ -31,6 +31,11 @@ tool_dirs = [config.attnc_tools_dir, config.llvm_tools_dir]
 tools = ["attn-opt", "attnc", "FileCheck", "not", "count", "llvm-nm"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
+# --backend=halide: built only with Halide 21 (tests of it REQUIRE halide;
+# those of a build without it UNSUPPORTED: halide).
+if config.attnc_have_halide:
+    config.available_features.add("halide")
+
 # The CUDA toolkit (libdevice; ptxas) that --target=nvptx uses, where attnc
 # looks for it (attnc::findCudaToolkit): GPU tests need it, not a GPU.
 for root in [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"),

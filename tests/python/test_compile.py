@@ -3,6 +3,7 @@
 import os
 import pathlib
 
+import numpy as np
 import pytest
 
 import attnc
@@ -82,8 +83,10 @@ def test_bad_options():
         attnc.compile(MHA, opt_level=7)
     with pytest.raises(ValueError, match="opt_level"):
         attnc.compile(MHA, opt_level="2")
-    with pytest.raises(ValueError, match="backend 'halide'"):
-        attnc.compile(MHA, backend="halide")
+    with pytest.raises(ValueError, match="backend 'tvm'"):
+        attnc.compile(MHA, backend="tvm")
+    with pytest.raises(ValueError, match="halide_schedule needs"):
+        attnc.compile(MHA, halide_schedule="Li2018")
     with pytest.raises(ValueError, match="threads"):
         attnc.compile(MHA, threads=0)
     with pytest.raises(TypeError, match="spec must be"):
@@ -114,3 +117,32 @@ def test_version_is_the_projects():
     import importlib.metadata
     assert attnc.__version__ == importlib.metadata.version("attnc")
     assert attnc.compiler_version().startswith(f"attnc {attnc.__version__} ")
+
+
+@pytest.mark.skipif("halide" not in attnc.BACKENDS,
+                    reason="attnc was built without Halide")
+def test_halide_backend_matches_mlir():
+    rng = np.random.default_rng(0)
+    mlir = attnc.compile(MHA)
+    args = {}
+    for name, role, dtype, shape in mlir.signature:
+        if role == "output":
+            continue
+        args[name] = (rng.integers(0, 5, shape, dtype=np.int32)
+                      if dtype == "i32" else
+                      rng.uniform(-1, 1, shape).astype(np.float32))
+    expected = mlir(**args)
+    for schedule in ("attnc", "Li2018"):
+        halide = attnc.compile(MHA, backend="halide", halide_schedule=schedule)
+        assert halide.signature == mlir.signature
+        np.testing.assert_allclose(halide(**args), expected, atol=1e-4,
+                                   rtol=1e-4)
+
+
+@pytest.mark.skipif("halide" not in attnc.BACKENDS,
+                    reason="attnc was built without Halide")
+def test_halide_backend_errors():
+    with pytest.raises(ValueError, match="unknown --halide-schedule 'Adams'"):
+        attnc.compile(MHA, backend="halide", halide_schedule="Adams")
+    with pytest.raises(ValueError, match="CPU kernels"):
+        attnc.compile(MHA, backend="halide", target="nvptx")

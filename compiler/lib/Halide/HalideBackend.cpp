@@ -145,7 +145,26 @@ compileKernel(mlir::func::FuncOp kernel, const CompileOptions &options,
   if (!buffer)
     return llvm::createStringError("cannot read Halide's bitcode: " +
                                    buffer.getError().message());
-  return llvm::parseBitcodeFile((*buffer)->getMemBufferRef(), context);
+  auto parsed = llvm::parseBitcodeFile((*buffer)->getMemBufferRef(), context);
+  if (!parsed)
+    return parsed.takeError();
+  // Halide records its target in module flags (halide_mcpu_target, ...);
+  // they differ between the variants of a --mcpu list and mean nothing to
+  // LLVM 22's code generator, which the functions' attributes direct.
+  if (llvm::NamedMDNode *flags = (*parsed)->getModuleFlagsMetadata()) {
+    std::vector<llvm::MDNode *> kept;
+    for (llvm::MDNode *flag : flags->operands()) {
+      auto *name = flag->getNumOperands() > 1
+                       ? llvm::dyn_cast<llvm::MDString>(flag->getOperand(1))
+                       : nullptr;
+      if (!name || !name->getString().starts_with("halide_"))
+        kept.push_back(flag);
+    }
+    flags->clearOperands();
+    for (llvm::MDNode *flag : kept)
+      flags->addOperand(flag);
+  }
+  return parsed;
 }
 
 /// The ABI wrappers of one kernel: NAME(args...) builds a halide_buffer_t

@@ -73,6 +73,14 @@ std::vector<Var> reversedVars(const std::vector<Var> &vars) {
   return std::vector<Var>(vars.rbegin(), vars.rend());
 }
 
+/// tanh(x) = sign(x) (1 - e) / (1 + e) with e = exp(-2|x|): Halide's exp is
+/// inline code, its tanh a call of libm's tanhf, and kernels need libc only.
+Expr tanhWithoutLibm(Expr x) {
+  Expr e = Halide::exp(-2.0f * Halide::abs(x));
+  Expr magnitude = (1.0f - e) / (1.0f + e);
+  return Halide::select(x < 0.0f, -magnitude, magnitude);
+}
+
 /// The Funcs of one kernel, built op by op.
 class Translator {
 public:
@@ -82,7 +90,8 @@ public:
   llvm::Expected<std::vector<Tensor>> translate(mlir::func::FuncOp func,
                                                 std::vector<Tensor> arguments);
 
-  /// The status Func: the ids out of range of every embedding translated.
+  /// The status Func: how many of the embeddings translated were given an
+  /// id out of range.
   Func statusFunc() {
     Func status(fresh("status"));
     Expr count = Expr(0);
@@ -607,7 +616,7 @@ Tensor Translator::rmsNorm(const Tensor &x, const Tensor &gamma, float eps) {
 }
 
 /// Row ids[...] of table[V, D]; an id outside [0, V) reads a clamped row
-/// and counts in the kernel's status.
+/// and makes the kernel's status count this embedding.
 Tensor Translator::embedding(const Tensor &ids, const Tensor &table) {
   int64_t vocab = table.shape[0];
   std::vector<int64_t> shape = ids.shape;
@@ -626,7 +635,9 @@ Tensor Translator::embedding(const Tensor &ids, const Tensor &table) {
   for (int i = ids.rank() - 1; i >= 0; --i)
     at.push_back(r[i]);
   Expr id = ids(at);
-  badIds.push_back(Halide::sum(
+  // The status counts the embeddings given an id out of range (SPEC §5's
+  // header: 1 per embedding, however many of its ids).
+  badIds.push_back(Halide::maximum(
       Halide::select(id < 0 || id >= static_cast<int>(vocab), 1, 0)));
   return y;
 }
@@ -693,11 +704,12 @@ Translator::translate(mlir::func::FuncOp func, std::vector<Tensor> arguments) {
       unary(relu.getX(), "relu", [](Expr x) { return Halide::max(x, 0.0f); });
     } else if (auto gelu = llvm::dyn_cast<attn::GeluOp>(&op)) {
       if (gelu.getApproximate())
-        // torch's 'tanh' form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+        // torch's 'tanh' form, 0.5 x (1 + tanh(u)) with
+        // u = sqrt(2/pi) (x + 0.044715 x^3), as x / (1 + exp(-2u)).
         unary(gelu.getX(), "gelu", [](Expr x) {
           float beta = static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5);
-          return 0.5f * x *
-                 (1.0f + Halide::tanh(beta * (x + 0.044715f * x * x * x)));
+          Expr u = beta * (x + 0.044715f * x * x * x);
+          return x / (1.0f + Halide::exp(-2.0f * u));
         });
       else
         unary(gelu.getX(), "gelu", [](Expr x) {
@@ -708,7 +720,7 @@ Translator::translate(mlir::func::FuncOp func, std::vector<Tensor> arguments) {
       unary(silu.getX(), "silu",
             [](Expr x) { return x / (1.0f + Halide::exp(-x)); });
     } else if (auto tanh = llvm::dyn_cast<attn::TanhOp>(&op)) {
-      unary(tanh.getX(), "tanh", [](Expr x) { return Halide::tanh(x); });
+      unary(tanh.getX(), "tanh", [](Expr x) { return tanhWithoutLibm(x); });
     } else if (auto sigmoid = llvm::dyn_cast<attn::SigmoidOp>(&op)) {
       unary(sigmoid.getX(), "sigmoid",
             [](Expr x) { return 1.0f / (1.0f + Halide::exp(-x)); });

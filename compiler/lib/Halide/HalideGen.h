@@ -47,7 +47,7 @@ struct KernelPipeline {
   /// The row-major shape of each argument.
   std::vector<std::vector<int64_t>> argumentShapes;
   /// Its outputs in `output` order, then the status: an Int(32) Func of no
-  /// dimensions counting the embedding ids that were out of range.
+  /// dimensions counting the embeddings given an id out of range.
   std::vector<Halide::Func> outputs;
   /// The row-major shape of each output (the status: none).
   std::vector<std::vector<int64_t>> outputShapes;
