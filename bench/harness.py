@@ -9,6 +9,8 @@ Times, in one run, on each thread count:
               Kernel::run, argument checks included), ATTNC_NUM_THREADS=n
   attnc AOT   `attnc SPEC --emit=obj` + `--emit=header`, linked with the
               system C compiler into a generated timing driver
+  Halide      `attnc run SPEC --backend=halide --halide-schedule=S` for
+              each S of --halide-schedules (default: attnc's own)
   PyTorch     Debian's python3-torch (/usr/bin/python3) and the PyPI torch
               of the bench venv, each in its own process (bench/peer_torch.py)
   ONNX Runtime  CPU EP, com.microsoft Attention and plain graphs
@@ -263,12 +265,13 @@ def runs_for(estimate_ms, protocol):
 TIME_RE = re.compile(r"time per call: ([0-9.eE+-]+) ms \(median of (\d+)")
 
 
-def attnc_jit(attnc, spec, threads, protocol, outdir):
+def attnc_jit(attnc, spec, threads, protocol, outdir, extra=()):
     env = thread_env(threads)
 
     def once(repeat):
         proc = run([attnc, "run", spec, "--random-inputs", "--seed", "1",
-                    "--repeat", str(repeat), "--output-dir", outdir], env)
+                    "--repeat", str(repeat), "--output-dir", outdir] +
+                   list(extra), env)
         if proc.returncode != 0:
             raise RuntimeError(failure(proc))
         m = TIME_RE.search(proc.stdout)
@@ -544,6 +547,8 @@ def render(report):
     peers = report["peers"]
     cols = ["shape (B, T, D, heads)", "thr", "GFLOP", "attnc JIT ms",
             "attnc AOT ms", "attnc GFLOP/s"]
+    schedules = report.get("halide_schedules", [])
+    cols += ["Halide backend (%s) ms (x)" % s for s in schedules]
     cols += ["%s ms (x)" % title for _, title, _ in PEERS]
     out.append("| " + " | ".join(cols) + " |")
     out.append("|" + "|".join(["---"] * len(cols)) + "|")
@@ -566,6 +571,15 @@ def render(report):
                 cells.append("failed: " + r["error"][:60])
         base = min(attnc) if attnc else None
         cells.append("%.1f" % (gflop / base * 1e3) if base else "-")
+        # attnc's Halide backend through the JIT, the ratio against the
+        # MLIR backend's best as for the peers.
+        for schedule in schedules:
+            r = row.get("halide", {}).get(schedule, {"error": "not run"})
+            if "ms" in r:
+                ratio = " (%.2fx)" % (r["ms"] / base) if base else ""
+                cells.append(fmt_ms(r["ms"]) + ratio)
+            else:
+                cells.append("failed: " + r["error"][:60])
         for key, _, keys in PEERS:
             peer = peers[key]
             if "unavailable" in peer:
@@ -668,6 +682,10 @@ def main():
                     "$ATTNC_BENCH_JOBS, else ninja's own)")
     ap.add_argument("--json", help="also write the raw results here "
                     "(default BUILD/bench/results.json)")
+    ap.add_argument("--halide-schedules", default="attnc",
+                    help="comma-separated --halide-schedule values timed "
+                    "through attnc's Halide backend (attnc, Adams2019, "
+                    "Mullapudi2016, Li2018; 'none': no Halide column)")
     ap.add_argument("--update-doc", action="store_true",
                     help="replace the measured section of "
                     "docs/performance.md")
@@ -685,6 +703,8 @@ def main():
     if unknown:
         ap.error("unknown case(s): %s" % ", ".join(sorted(unknown)))
     threads = [int(t) for t in args.threads.split(",")]
+    halide_schedules = [] if args.halide_schedules == "none" else \
+        args.halide_schedules.split(",")
 
     bindir = os.path.join(args.build_dir, "bin")
     attnc = os.path.join(bindir, "attnc")
@@ -729,8 +749,16 @@ def main():
               "quick": args.quick, "blas_link": blas_link(),
               "attnc_tree": git_state(), "aot_mode": report_aot,
               "processes": args.processes,
+              "halide_schedules": [],
               "rows": [],
               "peers": {}}
+
+    if halide_schedules and os.path.exists(attnc):
+        version = run([attnc, "--version"]).stdout
+        if "Halide " in version and "not in this build" not in version:
+            report["halide_schedules"] = halide_schedules
+        else:
+            log("== Halide backend: not in this build, no Halide column")
 
     log("== compile time: attnc-compile-time samples/bert_base_layer.attn")
     report["compile_time"] = compile_time(
@@ -749,7 +777,14 @@ def main():
                 row["aot"] = attnc_aot(attnc, case, specs[case["id"]],
                                        protocol, workdir, t, aot_rt,
                                        args.processes)
-            log("   jit %s | aot %s" % (row["jit"], row["aot"]))
+                row["halide"] = {
+                    s: attnc_jit(attnc, specs[case["id"]], t, protocol,
+                                 os.path.join(tmp, "out"),
+                                 ["--backend=halide",
+                                  "--halide-schedule=" + s])
+                    for s in report["halide_schedules"]}
+            log("   jit %s | aot %s | halide %s" % (row["jit"], row["aot"],
+                                                  row.get("halide")))
             report["rows"].append(row)
 
     venv_python = os.path.join(args.venv, "bin", "python")
@@ -821,7 +856,10 @@ def format_report(report):
         "",
         "ms: median after warm-up (protocol %s). GFLOP/s = FLOP / attnc's "
         "best of JIT and AOT. (x) = peer's best ms / attnc's best ms "
-        "(> 1: attnc is faster), with the peer variant that was best." % (
+        "(> 1: attnc is faster), with the peer variant that was best. "
+        "Halide backend (S): the same spec through `attnc run "
+        "--backend=halide --halide-schedule=S` (JIT), (x) = its ms / "
+        "attnc's best (> 1: the MLIR backend is faster)." % (
             json.dumps(report["protocol"])),
         "",
         "Peers:",

@@ -30,6 +30,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <limits>
+#include <optional>
 
 using namespace attnc::halide;
 using Halide::Expr;
@@ -73,10 +75,18 @@ std::vector<Var> reversedVars(const std::vector<Var> &vars) {
   return std::vector<Var>(vars.rbegin(), vars.rend());
 }
 
+/// exp(x) for the activations' x / (1 + exp(-x)) forms: Halide's exp gives
+/// garbage, not +inf, past f32's range (its exponent wraps), so x is kept
+/// where exp is finite; beyond it the quotients are 0 (or -0) to well
+/// within f32 as they are.
+Expr boundedExp(Expr x) {
+  return Halide::exp(Halide::clamp(x, -104.0f, 88.0f));
+}
+
 /// tanh(x) = sign(x) (1 - e) / (1 + e) with e = exp(-2|x|): Halide's exp is
 /// inline code, its tanh a call of libm's tanhf, and kernels need libc only.
 Expr tanhWithoutLibm(Expr x) {
-  Expr e = Halide::exp(-2.0f * Halide::abs(x));
+  Expr e = boundedExp(-2.0f * Halide::abs(x));
   Expr magnitude = (1.0f - e) / (1.0f + e);
   return Halide::select(x < 0.0f, -magnitude, magnitude);
 }
@@ -191,54 +201,61 @@ private:
 // Op translations
 //===----------------------------------------------------------------------===//
 
-/// x[..., I] @ w[O, I]ᵀ + b[O]: a reduction over I, w read transposed from
-/// a copy (wt[I, O]) so that the output's row is contiguous in both.
+/// x[..., I] @ w[O, I]ᵀ + b[O] as a 2-D GEMM over the rows of x (its
+/// leading dimensions flattened), a reduction over I; w is read transposed,
+/// as wt[I, O], which the schedule computes one panel of columns at a time
+/// (packing).
 Tensor Translator::linear(const Tensor &x, const Tensor &w, const Tensor *b) {
   int64_t in = w.shape[1], out = w.shape[0];
-  Var o("o"), kk("k");
-  Func wt(fresh("wt"));
-  wt(o, kk) = w({o, kk});
   std::vector<int64_t> shape = x.shape;
   shape.back() = out;
-  std::vector<Var> vars = makeVars(x.rank());
-  std::vector<Expr> row = asExprs(vars);
+  // Row `row` of the flattened x is x[unflatten(row)].
+  std::vector<int64_t> rowShape(x.shape.begin(), x.shape.end() - 1);
+  auto unflatten = [rowShape](Expr row) {
+    std::vector<Expr> index(rowShape.size());
+    for (size_t d = rowShape.size(); d-- > 0;) {
+      int extent = static_cast<int>(rowShape[d]);
+      index[d] = d == 0 ? row : row % extent;
+      row = row / extent;
+    }
+    return index;
+  };
+  Var o("o"), k("k"), row("row");
+  Func wt(fresh("wt"));
+  wt(o, k) = w({o, k});
   RDom r(0, static_cast<int>(in), "r");
-  Func acc(fresh("linear_acc")), y(fresh("linear"));
-  std::vector<Var> hv = reversedVars(vars);
-  acc(hv) = 0.0f;
-  row.back() = r.x;
-  acc(hv) += x(row) * wt(vars.back(), r.x);
-  y(hv) = b ? acc(hv) + (*b)({vars.back()}) : acc(hv);
-  addStage(wt, [wt, o, kk](const ScheduleTarget &target) mutable {
-    scheduleTranspose(wt, o, kk, target);
+  Func acc(fresh("linear_acc")), y2(fresh("linear"));
+  std::vector<Expr> xIndex = unflatten(row);
+  xIndex.push_back(r.x);
+  acc(o, row) = 0.0f;
+  acc(o, row) += x(xIndex) * wt(o, r.x);
+  y2(o, row) = b ? acc(o, row) + (*b)({o}) : acc(o, row);
+  addStage(y2, [y2, o, row, acc, r, wt](const ScheduleTarget &t) mutable {
+    scheduleGemm(y2, o, row, {}, acc, r, wt, t);
   });
-  addStage(y, [y, hv, acc, r](const ScheduleTarget &target) mutable {
-    scheduleGemm(y, hv, acc, r, target);
-  });
-  return Tensor{y, shape};
+  // The result in x's leading shape: an index map.
+  std::vector<Var> vars = makeVars(x.rank());
+  Expr flat = Expr(0);
+  for (size_t d = 0; d + 1 < vars.size(); ++d)
+    flat = flat * static_cast<int>(x.shape[d]) + vars[d];
+  return define("linear_view", shape, vars, y2(vars.back(), flat),
+                Schedule::Inline);
 }
 
-/// a[N, M, K] @ b[N, K, P] (or b[N, P, K]ᵀ with transpose_b).
+/// a[N, M, K] @ b[N, K, P] (or b[N, P, K]ᵀ with transpose_b): a GEMM per
+/// batch entry, b read through a panel (bt[n, k, j]).
 Tensor Translator::matmul(const Tensor &a, const Tensor &b, bool transposeB) {
   int64_t k = a.shape[2], p = transposeB ? b.shape[1] : b.shape[2];
-  std::vector<Var> vars = makeVars(3);
-  Var n = vars[0], m = vars[1], j = vars[2];
+  Var j("j"), m("m"), n("n"), bk("k");
   Func bt(fresh("bt"));
-  Var bj("j"), bk("k"), bn("n");
-  // bt[n, k, j]: b in the layout the reduction reads contiguously.
-  bt(bj, bk, bn) = transposeB ? b({bn, bj, bk}) : b({bn, bk, bj});
+  bt(j, bk, n) = transposeB ? b({n, j, bk}) : b({n, bk, j});
   RDom r(0, static_cast<int>(k), "r");
   Func acc(fresh("matmul_acc")), y(fresh("matmul"));
-  std::vector<Var> hv = reversedVars(vars);
-  acc(hv) = 0.0f;
-  acc(hv) += a({n, m, r.x}) * bt(j, r.x, n);
-  y(hv) = acc(hv);
-  if (transposeB)
-    addStage(bt, [bt, bj, bk](const ScheduleTarget &target) mutable {
-      scheduleTranspose(bt, bj, bk, target);
-    });
-  addStage(y, [y, hv, acc, r](const ScheduleTarget &target) mutable {
-    scheduleGemm(y, hv, acc, r, target);
+  acc(j, m, n) = 0.0f;
+  acc(j, m, n) += a({n, m, r.x}) * bt(j, r.x, n);
+  y(j, m, n) = acc(j, m, n);
+  addStage(y, [y, j, m, n, acc, r, bt](const ScheduleTarget &t) mutable {
+    scheduleGemm(y, j, m, {n}, acc, r, bt, t);
   });
   return Tensor{y, {a.shape[0], a.shape[1], p}};
 }
@@ -396,6 +413,7 @@ std::pair<Func, Func> Translator::attentionCore(const AttentionCore &core) {
   stages.headDim = rc;
   stages.keys = rj;
   stages.weightsNeeded = core.weightsNeeded;
+  stages.queryRows = core.queries;
   addStage(normalized, [stages](const ScheduleTarget &target) mutable {
     scheduleAttention(stages, target);
   });
@@ -709,7 +727,7 @@ Translator::translate(mlir::func::FuncOp func, std::vector<Tensor> arguments) {
         unary(gelu.getX(), "gelu", [](Expr x) {
           float beta = static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5);
           Expr u = beta * (x + 0.044715f * x * x * x);
-          return x / (1.0f + Halide::exp(-2.0f * u));
+          return x / (1.0f + boundedExp(-2.0f * u));
         });
       else
         unary(gelu.getX(), "gelu", [](Expr x) {
@@ -718,12 +736,12 @@ Translator::translate(mlir::func::FuncOp func, std::vector<Tensor> arguments) {
         });
     } else if (auto silu = llvm::dyn_cast<attn::SiluOp>(&op)) {
       unary(silu.getX(), "silu",
-            [](Expr x) { return x / (1.0f + Halide::exp(-x)); });
+            [](Expr x) { return x / (1.0f + boundedExp(-x)); });
     } else if (auto tanh = llvm::dyn_cast<attn::TanhOp>(&op)) {
       unary(tanh.getX(), "tanh", [](Expr x) { return tanhWithoutLibm(x); });
     } else if (auto sigmoid = llvm::dyn_cast<attn::SigmoidOp>(&op)) {
       unary(sigmoid.getX(), "sigmoid",
-            [](Expr x) { return 1.0f / (1.0f + Halide::exp(-x)); });
+            [](Expr x) { return 1.0f / (1.0f + boundedExp(-x)); });
     } else if (auto split = llvm::dyn_cast<attn::SplitHeadsOp>(&op)) {
       set(split.getResult(), splitHeads(*get(split.getX()), split.getHeads()));
     } else if (auto merge = llvm::dyn_cast<attn::MergeHeadsOp>(&op)) {
@@ -803,6 +821,24 @@ llvm::Expected<KernelPipeline>
 attnc::halide::buildKernelPipeline(mlir::func::FuncOp kernel) {
   KernelPipeline pipeline;
   Translator translator(pipeline);
+  // Halide indexes buffers with 32-bit ints.
+  auto tooLarge = [&](mlir::Type type,
+                      const std::string &what) -> std::optional<llvm::Error> {
+    auto shaped = llvm::cast<mlir::ShapedType>(type);
+    if (shaped.getNumElements() <= std::numeric_limits<int32_t>::max())
+      return std::nullopt;
+    return llvm::createStringError(
+        "the Halide backend indexes buffers with 32-bit ints: " + what +
+        " of kernel '" + kernel.getName().str() + "' has " +
+        std::to_string(shaped.getNumElements()) +
+        " elements (at most 2^31 - 1; --backend=mlir has no such limit)");
+  };
+  for (auto [i, type] : llvm::enumerate(kernel.getArgumentTypes()))
+    if (auto error = tooLarge(type, "argument " + std::to_string(i)))
+      return std::move(*error);
+  for (auto [i, type] : llvm::enumerate(kernel.getResultTypes()))
+    if (auto error = tooLarge(type, "output " + std::to_string(i)))
+      return std::move(*error);
   std::vector<Tensor> arguments;
   for (auto [i, arg] : llvm::enumerate(kernel.getArguments())) {
     auto type = llvm::cast<mlir::ShapedType>(arg.getType());

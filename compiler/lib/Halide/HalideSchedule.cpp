@@ -29,46 +29,34 @@ void attnc::halide::schedulePointwise(Func f, const std::vector<Var> &vars,
   parallelOuter(f, vars, target);
 }
 
-void attnc::halide::scheduleTranspose(Func f, Var x, Var y,
-                                      const ScheduleTarget &target) {
-  Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
+void attnc::halide::scheduleGemm(Func y, Var col, Var row,
+                                 const std::vector<Var> &batch, Func acc,
+                                 Halide::RDom r, Func panel,
+                                 const ScheduleTarget &target) {
   int lanes = target.vectorLanes;
-  f.compute_root()
-      .tile(x, y, xo, yo, xi, yi, lanes, lanes, TailStrategy::GuardWithIf)
-      .vectorize(xi)
-      .unroll(yi);
-  if (target.parallel)
-    f.parallel(yo);
-}
-
-void attnc::halide::scheduleGemm(Func y, const std::vector<Var> &vars, Func acc,
-                                 Halide::RDom r, const ScheduleTarget &target) {
-  int lanes = target.vectorLanes;
-  y.compute_root();
-  if (vars.size() < 2) {
-    y.vectorize(vars.front(), lanes, TailStrategy::GuardWithIf);
-    acc.compute_root().vectorize(vars.front(), lanes,
-                                 TailStrategy::GuardWithIf);
-    return;
-  }
-  // A block of `rows` x (2 vectors) accumulators: 12 of 16 AVX2 registers,
-  // 24 of 32 AVX-512 ones (the register blocks of MLAS and BLIS).
   int columns = 2 * lanes;
   int rows = std::clamp((target.vectorRegisters - 4) / 2, 1, 12);
-  Var col = vars[0], row = vars[1];
   Var co("co"), ro("ro"), ci("ci"), ri("ri");
-  y.tile(col, row, co, ro, ci, ri, columns, rows, TailStrategy::GuardWithIf)
+  std::vector<Halide::VarOrRVar> order = {ci, ri, ro, co};
+  order.insert(order.end(), batch.begin(), batch.end());
+  y.compute_root()
+      .tile(col, row, co, ro, ci, ri, columns, rows, TailStrategy::GuardWithIf)
+      .reorder(order)
       .vectorize(ci, lanes)
       .unroll(ri);
-  parallelOuter(y, vars, target);
-  if (target.parallel && vars.size() == 2)
-    y.parallel(ro);
-  acc.compute_at(y, co).vectorize(col, lanes).unroll(col).unroll(row);
+  if (target.parallel)
+    y.parallel(batch.empty() ? co : batch.back());
+  // The accumulators of one block, kept in registers over the reduction.
+  acc.compute_at(y, ro).vectorize(col, lanes).unroll(col).unroll(row);
   acc.update()
       .reorder(col, row, r.x)
       .vectorize(col, lanes)
       .unroll(col)
       .unroll(row);
+  // A block of columns of the right operand, contiguous: the block reads
+  // it row by row, and every block of rows reads it again from cache.
+  panel.compute_at(y, co).vectorize(panel.args()[0], lanes,
+                                    TailStrategy::GuardWithIf);
 }
 
 void attnc::halide::scheduleRowReduction(Func y, const std::vector<Var> &vars,
@@ -91,44 +79,73 @@ void attnc::halide::scheduleRowReduction(Func y, const std::vector<Var> &vars,
 void attnc::halide::scheduleAttention(const AttentionStages &s,
                                       const ScheduleTarget &target) {
   int lanes = target.vectorLanes;
-  const std::vector<Var> &batch = s.batch;
+  // Query rows per block: the register block of the two products (rows x
+  // 2 vectors of keys or of value features), never more rows than there
+  // are (the blocks shift inwards at the end and keep their size).
+  int rows = static_cast<int>(std::min<int64_t>(
+      std::clamp((target.vectorRegisters - 4) / 2, 1, 12), s.queryRows));
   Func out = s.out;
-  Var io("io"), ii("ii");
+  Var io("io"), ii("ii"), entry("entry");
+  std::vector<Halide::VarOrRVar> order = {s.c, ii, io};
+  order.insert(order.end(), s.batch.begin(), s.batch.end());
   out.compute_root()
-      .split(s.i, io, ii, 8, TailStrategy::GuardWithIf)
-      .reorder(s.c, ii, io)
+      .split(s.i, io, ii, rows, TailStrategy::ShiftInwards)
+      .reorder(order)
       .vectorize(s.c, lanes, TailStrategy::GuardWithIf);
+  // One loop over the batch entries (all heads of all batches), in
+  // parallel: heads are independent.
+  Var batchLoop = s.batch.front();
+  if (s.batch.size() == 2) {
+    out.fuse(s.batch[0], s.batch[1], entry);
+    batchLoop = entry;
+  }
   if (target.parallel)
-    out.parallel(batch.back());
-  Func kt = s.keysTransposed;
-  kt.compute_root().vectorize(s.j, lanes, TailStrategy::GuardWithIf);
-  if (target.parallel)
-    kt.parallel(batch.back());
+    out.parallel(batchLoop);
+  // The keys of one entry, transposed, while its rows are computed (all of
+  // them first when the scores are kept).
+  Func keys = s.keysTransposed;
+  if (s.weightsNeeded)
+    keys.compute_root();
+  else
+    keys.compute_at(out, batchLoop);
+  keys.vectorize(s.j, lanes, TailStrategy::GuardWithIf);
   Func dot = s.dot, max = s.max, exp = s.exp, sum = s.sum,
        accumulate = s.accumulate;
   if (s.weightsNeeded) {
-    // The weights are an output: every score is kept.
+    // The weights are an output too, which reads the scores' exp and sum:
+    // every score is kept.
     for (Func f : {dot, exp}) {
       f.compute_root().vectorize(s.j, lanes, TailStrategy::GuardWithIf);
       if (target.parallel)
-        f.parallel(batch.back());
+        f.parallel(s.batch.back());
     }
     max.compute_root();
     sum.compute_root();
+    dot.update()
+        .reorder(s.j, s.headDim.x, s.i)
+        .vectorize(s.j, lanes, TailStrategy::GuardWithIf);
   } else {
+    // Flash-style: the scores of one block of rows, never [Tq, Tk].
     dot.compute_at(out, io).vectorize(s.j, lanes, TailStrategy::GuardWithIf);
     max.compute_at(out, io);
     exp.compute_at(out, io).vectorize(s.j, lanes, TailStrategy::GuardWithIf);
     sum.compute_at(out, io);
+    Var jo("jo"), ji("ji");
+    dot.update()
+        .split(s.j, jo, ji, 2 * lanes, TailStrategy::GuardWithIf)
+        .reorder(ji, s.i, s.headDim.x, jo)
+        .vectorize(ji, lanes)
+        .unroll(ji)
+        .unroll(s.i);
   }
-  // Innermost a vector of keys (dot) or of value features (accumulate),
-  // the reduction around it, the query rows outside.
-  dot.update()
-      .reorder(s.j, s.headDim.x, s.i)
-      .vectorize(s.j, lanes, TailStrategy::GuardWithIf);
+  Var co("co"), ci("ci");
   accumulate.compute_at(out, io).vectorize(s.c, lanes,
                                            TailStrategy::GuardWithIf);
-  accumulate.update()
-      .reorder(s.c, s.keys.x, s.i)
-      .vectorize(s.c, lanes, TailStrategy::GuardWithIf);
+  auto update = accumulate.update()
+                    .split(s.c, co, ci, 2 * lanes, TailStrategy::GuardWithIf)
+                    .reorder(ci, s.i, s.keys.x, co)
+                    .vectorize(ci, lanes)
+                    .unroll(ci);
+  if (!s.weightsNeeded)
+    update.unroll(s.i);
 }

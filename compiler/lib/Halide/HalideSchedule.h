@@ -20,15 +20,14 @@ namespace attnc::halide {
 void schedulePointwise(Halide::Func f, const std::vector<Halide::Var> &vars,
                        const ScheduleTarget &target);
 
-/// A transposing copy `f(x, y)`: tiles, vectorized along x.
-void scheduleTranspose(Halide::Func f, Halide::Var x, Halide::Var y,
-                       const ScheduleTarget &target);
-
-/// A GEMM `y(vars) = acc(vars) (+ bias)`, `acc` reducing over `r`, with the
-/// output's columns innermost: register blocks of rows x vectors, the
-/// accumulators of a block computed inside it.
-void scheduleGemm(Halide::Func y, const std::vector<Halide::Var> &vars,
-                  Halide::Func acc, Halide::RDom r,
+/// A GEMM `y(col, row, batch...) = acc(...) (+ bias)`, `acc` reducing over
+/// `r` and reading its right operand through `panel(col, k, batch...)`:
+/// register blocks of rows x 2 vectors (12 of 16 AVX2 registers, 24 of 32
+/// AVX-512 ones: MLAS's and BLIS's blocks), the panel of a block of columns
+/// packed once and read by every block of rows.
+void scheduleGemm(Halide::Func y, Halide::Var col, Halide::Var row,
+                  const std::vector<Halide::Var> &batch, Halide::Func acc,
+                  Halide::RDom r, Halide::Func panel,
                   const ScheduleTarget &target);
 
 /// A stage `y` computed row by row from per-row reductions `rows` (max,
@@ -51,6 +50,8 @@ struct AttentionStages {
   std::vector<Halide::Var> batch;
   /// The reductions of dot (over the head dim) and accumulate (the keys).
   Halide::RDom headDim, keys;
+  /// Query rows per batch entry.
+  int64_t queryRows = 1;
   /// The weights are read by another output: the scores are computed
   /// whole, not per block of query rows.
   bool weightsNeeded = false;
