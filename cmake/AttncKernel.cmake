@@ -1,6 +1,6 @@
 # attnc_add_kernel(<target> SPEC <spec.attn> [BLOCK <name>] [MCPU <cpu>]
 #                  [TRIPLE <triple>] [TARGET cpu|nvptx] [OPT 0|1|2|3]
-#                  [PARALLEL])
+#                  [BACKEND mlir|halide] [PARALLEL])
 #
 # Compiles one block of a .attn spec at build time with attnc and makes
 # <target> a static library holding the kernel's object; linking it gives
@@ -18,6 +18,16 @@
 # (device pointers, a CUstream) and needs libc and libdl only; it opens the
 # CUDA driver at its first call (docs/gpu.md).
 #
+# BACKEND picks the code generator of a CPU kernel (attnc --backend=...):
+# mlir, attnc's own pipeline (the default), or halide, Halide with attnc's
+# schedules (docs/halide.md; attnc must have been built with Halide, else
+# the build step fails saying so). Either object exports the same symbols
+# and `attnc --emit=header` writes the same header for both, so a host
+# compiled against one backend's header links the other's object. A
+# Halide-built object carries Halide's runtime, which calls pthread and
+# dlopen: in libc since glibc 2.34 (and in musl); with an older glibc
+# <target> links Threads::Threads and ${CMAKE_DL_LIBS} as well.
+#
 # Without PARALLEL the object needs libc only. With PARALLEL it is compiled
 # with `attnc --parallel` and <target> links attnc's small runtime library
 # (the `attnc_rt` target in attnc's build, else the installed package's
@@ -28,7 +38,8 @@
 # package's (find_package(attnc) includes this file), else ATTNC_EXECUTABLE
 # (found on PATH if unset).
 function(attnc_add_kernel target)
-  cmake_parse_arguments(ARG "PARALLEL" "SPEC;BLOCK;MCPU;TRIPLE;TARGET;OPT" ""
+  cmake_parse_arguments(ARG "PARALLEL"
+    "SPEC;BLOCK;MCPU;TRIPLE;TARGET;OPT;BACKEND" ""
     ${ARGN})
   if(NOT ARG_SPEC)
     message(FATAL_ERROR "attnc_add_kernel(${target}): SPEC is required")
@@ -48,6 +59,7 @@ function(attnc_add_kernel target)
     set(compiler_dependency ${ATTNC_EXECUTABLE})
   endif()
   set(flags)
+  set(through "")
   if(ARG_BLOCK)
     list(APPEND flags --block ${ARG_BLOCK})
   endif()
@@ -62,6 +74,14 @@ function(attnc_add_kernel target)
   endif()
   if(DEFINED ARG_OPT)
     list(APPEND flags -O${ARG_OPT})
+  endif()
+  if(ARG_BACKEND)
+    if(NOT ARG_BACKEND MATCHES "^(mlir|halide)$")
+      message(FATAL_ERROR "attnc_add_kernel(${target}): BACKEND is mlir or "
+        "halide, not '${ARG_BACKEND}'")
+    endif()
+    list(APPEND flags --backend=${ARG_BACKEND})
+    set(through " through ${ARG_BACKEND}")
   endif()
   if(ARG_PARALLEL)
     list(APPEND flags --parallel)
@@ -86,7 +106,7 @@ function(attnc_add_kernel target)
     COMMAND ${compiler} ${spec} ${flags} -o ${object}
     COMMAND ${compiler} ${spec} ${flags} --emit=header -o ${header}
     DEPENDS ${spec} ${compiler_dependency}
-    COMMENT "attnc: compiling ${ARG_BLOCK} of ${ARG_SPEC}"
+    COMMENT "attnc: compiling ${ARG_BLOCK} of ${ARG_SPEC}${through}"
     VERBATIM)
   set_source_files_properties(${object} PROPERTIES
     EXTERNAL_OBJECT TRUE GENERATED TRUE)
@@ -95,6 +115,15 @@ function(attnc_add_kernel target)
   if(ARG_PARALLEL)
     find_package(Threads REQUIRED)
     target_link_libraries(${target} INTERFACE ${runtime} Threads::Threads)
+  endif()
+  if(ARG_BACKEND STREQUAL "halide")
+    # Halide's runtime (pthread, dlopen). FindThreads finds pthread in libc
+    # where glibc >= 2.34 (or musl) has dlopen there too; else -ldl.
+    find_package(Threads REQUIRED)
+    target_link_libraries(${target} INTERFACE Threads::Threads)
+    if(NOT CMAKE_HAVE_LIBC_PTHREAD)
+      target_link_libraries(${target} INTERFACE ${CMAKE_DL_LIBS})
+    endif()
   endif()
   if(ARG_TARGET STREQUAL "nvptx")
     # dlopen: in libc since glibc 2.34, in libdl before.

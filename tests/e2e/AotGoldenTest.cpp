@@ -1,10 +1,13 @@
 //===- AotGoldenTest.cpp - AOT objects against the D2L PyTorch goldens ----===//
 //
 // Each golden case was compiled at build time by attnc_add_kernel into an
-// object and a header (libc only, or --parallel against attnc_rt: this file
-// is built twice, see CMakeLists.txt). The kernels are called here through
-// the objects' symbols: every case through its packed entry, and the book's
-// case through the C prototype of its generated header (the ABI of SPEC §5).
+// object and a header (libc only, --parallel against attnc_rt, multi-ISA,
+// or by the Halide backend: this file is built once for each, see
+// CMakeLists.txt). The kernels are called here through the objects'
+// symbols: every case through its packed entry, and the book's case through
+// the C prototype of its generated header (the ABI of SPEC §5). The Halide
+// backend's objects are called through the MLIR backend's headers, which
+// they must match unchanged.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +20,9 @@
 #include <map>
 
 using namespace attnc::test;
+
+/// The code generator of the objects (attnc_add_kernel's BACKEND).
+constexpr const char *kBackend = ATTNC_AOT_BACKEND;
 
 #include "AotHeaders.inc"
 
@@ -59,10 +65,11 @@ TEST_P(AotGolden, MatchesPyTorch) {
   ASSERT_NE(kernel, aotKernels().end()) << "no AOT kernel for " << name;
   std::vector<std::vector<float>> outputs = golden->makeOutputs();
   std::vector<void *> pointers = golden->pointers(outputs);
-  ASSERT_EQ(kernel->second.kernel(pointers.data()), 0);
+  ASSERT_EQ(kernel->second.kernel(pointers.data()), 0) << kBackend << " object";
   double worst = golden->maxError(outputs);
-  EXPECT_FALSE(std::isnan(worst)) << name << ": NaN in the output";
-  EXPECT_LE(worst, golden->tolerance) << name;
+  EXPECT_FALSE(std::isnan(worst))
+      << name << ": NaN in the output (" << kBackend << " object)";
+  EXPECT_LE(worst, golden->tolerance) << name << " (" << kBackend << " object)";
 }
 
 /// NAME_prepare once, then NAME_prepared: what NAME gives, bit for bit.
@@ -75,7 +82,7 @@ TEST_P(AotGolden, PreparedParamsGiveTheSameBits) {
   const AotKernel &entries = kernel->second;
   std::vector<std::vector<float>> plain = golden->makeOutputs();
   std::vector<void *> pointers = golden->pointers(plain);
-  ASSERT_EQ(entries.kernel(pointers.data()), 0);
+  ASSERT_EQ(entries.kernel(pointers.data()), 0) << kBackend << " object";
 
   // NAME_prepare(params..., packed): NaN where it writes nothing.
   std::vector<float> packed(entries.packedElements + 1, NAN);
@@ -96,7 +103,8 @@ TEST_P(AotGolden, PreparedParamsGiveTheSameBits) {
   pointers = golden->pointers(prepared);
   pointers.insert(pointers.begin() + firstOutput, packed.data());
   ASSERT_EQ(entries.prepared(pointers.data()), 0);
-  EXPECT_LE(golden->maxError(prepared), golden->tolerance) << name;
+  EXPECT_LE(golden->maxError(prepared), golden->tolerance)
+      << name << " (" << kBackend << " object)";
   for (size_t i = 0; i < plain.size(); ++i)
     EXPECT_EQ(0, bytesDiffer(plain[i].data(), prepared[i].data(),
                              plain[i].size() * sizeof(float)))

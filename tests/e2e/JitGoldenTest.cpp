@@ -4,13 +4,18 @@
 // -O3 with attention fused (flash-style), decomposed (scores materialized)
 // and chosen by shape, -O0 (scalar loops), and the GPU target's kernels
 // run thread by thread on the CPU -- must match what the D2L
-// PyTorch code computed within SPEC's tolerance, with no NaN.
+// PyTorch code computed within SPEC's tolerance, with no NaN. Every case
+// also through the Halide backend (--backend=halide, attnc's schedules:
+// serial, parallel and for the SSE2 baseline), and one small case through
+// each of Halide's autoschedulers, when this attnc has it (the tests named
+// Halide/... and HalideAutoschedulers/...).
 //
 //===----------------------------------------------------------------------===//
 
 #include "GoldenCase.h"
 
 #include "attnc/Codegen/Target.h"
+#include "attnc/Halide/HalideBackend.h"
 #include "attnc/Runtime/Runtime.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -48,10 +53,23 @@ struct Variant {
   /// The GPU target's kernels run thread by thread on this CPU
   /// (CpuPipelineOptions::gpuEmulation).
   bool gpuEmulation = false;
+  /// CpuPipelineOptions::parallel: on two threads of attnc_rt.
+  bool parallel = false;
+  /// The code generator, and with Halide whose schedules.
+  Backend backend = Backend::Mlir;
+  const char *halideSchedule = "attnc";
 };
+
+void PrintTo(const Variant &variant, std::ostream *os) {
+  *os << variant.name << " through "
+      << (variant.backend == Backend::Halide
+              ? std::string("Halide (") + variant.halideSchedule + ")"
+              : std::string("MLIR"));
+}
+
 const Variant kVariants[] = {
     {"O3_auto", 3, "auto"},
-    {"O3_parallel", 3, "auto"},
+    {"O3_parallel", 3, "auto", "native", false, /*parallel=*/true},
     {"O3_fused", 3, "fused"},
     {"O3_decomposed", 3, "decomposed"},
     {"O0", 0, "decomposed"},
@@ -63,6 +81,44 @@ const Variant kVariants[] = {
     {"O2_sse2_fused", 2, "fused", "x86-64"},
     {"gpu_emulation", 2, "decomposed", "native", true},
     {"gpu_emulation_fused", 2, "fused", "native", true}};
+
+/// Through the Halide backend with attnc's schedules (the attention
+/// lowering is the MLIR pipeline's: not used).
+const Variant kHalideVariants[] = {
+    {"O3", 3, "auto", "native", false, false, Backend::Halide},
+    {"O3_parallel", 3, "auto", "native", false, true, Backend::Halide},
+    {"O2_sse2", 2, "auto", "x86-64", false, false, Backend::Halide}};
+
+/// Halide's autoschedulers, each on one small case (Adams2019 alone takes
+/// some 15 s to schedule one), parallel.
+const std::pair<const char *, Variant> kAutoscheduled[] = {
+    {"mha_book_1d",
+     {"Mullapudi2016", 3, "auto", "native", false, true, Backend::Halide,
+      "Mullapudi2016"}},
+    {"mha_book_1d",
+     {"Li2018", 3, "auto", "native", false, true, Backend::Halide, "Li2018"}},
+    {"ffn_gelu",
+     {"Adams2019", 3, "auto", "native", false, true, Backend::Halide,
+      "Adams2019"}}};
+
+/// The Halide variants of every case, or none without Halide in this
+/// build (its configure said that the backend is left out).
+std::vector<std::tuple<std::string, Variant>> halideParams() {
+  std::vector<std::tuple<std::string, Variant>> params;
+  if (haveHalideBackend())
+    for (const std::string &name : goldenCaseNames())
+      for (const Variant &variant : kHalideVariants)
+        params.emplace_back(name, variant);
+  return params;
+}
+
+std::vector<std::tuple<std::string, Variant>> autoscheduledParams() {
+  std::vector<std::tuple<std::string, Variant>> params;
+  if (haveHalideBackend())
+    for (const auto &[name, variant] : kAutoscheduled)
+      params.emplace_back(name, variant);
+  return params;
+}
 
 /// The case's buffers, named as its kernel's arguments.
 std::vector<HostBuffer> buffersOf(GoldenCase &golden,
@@ -92,18 +148,24 @@ TEST_P(JitGolden, MatchesPyTorch) {
                  << " code: " << llvm::toString(std::move(lacks))
                  << " (lit checks its code: tests/lit/attnc/isa-classes.test)";
   options.pipeline.attention = variant.attention;
-  options.pipeline.parallel = std::string(variant.name) == "O3_parallel";
+  options.pipeline.parallel = variant.parallel;
   options.pipeline.gpuEmulation = variant.gpuEmulation;
+  options.backend = variant.backend;
+  options.halideSchedule = variant.halideSchedule;
+  std::string through =
+      variant.backend == Backend::Halide
+          ? std::string(" through Halide (") + variant.halideSchedule + ")"
+          : " through MLIR";
   auto kernel =
       testRuntime().compile(golden->specText, golden->specPath, "", options);
-  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError()) << through;
 
   std::vector<std::vector<float>> outputs = golden->makeOutputs();
   llvm::Error error = (*kernel)->run(buffersOf(*golden, outputs));
-  ASSERT_FALSE(!!error) << llvm::toString(std::move(error));
+  ASSERT_FALSE(!!error) << llvm::toString(std::move(error)) << through;
   double worst = golden->maxError(outputs);
-  EXPECT_FALSE(std::isnan(worst)) << name << ": NaN in the output";
-  EXPECT_LE(worst, golden->tolerance) << name << " " << variant.name;
+  EXPECT_FALSE(std::isnan(worst)) << name << ": NaN in the output" << through;
+  EXPECT_LE(worst, golden->tolerance) << name << " " << variant.name << through;
 }
 
 /// Threads split blocks, never a sum: 1 and 2 threads give the same bits.
@@ -198,13 +260,23 @@ INSTANTIATE_TEST_SUITE_P(Goldens, JitThreads,
                          ::testing::ValuesIn(goldenCaseNames()),
                          [](const auto &info) { return info.param; });
 
+std::string jitGoldenName(
+    const ::testing::TestParamInfo<std::tuple<std::string, Variant>> &info) {
+  return std::get<0>(info.param) + "_" + std::get<1>(info.param).name;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Goldens, JitGolden,
     ::testing::Combine(::testing::ValuesIn(goldenCaseNames()),
                        ::testing::ValuesIn(kVariants)),
-    [](const auto &info) {
-      return std::get<0>(info.param) + "_" + std::get<1>(info.param).name;
-    });
+    jitGoldenName);
+
+INSTANTIATE_TEST_SUITE_P(Halide, JitGolden, ::testing::ValuesIn(halideParams()),
+                         jitGoldenName);
+
+INSTANTIATE_TEST_SUITE_P(HalideAutoschedulers, JitGolden,
+                         ::testing::ValuesIn(autoscheduledParams()),
+                         jitGoldenName);
 
 /// A sample of real size (samples/FILE.attn) that a golden pins at a small
 /// size: the sample's block BLOCK, taken out of the file with its `dim`
@@ -218,6 +290,7 @@ struct SampleCase {
   const char *golden;
   const char *smallDims;
   bool sameNames = true;
+  Backend backend = Backend::Mlir;
 };
 const SampleCase kSampleCases[] = {
     {"gpt2_block", "gpt2_block", "gpt2_block",
@@ -230,7 +303,21 @@ const SampleCase kSampleCases[] = {
      "dim B = 2, T = 6, D = 32, F = 64, H = 4", /*sameNames=*/false},
 };
 
-void PrintTo(const SampleCase &c, std::ostream *os) { *os << c.block; }
+void PrintTo(const SampleCase &c, std::ostream *os) {
+  *os << c.block << " through "
+      << (c.backend == Backend::Halide ? "Halide" : "MLIR");
+}
+
+/// kSampleCases through the Halide backend, or none without it.
+std::vector<SampleCase> halideSampleCases() {
+  std::vector<SampleCase> cases;
+  if (haveHalideBackend())
+    for (SampleCase c : kSampleCases) {
+      c.backend = Backend::Halide;
+      cases.push_back(c);
+    }
+  return cases;
+}
 
 struct SampleAtGoldenSize : ::testing::TestWithParam<SampleCase> {};
 
@@ -253,9 +340,12 @@ TEST_P(SampleAtGoldenSize, MatchesPyTorch) {
 
   auto golden = loadGoldenCase(c.golden);
   ASSERT_TRUE(!!golden) << llvm::toString(golden.takeError());
-  auto kernel =
-      testRuntime().compile(text, path, c.block, Runtime::defaultOptions());
-  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  CompileOptions options = Runtime::defaultOptions();
+  options.backend = c.backend;
+  const char *through =
+      c.backend == Backend::Halide ? " through Halide" : " through MLIR";
+  auto kernel = testRuntime().compile(text, path, c.block, options);
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError()) << through;
   const auto &ours = (*kernel)->signature().arguments;
   const auto &theirs = golden->signature.arguments;
   ASSERT_EQ(ours.size(), theirs.size());
@@ -271,14 +361,18 @@ TEST_P(SampleAtGoldenSize, MatchesPyTorch) {
   for (size_t i = 0; i < buffers.size(); ++i)
     buffers[i].name = ours[i].name;
   llvm::Error error = (*kernel)->run(buffers);
-  ASSERT_FALSE(!!error) << llvm::toString(std::move(error));
-  EXPECT_LE(golden->maxError(outputs), golden->tolerance) << c.block;
+  ASSERT_FALSE(!!error) << llvm::toString(std::move(error)) << through;
+  EXPECT_LE(golden->maxError(outputs), golden->tolerance) << c.block << through;
+}
+
+std::string sampleName(const ::testing::TestParamInfo<SampleCase> &info) {
+  return info.param.block;
 }
 
 INSTANTIATE_TEST_SUITE_P(Samples, SampleAtGoldenSize,
-                         ::testing::ValuesIn(kSampleCases),
-                         [](const auto &info) {
-                           return std::string(info.param.block);
-                         });
+                         ::testing::ValuesIn(kSampleCases), sampleName);
+
+INSTANTIATE_TEST_SUITE_P(Halide, SampleAtGoldenSize,
+                         ::testing::ValuesIn(halideSampleCases()), sampleName);
 
 } // namespace

@@ -17,7 +17,9 @@
 // name, so every run sees the same numbers. Every case runs at -O3 for this
 // machine, at -O2 for each class of x86 CPU that the machine can run
 // (AVX-512, AVX2, the SSE2 baseline: each has its own schedule), and a subset
-// also at -O0 (scalar loops).
+// also at -O0 (scalar loops). Every case also runs through the Halide
+// backend (--backend=halide, attnc's schedules, -O3 for this machine) when
+// this attnc has it: the tests named Halide/... .
 //
 // Tolerance: max |kernel - reference| <= 1e-4 * max(1, max |reference|)
 // (gelu's sweep over [-10, 10]: 1e-6 absolute, against erf and tanh in
@@ -36,6 +38,7 @@
 #include "NaiveReference.h"
 
 #include "attnc/Codegen/Target.h"
+#include "attnc/Halide/HalideBackend.h"
 #include "attnc/Runtime/Runtime.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -291,7 +294,13 @@ struct Param {
   /// The GPU target's kernels run thread by thread on this CPU
   /// (CpuPipelineOptions::gpuEmulation).
   bool gpuEmulation = false;
+  /// The code generator.
+  Backend backend = Backend::Mlir;
 };
+
+const char *backendName(Backend backend) {
+  return backend == Backend::Halide ? "halide" : "mlir";
+}
 
 /// The classes of x86 CPU (tests/lit/attnc/isa-classes.test checks their
 /// code on any machine; these run it where the machine can).
@@ -306,11 +315,12 @@ const IsaClass kIsaClasses[] = {
 //===----------------------------------------------------------------------===//
 
 void runCase(const CaseSpec &spec, int optLevel, const std::string &attention,
-             const std::string &cpu, bool gpuEmulation) {
+             const std::string &cpu, bool gpuEmulation, Backend backend) {
   CompileOptions options;
   options.setOptLevel(optLevel);
   options.target.cpu = cpu;
   options.pipeline.gpuEmulation = gpuEmulation;
+  options.backend = backend;
   if (llvm::Error lacks = checkRunsOnHost(options.target))
     GTEST_SKIP() << "this machine cannot run " << cpu
                  << " code: " << llvm::toString(std::move(lacks))
@@ -322,7 +332,7 @@ void runCase(const CaseSpec &spec, int optLevel, const std::string &attention,
   SCOPED_TRACE("spec (" + spec.name + ", -O" + std::to_string(optLevel) +
                (attention.empty() ? "" : ", attention=" + attention) +
                ", --mcpu=" + cpu + (gpuEmulation ? ", GPU emulation" : "") +
-               "):\n" + text);
+               ", --backend=" + backendName(backend) + "):\n" + text);
 
   if (!attention.empty())
     options.pipeline.attention = attention;
@@ -567,9 +577,9 @@ std::vector<float> activationSweep() {
   std::vector<float> values;
   for (int i = -10000; i <= 10000; ++i)
     values.push_back(float(i) * 0.001f);
-  for (float v : {0.0f, -0.0f, 1e-3f, -1e-3f, 1e-20f, -1e-20f, 1e-40f, -10.0f,
-                  10.0f, 20.0f, -20.0f, 88.0f, -88.0f, 100.0f, -100.0f, 1e4f,
-                  -1e4f})
+  for (float v :
+       {0.0f, -0.0f, 1e-3f, -1e-3f, 1e-20f, -1e-20f, 1e-40f, -10.0f, 10.0f,
+        20.0f, -20.0f, 88.0f, -88.0f, 100.0f, -100.0f, 1e4f, -1e4f})
     values.push_back(v);
   return values;
 }
@@ -1333,12 +1343,27 @@ std::vector<Param> params() {
   return result;
 }
 
+/// Every case through the Halide backend at -O3 for this machine, or none
+/// without Halide in this build (its configure said that the backend is
+/// left out).
+std::vector<Param> halideParams() {
+  std::vector<Param> result;
+  if (haveHalideBackend())
+    for (const CaseSpec &spec : allCases()) {
+      Param halide{&spec, 3, ""};
+      halide.backend = Backend::Halide;
+      result.push_back(halide);
+    }
+  return result;
+}
+
 void PrintTo(const Param &param, std::ostream *os) {
   *os << param.spec->name << " at -O" << param.optLevel << " for " << param.cpu;
   if (!param.attention.empty())
     *os << " with attention=" << param.attention;
   if (param.gpuEmulation)
     *os << " as GPU kernels emulated on the CPU";
+  *os << " through " << (param.backend == Backend::Halide ? "Halide" : "MLIR");
 }
 
 struct Primitive : ::testing::TestWithParam<Param> {};
@@ -1346,19 +1371,22 @@ struct Primitive : ::testing::TestWithParam<Param> {};
 TEST_P(Primitive, MatchesReference) {
   const Param &param = GetParam();
   runCase(*param.spec, param.optLevel, param.attention, param.cpu,
-          param.gpuEmulation);
+          param.gpuEmulation, param.backend);
+}
+
+std::string primitiveName(const ::testing::TestParamInfo<Param> &info) {
+  const Param &p = info.param;
+  return p.spec->name + "_O" + std::to_string(p.optLevel) +
+         (*p.isa ? std::string("_") + p.isa : "") +
+         (p.attention.empty() ? "" : "_" + p.attention) +
+         (p.gpuEmulation ? "_gpu_emulation" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, Primitive, ::testing::ValuesIn(params()),
-                         [](const ::testing::TestParamInfo<Param> &info) {
-                           const Param &p = info.param;
-                           return p.spec->name + "_O" +
-                                  std::to_string(p.optLevel) +
-                                  (*p.isa ? std::string("_") + p.isa : "") +
-                                  (p.attention.empty() ? ""
-                                                       : "_" + p.attention) +
-                                  (p.gpuEmulation ? "_gpu_emulation" : "");
-                         });
+                         primitiveName);
+
+INSTANTIATE_TEST_SUITE_P(Halide, Primitive, ::testing::ValuesIn(halideParams()),
+                         primitiveName);
 
 /// The case names are unique (gtest would reject the suite otherwise, but
 /// say which).
@@ -1370,16 +1398,20 @@ TEST(PrimitiveCases, NamesAreUnique) {
 
 /// SPEC §2: an embedding id outside [0, V) is a run-time error, never an
 /// out-of-bounds read; the output is not touched.
-TEST(PrimitiveErrors, EmbeddingIdOutOfRange) {
+void checkEmbeddingIdOutOfRange(Backend backend,
+                                std::initializer_list<int> optLevels) {
   const char *spec = "block k {\n"
                      "  input ids: i32[2, 3]\n"
                      "  param E: f32[5, 4]\n"
                      "  Y = embedding(ids, E)\n"
                      "  output Y\n"
                      "}\n";
-  for (int optLevel : {3, 0}) {
+  for (int optLevel : optLevels) {
+    SCOPED_TRACE(std::string("-O") + std::to_string(optLevel) +
+                 " --backend=" + backendName(backend));
     CompileOptions options;
     options.setOptLevel(optLevel);
+    options.backend = backend;
     auto kernel =
         testRuntime().compile(spec, "embedding_error.attn", "", options);
     ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
@@ -1400,5 +1432,39 @@ TEST(PrimitiveErrors, EmbeddingIdOutOfRange) {
     }
   }
 }
+
+TEST(PrimitiveErrors, EmbeddingIdOutOfRange) {
+  checkEmbeddingIdOutOfRange(Backend::Mlir, {3, 0});
+}
+
+/// The same through the Halide backend (-O3), instantiated only when this
+/// attnc has it.
+struct BackendParam {
+  Backend backend;
+};
+
+void PrintTo(const BackendParam &param, std::ostream *os) {
+  *os << backendName(param.backend);
+}
+
+struct PrimitiveErrorsThrough : ::testing::TestWithParam<BackendParam> {};
+
+TEST_P(PrimitiveErrorsThrough, EmbeddingIdOutOfRange) {
+  checkEmbeddingIdOutOfRange(GetParam().backend, {3});
+}
+
+std::vector<BackendParam> halideBackends() {
+  if (haveHalideBackend())
+    return {{Backend::Halide}};
+  return {};
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Halide, PrimitiveErrorsThrough, ::testing::ValuesIn(halideBackends()),
+    [](const ::testing::TestParamInfo<BackendParam> &info) {
+      return std::string(backendName(info.param.backend));
+    });
+// Without Halide in this build the suite has no test (not a failure).
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(PrimitiveErrorsThrough);
 
 } // namespace

@@ -4,6 +4,9 @@
  * kernel objects attnc made (attnc_add_kernel) and libc: SPEC section 5 says
  * an object links with a C compiler without attnc's runtime or a C++
  * runtime. No libm either: every expected value here is computed without it.
+ * Built twice (CMakeLists.txt): with the MLIR backend's objects, and with the
+ * Halide backend's objects of the same blocks behind the MLIR backend's
+ * headers.
  *
  * Exit status: 0 when every check passes; otherwise the number of failed
  * checks (each is printed).
@@ -132,13 +135,12 @@ static void test_embedding(void) {
    variance var / (var + 1e-5), within float rounding. */
 static void test_encoder_block(void) {
   static float x[D2L_ENCODER_BLOCK_X_NUMEL], z[D2L_ENCODER_BLOCK_Z_NUMEL];
-  static float wq[D2L_ENCODER_BLOCK_W_Q_NUMEL],
-      wk[D2L_ENCODER_BLOCK_W_K_NUMEL], wv[D2L_ENCODER_BLOCK_W_V_NUMEL],
-      wo[D2L_ENCODER_BLOCK_W_O_NUMEL], g1[D2L_ENCODER_BLOCK_G1_NUMEL],
-      b1[D2L_ENCODER_BLOCK_B1_NUMEL], w1[D2L_ENCODER_BLOCK_W_1_NUMEL],
-      c1[D2L_ENCODER_BLOCK_C_1_NUMEL], w2[D2L_ENCODER_BLOCK_W_2_NUMEL],
-      c2[D2L_ENCODER_BLOCK_C_2_NUMEL], g2[D2L_ENCODER_BLOCK_G2_NUMEL],
-      b2[D2L_ENCODER_BLOCK_B2_NUMEL];
+  static float wq[D2L_ENCODER_BLOCK_W_Q_NUMEL], wk[D2L_ENCODER_BLOCK_W_K_NUMEL],
+      wv[D2L_ENCODER_BLOCK_W_V_NUMEL], wo[D2L_ENCODER_BLOCK_W_O_NUMEL],
+      g1[D2L_ENCODER_BLOCK_G1_NUMEL], b1[D2L_ENCODER_BLOCK_B1_NUMEL],
+      w1[D2L_ENCODER_BLOCK_W_1_NUMEL], c1[D2L_ENCODER_BLOCK_C_1_NUMEL],
+      w2[D2L_ENCODER_BLOCK_W_2_NUMEL], c2[D2L_ENCODER_BLOCK_C_2_NUMEL],
+      g2[D2L_ENCODER_BLOCK_G2_NUMEL], b2[D2L_ENCODER_BLOCK_B2_NUMEL];
   int32_t vl[D2L_ENCODER_BLOCK_VALID_LENS_NUMEL] = {3, 2};
   fill(x, D2L_ENCODER_BLOCK_X_NUMEL, 10u, 1.0f);
   fill(wq, D2L_ENCODER_BLOCK_W_Q_NUMEL, 11u, 0.2f);
@@ -155,8 +157,8 @@ static void test_encoder_block(void) {
     g2[i] = 1.0f;
     b2[i] = 0.0f;
   }
-  int status = d2l_encoder_block(x, vl, wq, wk, wv, wo, g1, b1, w1, c1, w2,
-                                    c2, g2, b2, z);
+  int status = d2l_encoder_block(x, vl, wq, wk, wv, wo, g1, b1, w1, c1, w2, c2,
+                                 g2, b2, z);
   check(status == 0, "d2l_encoder_block status", 0, status, 0);
 
   const int64_t d = D2L_ENCODER_BLOCK_D;
@@ -164,16 +166,14 @@ static void test_encoder_block(void) {
     double mean = 0, var = 0;
     for (int64_t c = 0; c < d; ++c) {
       float value = z[row * d + c];
-      check(finite(value), "d2l_encoder_block Z finite", row * d + c, value,
-            0);
+      check(finite(value), "d2l_encoder_block Z finite", row * d + c, value, 0);
       mean += value;
     }
     mean /= (double)d;
     for (int64_t c = 0; c < d; ++c)
       var += (z[row * d + c] - mean) * (z[row * d + c] - mean);
     var /= (double)d;
-    check(absolute(mean) <= 1e-5, "d2l_encoder_block row mean", row, mean,
-          0);
+    check(absolute(mean) <= 1e-5, "d2l_encoder_block row mean", row, mean, 0);
     /* var / (var + eps) >= 1 - 1e-3 for a row variance >= 0.01. */
     check(var <= 1.0 + 1e-5 && var >= 1.0 - 1e-3,
           "d2l_encoder_block row variance", row, var, 1);
