@@ -26,6 +26,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Linker/Linker.h"
 #include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -273,6 +274,24 @@ void addWrappers(llvm::Module &module, const KernelSignature &signature) {
   addPackedEntry(module, *prepared);
 }
 
+/// Drops what no exported entry reaches (most of Halide's runtime), before
+/// it is optimized and compiled.
+void removeUnused(llvm::Module &module) {
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager sccs;
+  llvm::ModuleAnalysisManager modules;
+  llvm::PassBuilder builder;
+  builder.registerModuleAnalyses(modules);
+  builder.registerCGSCCAnalyses(sccs);
+  builder.registerFunctionAnalyses(functions);
+  builder.registerLoopAnalyses(loops);
+  builder.crossRegisterProxies(loops, functions, sccs, modules);
+  llvm::ModulePassManager passes;
+  passes.addPass(llvm::GlobalDCEPass());
+  passes.run(module, modules);
+}
+
 } // namespace
 
 bool attnc::haveHalideBackend() { return true; }
@@ -411,6 +430,7 @@ attnc::translateWithHalide(mlir::ModuleOp module, const CompileOptions &options,
   llvm::internalizeModule(*combined, [&](const llvm::GlobalValue &value) {
     return exported.count(value.getName().str()) > 0;
   });
+  removeUnused(*combined);
   optimizeModule(*combined, machine, options.target.optLevel);
   return combined;
 }
