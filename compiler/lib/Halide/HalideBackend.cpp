@@ -59,6 +59,25 @@ llvm::Error halideError(const std::string &what, const Halide::Error &e) {
   return llvm::createStringError("Halide: " + what + ": " + e.what());
 }
 
+/// Halide's compile-time messages: errors become the exception attnc turns
+/// into its own message (Halide's default reporter also prints them), and
+/// warnings (about how a schedule stores a Func: an autoscheduler's
+/// business, nothing a user can act on) are dropped.
+class QuietReporter : public Halide::CompileTimeErrorReporter {
+public:
+  void warning(const char *) override {}
+  [[noreturn]] void error(const char *message) override {
+    throw Halide::CompileError(message);
+  }
+};
+
+void installReporter() {
+  static QuietReporter reporter;
+  static std::once_flag once;
+  std::call_once(
+      once, [] { Halide::set_custom_compile_time_error_reporter(&reporter); });
+}
+
 /// Loads the autoscheduler plugins once (they register themselves).
 llvm::Error loadAutoscheduler(llvm::StringRef name) {
   static std::mutex mutex;
@@ -95,6 +114,7 @@ compileKernel(mlir::func::FuncOp kernel, const CompileOptions &options,
               const mlir::attn::CpuTargetDescription &description,
               const llvm::TargetMachine &machine, bool withRuntime,
               llvm::LLVMContext &context) {
+  installReporter();
   llvm::Expected<halide::KernelPipeline> pipeline =
       halide::buildKernelPipeline(kernel);
   if (!pipeline)
