@@ -1,0 +1,173 @@
+//===- HalideTranslator.h - The attn ops as Halide Funcs --------*- C++ -*-===//
+//
+// The translator of HalideGen.cpp (the kernels, most ops) and
+// HalideAttention.cpp (attention and multi-head attention). Internal to the
+// Halide backend.
+//
+// Halide indexes a Func innermost dimension first; a Tensor here is indexed
+// row-major, as the attn ops are written, and reverses the indices.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNC_LIB_HALIDE_HALIDETRANSLATOR_H
+#define ATTNC_LIB_HALIDE_HALIDETRANSLATOR_H
+
+#include "HalideGen.h"
+
+#include "attn/IR/AttnOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace attnc::halide {
+
+using Halide::Expr;
+using Halide::Func;
+using Halide::RDom;
+using Halide::Var;
+
+/// A tensor value: a Func read row-major.
+struct Tensor {
+  Func func;
+  std::vector<int64_t> shape;
+
+  int rank() const { return static_cast<int>(shape.size()); }
+  /// The element at row-major indices `index`.
+  Expr operator()(const std::vector<Expr> &index) const {
+    std::vector<Expr> reversed(index.rbegin(), index.rend());
+    return func(reversed);
+  }
+};
+
+inline std::vector<int64_t> shapeOf(mlir::Value value) {
+  auto type = llvm::cast<mlir::ShapedType>(value.getType());
+  return std::vector<int64_t>(type.getShape().begin(), type.getShape().end());
+}
+
+inline std::vector<Var> makeVars(int rank) {
+  std::vector<Var> vars;
+  for (int i = 0; i < rank; ++i)
+    vars.emplace_back("i" + std::to_string(i));
+  return vars;
+}
+
+inline std::vector<Expr> asExprs(const std::vector<Var> &vars) {
+  return std::vector<Expr>(vars.begin(), vars.end());
+}
+
+/// Halide's argument order of row-major `vars`.
+inline std::vector<Var> reversedVars(const std::vector<Var> &vars) {
+  return std::vector<Var>(vars.rbegin(), vars.rend());
+}
+
+/// The Funcs of one kernel, built op by op.
+class Translator {
+public:
+  explicit Translator(KernelPipeline &pipeline) : pipeline(pipeline) {}
+
+  /// Translates `func` applied to `arguments`; returns its results.
+  llvm::Expected<std::vector<Tensor>> translate(mlir::func::FuncOp func,
+                                                std::vector<Tensor> arguments);
+
+  /// The status Func: how many of the embeddings translated were given an
+  /// id out of range.
+  Func statusFunc() {
+    Func status(fresh("status"));
+    Expr count = Expr(0);
+    for (const Expr &bad : badIds)
+      count = count + bad;
+    status() = count;
+    return status;
+  }
+
+  /// A Func holding `tensor` itself (an output must be a Func of its own).
+  Tensor copyOf(const Tensor &tensor, const std::string &name) {
+    std::vector<Var> vars = makeVars(tensor.rank());
+    return define(name, tensor.shape, vars, tensor(asExprs(vars)),
+                  Schedule::Pointwise);
+  }
+
+private:
+  enum class Schedule { Inline, Pointwise };
+
+  std::string fresh(const std::string &base) {
+    return base + "_" + std::to_string(counter++);
+  }
+
+  /// A tensor of `shape` whose element at `vars` is `value`; `schedule`
+  /// says whether attnc's schedule computes it on its own or inlines it
+  /// (index maps, cheap arithmetic read once).
+  Tensor define(const std::string &name, std::vector<int64_t> shape,
+                const std::vector<Var> &vars, Expr value, Schedule schedule) {
+    Func func(fresh(name));
+    func(reversedVars(vars)) = value;
+    if (schedule == Schedule::Pointwise)
+      addStage(func, [func, vars](const ScheduleTarget &target) mutable {
+        schedulePointwise(func, reversedVars(vars), target);
+      });
+    return Tensor{func, std::move(shape)};
+  }
+
+  void addStage(Func func, std::function<void(const ScheduleTarget &)> how) {
+    pipeline.stages.push_back(Stage{func, std::move(how)});
+  }
+
+  llvm::Error unsupported(mlir::Operation *op) {
+    std::string where;
+    llvm::raw_string_ostream os(where);
+    os << op->getLoc();
+    return llvm::createStringError(
+        "the Halide backend has no translation of '" +
+        op->getName().getStringRef().str() + "' (at " + where + ")");
+  }
+
+  // The ops, in AttnOps.td's order.
+  Tensor linear(const Tensor &x, const Tensor &w, const Tensor *b);
+  Tensor matmul(const Tensor &a, const Tensor &b, bool transposeB);
+  Tensor elementwise(const std::string &name, std::vector<int64_t> shape,
+                     const std::vector<const Tensor *> &operands,
+                     const std::function<Expr(const std::vector<Expr> &)> &f);
+  Tensor splitHeads(const Tensor &x, int64_t heads);
+  Tensor mergeHeads(const Tensor &x, int64_t heads);
+  Tensor softmax(const Tensor &x, const Tensor *validLens);
+  std::pair<Tensor, Tensor> attention(mlir::attn::AttentionOp op,
+                                      const Tensor &q, const Tensor &k,
+                                      const Tensor &v, const Tensor *validLens);
+  std::pair<Tensor, Tensor>
+  multiheadAttention(mlir::attn::MultiheadAttentionOp op,
+                     const std::function<const Tensor *(mlir::Value)> &get);
+  Tensor positionalEncoding(const Tensor &x);
+  Tensor layerNorm(const Tensor &x, const Tensor &gamma, const Tensor &beta,
+                   float eps);
+  Tensor rmsNorm(const Tensor &x, const Tensor &gamma, float eps);
+  Tensor embedding(const Tensor &ids, const Tensor &table);
+
+  /// The attention core over split heads, the index maps of `q`, `k`, `v`
+  /// and `lens` given: `q(c, i, batch)` is feature c of query row i of the
+  /// batch entry `batch` (one or more indices), and so on. Returns the
+  /// output [batch..., Tq, dv] (as `out(c, i, batch)`) and the weights.
+  struct AttentionCore {
+    std::function<Expr(Expr, Expr, const std::vector<Expr> &)> q, k, v;
+    std::function<Expr(Expr, const std::vector<Expr> &)> lens;
+    std::vector<int64_t> batch;
+    int64_t queries = 0, keys = 0, headDim = 0, valueDim = 0;
+    bool causal = false;
+    int64_t window = 0;
+    /// The weights are an output too (return_weights).
+    bool weightsNeeded = false;
+  };
+  /// Funcs of (c, i, batch...) and (j, i, batch...) in Halide order.
+  std::pair<Func, Func> attentionCore(const AttentionCore &core);
+
+  KernelPipeline &pipeline;
+  std::vector<Expr> badIds;
+  int counter = 0;
+};
+
+} // namespace attnc::halide
+
+#endif // ATTNC_LIB_HALIDE_HALIDETRANSLATOR_H
