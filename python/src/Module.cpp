@@ -258,13 +258,6 @@ CompileOptions compileOptions(const std::string &target,
         ("attnc.compile: unknown backend '" + backend + "' (mlir or halide)")
             .c_str());
   options.halideSchedule = halideSchedule;
-  if (options.backend == Backend::Halide)
-    if (llvm::Error bad = checkHalideOptions(options))
-      throw nb::value_error(
-          ("attnc.compile: " + llvm::toString(std::move(bad))).c_str());
-  if (options.backend != Backend::Halide && halideSchedule != "attnc")
-    throw nb::value_error(
-        "attnc.compile: halide_schedule needs backend=\"halide\"");
   if (target == "nvptx")
     options.target.kind = TargetKind::Nvptx;
   else if (target != "cpu")
@@ -278,6 +271,13 @@ CompileOptions compileOptions(const std::string &target,
                               .c_str());
   options.target.cpu = mcpu;
   options.setOptLevel(unsigned(optLevel));
+  if (options.backend == Backend::Halide)
+    if (llvm::Error bad = checkHalideOptions(options))
+      throw nb::value_error(
+          ("attnc.compile: " + llvm::toString(std::move(bad))).c_str());
+  if (options.backend != Backend::Halide && halideSchedule != "attnc")
+    throw nb::value_error(
+        "attnc.compile: halide_schedule needs backend=\"halide\"");
   return options;
 }
 

@@ -115,17 +115,17 @@ compileKernel(mlir::func::FuncOp kernel, const CompileOptions &options,
               const llvm::TargetMachine &machine, bool withRuntime,
               llvm::LLVMContext &context) {
   installReporter();
-  llvm::Expected<halide::KernelPipeline> pipeline =
-      halide::buildKernelPipeline(kernel);
-  if (!pipeline)
-    return pipeline.takeError();
-  halide::constrainShapes(*pipeline);
-
-  std::string targetString = halideTarget(machine);
-  if (!withRuntime)
-    targetString += "-no_runtime";
   std::string path;
+  // Halide reports errors as exceptions, in building the Funcs too.
   try {
+    llvm::Expected<halide::KernelPipeline> pipeline =
+        halide::buildKernelPipeline(kernel);
+    if (!pipeline)
+      return pipeline.takeError();
+    halide::constrainShapes(*pipeline);
+    std::string targetString = halideTarget(machine);
+    if (!withRuntime)
+      targetString += "-no_runtime";
     Halide::Target target(targetString);
     Halide::Pipeline whole(pipeline->outputs);
     if (options.halideSchedule == "attnc") {

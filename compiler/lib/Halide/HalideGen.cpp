@@ -273,7 +273,14 @@ Tensor Translator::embedding(const Tensor &ids, const Tensor &table) {
   Expr row = Halide::clamp(ids(idIndex), 0, static_cast<int>(vocab - 1));
   Tensor y = define("embedding", shape, vars, table({row, vars.back()}),
                     Schedule::Pointwise);
-  // The ids out of range: a reduction over every id.
+  // The ids out of range: a reduction over every id (a rank-0 id is the
+  // only one).
+  if (ids.rank() == 0) {
+    Expr id = ids({});
+    badIds.push_back(
+        Halide::select(id < 0 || id >= static_cast<int>(vocab), 1, 0));
+    return y;
+  }
   Halide::Region region;
   for (auto it = ids.shape.rbegin(); it != ids.shape.rend(); ++it)
     region.push_back(Halide::Range(0, static_cast<int>(*it)));
