@@ -164,15 +164,16 @@ std::pair<Tensor, Tensor> Translator::multiheadAttention(
         std::max(tq, tk), d, op.getRopeBase().convertToFloat());
     std::vector<int> sizes = {static_cast<int>(half),
                               static_cast<int>(std::max(tq, tk))};
-    Halide::Buffer<float> cosTable(sizes, fresh("rope_cos"));
-    Halide::Buffer<float> sinTable(sizes, fresh("rope_sin"));
+    Halide::Buffer<float> cosValues(sizes, fresh("rope_cos"));
+    Halide::Buffer<float> sinValues(sizes, fresh("rope_sin"));
     for (int64_t t = 0; t < std::max(tq, tk); ++t)
       for (int64_t j = 0; j < half; ++j) {
-        cosTable(static_cast<int>(j), static_cast<int>(t)) =
+        cosValues(static_cast<int>(j), static_cast<int>(t)) =
             tables.cos[t * half + j];
-        sinTable(static_cast<int>(j), static_cast<int>(t)) =
+        sinValues(static_cast<int>(j), static_cast<int>(t)) =
             tables.sin[t * half + j];
       }
+    Func cosTable = constant(cosValues), sinTable = constant(sinValues);
     int ih = static_cast<int>(half);
     rotated = [plain, cosTable, sinTable, ih](const Tensor &x, Expr c, Expr t,
                                               Expr head, Expr b) {

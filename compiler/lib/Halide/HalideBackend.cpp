@@ -119,7 +119,9 @@ compileKernel(mlir::func::FuncOp kernel, const CompileOptions &options,
   // Halide reports errors as exceptions, in building the Funcs too.
   try {
     llvm::Expected<halide::KernelPipeline> pipeline =
-        halide::buildKernelPipeline(kernel);
+        halide::buildKernelPipeline(kernel,
+                                    /*clampReads=*/options.halideSchedule !=
+                                        "attnc");
     if (!pipeline)
       return pipeline.takeError();
     halide::constrainShapes(*pipeline);

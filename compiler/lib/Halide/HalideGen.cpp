@@ -205,9 +205,10 @@ Tensor Translator::positionalEncoding(const Tensor &x) {
   for (int64_t t = 0; t < rows; ++t)
     for (int64_t c = 0; c < width; ++c)
       buffer(static_cast<int>(c), static_cast<int>(t)) = table[t * width + c];
+  Func read = constant(buffer);
   std::vector<Var> vars = makeVars(3);
   return define("positional_encoding", x.shape, vars,
-                x(asExprs(vars)) + buffer(vars[2], vars[1]),
+                x(asExprs(vars)) + read(vars[2], vars[1]),
                 Schedule::Pointwise);
 }
 
@@ -294,6 +295,15 @@ Tensor Translator::embedding(const Tensor &ids, const Tensor &table) {
   badIds.push_back(Halide::maximum(
       Halide::select(id < 0 || id >= static_cast<int>(vocab), 1, 0)));
   return y;
+}
+
+Func Translator::constant(const Halide::Buffer<float> &table) const {
+  if (clampReads)
+    return Halide::BoundaryConditions::repeat_edge(table);
+  Func f(table.name() + "_read");
+  std::vector<Var> vars = makeVars(table.dimensions());
+  f(vars) = table(asExprs(vars));
+  return f;
 }
 
 //===----------------------------------------------------------------------===//
@@ -454,9 +464,9 @@ Translator::translate(mlir::func::FuncOp func, std::vector<Tensor> arguments) {
 }
 
 llvm::Expected<KernelPipeline>
-attnc::halide::buildKernelPipeline(mlir::func::FuncOp kernel) {
+attnc::halide::buildKernelPipeline(mlir::func::FuncOp kernel, bool clampReads) {
   KernelPipeline pipeline;
-  Translator translator(pipeline);
+  Translator translator(pipeline, clampReads);
   // Halide indexes buffers with 32-bit ints.
   auto tooLarge = [&](mlir::Type type,
                       const std::string &what) -> std::optional<llvm::Error> {
@@ -490,7 +500,8 @@ attnc::halide::buildKernelPipeline(mlir::func::FuncOp kernel) {
     std::vector<Var> vars = makeVars(static_cast<int>(type.getRank()));
     Func read("read_arg_" + std::to_string(i));
     std::vector<Var> hv = reversedVars(vars);
-    read(hv) = param(hv);
+    read(hv) = clampReads ? Halide::BoundaryConditions::repeat_edge(param)(hv)
+                          : param(hv);
     arguments.push_back(Tensor{read, shapeOf(arg)});
   }
   auto results = translator.translate(kernel, std::move(arguments));

@@ -57,8 +57,13 @@ struct KernelPipeline {
 
 /// Builds the pipeline of `kernel` (a public func.func of attn ops, func.call
 /// of other blocks of the module, func.return). An op the backend does not
-/// translate is an error naming it and its location.
-llvm::Expected<KernelPipeline> buildKernelPipeline(mlir::func::FuncOp kernel);
+/// translate is an error naming it and its location. `clampReads` clamps
+/// every read of an argument or constant table to its bounds: for the
+/// autoschedulers, whose tilings may compute a Func past the region its
+/// consumers need (Adams2019 read a weight at row -88), which attnc's own
+/// schedules never do.
+llvm::Expected<KernelPipeline> buildKernelPipeline(mlir::func::FuncOp kernel,
+                                                   bool clampReads);
 
 /// Constrains every argument's and output's buffer to the kernel's dense,
 /// row-major shapes (so that Halide specializes for them) and gives the

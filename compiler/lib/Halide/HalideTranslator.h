@@ -67,7 +67,14 @@ inline std::vector<Var> reversedVars(const std::vector<Var> &vars) {
 /// The Funcs of one kernel, built op by op.
 class Translator {
 public:
-  explicit Translator(KernelPipeline &pipeline) : pipeline(pipeline) {}
+  /// `clampReads`: every read of an argument or a constant table is
+  /// clamped to its bounds (see buildKernelPipeline).
+  Translator(KernelPipeline &pipeline, bool clampReads)
+      : pipeline(pipeline), clampReads(clampReads) {}
+
+  /// `table` (a constant the kernel embeds) as a Func, its reads clamped
+  /// when clampReads.
+  Func constant(const Halide::Buffer<float> &table) const;
 
   /// Translates `func` applied to `arguments`; returns its results.
   llvm::Expected<std::vector<Tensor>> translate(mlir::func::FuncOp func,
@@ -164,6 +171,7 @@ private:
   std::pair<Func, Func> attentionCore(const AttentionCore &core);
 
   KernelPipeline &pipeline;
+  bool clampReads;
   std::vector<Expr> badIds;
   int counter = 0;
 };
