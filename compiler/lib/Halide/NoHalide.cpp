@@ -7,6 +7,8 @@
 
 #include "attnc/Halide/HalideBackend.h"
 
+#include "mlir/IR/BuiltinOps.h"
+
 #include "llvm/IR/Module.h"
 
 using namespace attnc;
