@@ -195,9 +195,53 @@ Tensor Translator::softmax(const Tensor &x, const Tensor *validLens) {
   return Tensor{y, x.shape};
 }
 
-/// x + P[:T] (D2L's table, attn/IR/PositionalEncoding.h).
+namespace {
+
+/// positionalEncodingEntry's arithmetic as Halide Exprs (f64 and i64; the
+/// caller wraps the result in strict_float so that Halide's simplifier
+/// keeps the rounding steps).
+struct HalideOps {
+  using Float64 = Expr;
+  using Int64 = Expr;
+  Expr constant(double c) { return Expr(c); }
+  Expr add(const Expr &x, const Expr &y) { return x + y; }
+  Expr sub(const Expr &x, const Expr &y) { return x - y; }
+  Expr mul(const Expr &x, const Expr &y) { return x * y; }
+  Expr roundToInt(const Expr &x) { return Halide::cast<int64_t>(x); }
+  Expr addInt(const Expr &x, const Expr &y) { return x + y; }
+  Expr andInt(const Expr &x, int64_t mask) {
+    return x & Expr(static_cast<int64_t>(mask));
+  }
+  Expr select(const Expr &pick, const Expr &x, const Expr &y) {
+    return Halide::select(pick != Expr(int64_t(0)), x, y);
+  }
+};
+
+} // namespace
+
+/// x + P[:T] (D2L's table, attn/IR/PositionalEncoding.h): a constant up to
+/// kMaxConstantTableElements, computed from indices beyond (as the MLIR
+/// lowering does).
 Tensor Translator::positionalEncoding(const Tensor &x) {
   int64_t rows = x.shape[1], width = x.shape[2];
+  std::vector<Var> vars = makeVars(3);
+  if (rows * width > mlir::attn::kMaxConstantTableElements) {
+    Halide::Buffer<float> divisors(static_cast<int>(width), fresh("pe_div"));
+    for (int64_t c = 0; c < width; ++c)
+      divisors(static_cast<int>(c)) =
+          mlir::attn::positionalEncodingDivisor(c / 2, width);
+    Func divisor = constant(divisors);
+    Expr angle =
+        Halide::cast<float>(Halide::cast<int64_t>(vars[1])) / divisor(vars[2]);
+    HalideOps ops;
+    Expr entry = mlir::attn::positionalEncodingEntry(
+        ops, Halide::cast<double>(angle),
+        Halide::cast<int64_t>(vars[2]) & Expr(int64_t(1)));
+    return define("positional_encoding", x.shape, vars,
+                  x(asExprs(vars)) +
+                      Halide::strict_float(Halide::cast<float>(entry)),
+                  Schedule::Pointwise);
+  }
   std::vector<float> table = mlir::attn::positionalEncodingTable(rows, width);
   Halide::Buffer<float> buffer(
       std::vector<int>{static_cast<int>(width), static_cast<int>(rows)},
@@ -206,10 +250,8 @@ Tensor Translator::positionalEncoding(const Tensor &x) {
     for (int64_t c = 0; c < width; ++c)
       buffer(static_cast<int>(c), static_cast<int>(t)) = table[t * width + c];
   Func read = constant(buffer);
-  std::vector<Var> vars = makeVars(3);
   return define("positional_encoding", x.shape, vars,
-                x(asExprs(vars)) + read(vars[2], vars[1]),
-                Schedule::Pointwise);
+                x(asExprs(vars)) + read(vars[2], vars[1]), Schedule::Pointwise);
 }
 
 /// torch nn.LayerNorm over the last axis: biased variance, then

@@ -515,26 +515,93 @@ DenseElementsAttr positionalEncodingTable(RankedTensorType type) {
   return DenseElementsAttr::get(type, ArrayRef<float>(table));
 }
 
+/// positionalEncodingEntry's arithmetic as arith ops (f64 and i64).
+struct ArithOps {
+  using Float64 = Value;
+  using Int64 = Value;
+  OpBuilder &b;
+  Location loc;
+  Value constant(double c) {
+    return arith::ConstantOp::create(b, loc, b.getF64FloatAttr(c));
+  }
+  Value add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value roundToInt(Value x) {
+    return arith::FPToSIOp::create(b, loc, b.getI64Type(), x);
+  }
+  Value addInt(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value andInt(Value x, int64_t mask) {
+    return arith::AndIOp::create(
+        b, loc, x, arith::ConstantIntOp::create(b, loc, mask, 64));
+  }
+  Value select(Value pick, Value x, Value y) {
+    Value zero = arith::ConstantIntOp::create(b, loc, 0, 64);
+    Value nonzero =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, pick, zero);
+    return arith::SelectOp::create(b, loc, nonzero, x, y);
+  }
+};
+
+/// x + P[:T]. A table of up to kMaxConstantTableElements is a constant;
+/// a bigger one is computed where it is added, from the row and column
+/// indices and a [D] constant of each column's divisor.
 struct LowerPositionalEncoding : OpRewritePattern<PositionalEncodingOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(PositionalEncodingOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     ArrayRef<int64_t> s = op.getType().getShape();
-    auto tableType = RankedTensorType::get({s[1], s[2]}, rewriter.getF32Type());
-    Value table = arith::ConstantOp::create(rewriter, loc,
-                                            positionalEncodingTable(tableType));
     MLIRContext *ctx = op.getContext();
     AffineExpr b, i, c;
     bindDims(ctx, b, i, c);
+    AffineMap x = AffineMap::get(3, 0, {b, i, c}, ctx);
+    if (s[1] * s[2] <= mlir::attn::kMaxConstantTableElements) {
+      auto tableType =
+          RankedTensorType::get({s[1], s[2]}, rewriter.getF32Type());
+      Value table = arith::ConstantOp::create(
+          rewriter, loc, positionalEncodingTable(tableType));
+      rewriter.replaceOp(
+          op, elementwise(rewriter, loc, op.getType(), {op.getX(), table},
+                          {x, AffineMap::get(3, 0, {i, c}, ctx)},
+                          [](OpBuilder &b, Location loc, ValueRange args) {
+                            return arith::AddFOp::create(b, loc, args[0],
+                                                         args[1])
+                                .getResult();
+                          }));
+      return success();
+    }
+    std::vector<float> divisors(s[2]);
+    for (int64_t column = 0; column < s[2]; ++column)
+      divisors[column] =
+          mlir::attn::positionalEncodingDivisor(column / 2, s[2]);
+    auto divisorType = RankedTensorType::get({s[2]}, rewriter.getF32Type());
+    Value divisor = arith::ConstantOp::create(
+        rewriter, loc,
+        DenseElementsAttr::get(divisorType, ArrayRef<float>(divisors)));
     rewriter.replaceOp(
-        op, elementwise(rewriter, loc, op.getType(), {op.getX(), table},
-                        {AffineMap::get(3, 0, {b, i, c}, ctx),
-                         AffineMap::get(3, 0, {i, c}, ctx)},
-                        [](OpBuilder &b, Location loc, ValueRange args) {
-                          return arith::AddFOp::create(b, loc, args[0], args[1])
-                              .getResult();
-                        }));
+        op, elementwise(
+                rewriter, loc, op.getType(), {op.getX(), divisor},
+                {x, AffineMap::get(3, 0, {c}, ctx)},
+                [](OpBuilder &b, Location loc, ValueRange args) {
+                  auto index = [&](unsigned dim) {
+                    Value v = linalg::IndexOp::create(b, loc, dim);
+                    return arith::IndexCastOp::create(b, loc, b.getI64Type(), v)
+                        .getResult();
+                  };
+                  Value row =
+                      arith::SIToFPOp::create(b, loc, b.getF32Type(), index(1));
+                  Value angle =
+                      arith::DivFOp::create(b, loc, row, args[1]).getResult();
+                  ArithOps ops{b, loc};
+                  Value odd = ops.andInt(index(2), 1);
+                  Value entry = mlir::attn::positionalEncodingEntry(
+                      ops, arith::ExtFOp::create(b, loc, b.getF64Type(), angle),
+                      odd);
+                  Value p =
+                      arith::TruncFOp::create(b, loc, b.getF32Type(), entry);
+                  return arith::AddFOp::create(b, loc, args[0], p).getResult();
+                }));
     return success();
   }
 };
