@@ -243,6 +243,7 @@ translateGpuHost(mlir::ModuleOp module,
                  const std::vector<KernelSignature> &signatures,
                  const CompileOptions &options, llvm::LLVMContext &context,
                  llvm::TargetMachine &machine) {
+  dropAttnArgumentAttrs(module);
   std::unique_ptr<llvm::Module> host =
       mlir::translateModuleToLLVMIR(module, context, "attnc");
   if (!host)

@@ -7,6 +7,7 @@
 #include "attn/Target/CpuTarget.h"
 
 #include "mlir/Dialect/DLTI/DLTI.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -365,6 +366,37 @@ llvm::Error attnc::checkRunsOnHost(const TargetOptions &options) {
       "to run here)");
 }
 
+/// `attrs` (an llvm.func's arg_attrs or res_attrs) without attributes of
+/// the attn dialect; null when nothing changes.
+static mlir::ArrayAttr withoutAttnAttrs(mlir::ArrayAttr attrs) {
+  if (!attrs)
+    return {};
+  bool changed = false;
+  llvm::SmallVector<mlir::Attribute> kept;
+  for (mlir::Attribute entry : attrs) {
+    auto dict = llvm::cast<mlir::DictionaryAttr>(entry);
+    llvm::SmallVector<mlir::NamedAttribute> names;
+    for (mlir::NamedAttribute named : dict)
+      if (named.getNameDialect() &&
+          named.getNameDialect()->getNamespace() == "attn")
+        changed = true;
+      else
+        names.push_back(named);
+    kept.push_back(mlir::DictionaryAttr::get(attrs.getContext(), names));
+  }
+  return changed ? mlir::ArrayAttr::get(attrs.getContext(), kept)
+                 : mlir::ArrayAttr();
+}
+
+void attnc::dropAttnArgumentAttrs(mlir::ModuleOp module) {
+  module.walk([](mlir::LLVM::LLVMFuncOp func) {
+    if (mlir::ArrayAttr args = withoutAttnAttrs(func.getArgAttrsAttr()))
+      func.setArgAttrsAttr(args);
+    if (mlir::ArrayAttr results = withoutAttnAttrs(func.getResAttrsAttr()))
+      func.setResAttrsAttr(results);
+  });
+}
+
 llvm::Expected<std::unique_ptr<llvm::Module>>
 attnc::translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
                          llvm::TargetMachine &machine, unsigned optLevel,
@@ -375,6 +407,7 @@ attnc::translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
   mlir::registerOpenMPDialectTranslation(registry);
   module->getContext()->appendDialectRegistry(registry);
 
+  dropAttnArgumentAttrs(module);
   std::unique_ptr<llvm::Module> llvmModule =
       mlir::translateModuleToLLVMIR(module, context, "attnc");
   if (!llvmModule)

@@ -128,33 +128,42 @@ private:
   void annotateKernel(mlir::func::FuncOp func, const Block &block,
                       llvm::ArrayRef<const DeclStmt *> args) {
     using mlir::attn::AttnDialect;
-    for (auto [i, decl] : llvm::enumerate(args)) {
-      func.setArgAttr(i, AttnDialect::kNameAttr,
-                      builder.getStringAttr(decl->name.name));
-      func.setArgAttr(i, AttnDialect::kRoleAttr,
-                      builder.getStringAttr(decl->isParam ? "param" : "input"));
+    // Every argument's and result's attributes set at once: one setArgAttr
+    // per argument rebuilds the whole attribute array each time (quadratic
+    // in the number of arguments).
+    llvm::SmallVector<mlir::DictionaryAttr> argAttrs;
+    for (const DeclStmt *decl : args) {
+      mlir::NamedAttribute attrs[] = {
+          builder.getNamedAttr(AttnDialect::kNameAttr,
+                               builder.getStringAttr(decl->name.name)),
+          builder.getNamedAttr(
+              AttnDialect::kRoleAttr,
+              builder.getStringAttr(decl->isParam ? "param" : "input"))};
+      argAttrs.push_back(builder.getDictionaryAttr(attrs));
     }
+    func.setAllArgAttrs(argAttrs);
     // An output that is an input or param (`output X`) is a buffer of its
     // own in the ABI: it is called X_out (X_out_out, ... if taken), so that
     // the header's parameters and attnc run's files have distinct names.
-    llvm::StringSet<> abiNames;
+    llvm::StringSet<> argNames, abiNames;
     for (const DeclStmt *decl : args)
-      abiNames.insert(decl->name.name);
+      argNames.insert(decl->name.name);
+    abiNames = argNames;
     for (const Ident *output : block.outputs)
       abiNames.insert(output->name);
-    for (auto [i, output] : llvm::enumerate(block.outputs)) {
+    llvm::SmallVector<mlir::DictionaryAttr> resultAttrs;
+    for (const Ident *output : block.outputs) {
       std::string name = output->name;
-      if (llvm::any_of(args, [&name](const DeclStmt *decl) {
-            return decl->name.name == name;
-          })) {
+      if (argNames.contains(name)) {
         do
           name += "_out";
         while (abiNames.contains(name));
         abiNames.insert(name);
       }
-      func.setResultAttr(i, AttnDialect::kNameAttr,
-                         builder.getStringAttr(name));
+      resultAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
+          AttnDialect::kNameAttr, builder.getStringAttr(name))));
     }
+    func.setAllResultAttrs(resultAttrs);
     llvm::SmallVector<mlir::Attribute> dimNames;
     llvm::SmallVector<int64_t> dimValues;
     for (const auto &stmt : block.stmts)

@@ -28,6 +28,7 @@ namespace {
 /// Largest tensor a declaration may have; the rules use the same bound so
 /// that no product of dims overflows int64 downstream.
 using mlir::attn::rules::kMaxElements;
+using mlir::attn::rules::kMaxRank;
 
 StringRef sourceText(SMRange range) {
   return StringRef(range.Start.getPointer(),
@@ -359,6 +360,12 @@ std::optional<TensorShape> BlockChecker::checkType(const TypeExpr &type) {
   }
   if (!ok)
     return std::nullopt;
+  if (shape.rank() > kMaxRank) {
+    diag.error(type.range, "tensor type has rank " + Twine(shape.rank()) +
+                               "; at most rank " + Twine(kMaxRank) +
+                               " is supported");
+    return std::nullopt;
+  }
   int64_t elements = 1;
   for (int64_t size : shape.dims) {
     if (size > kMaxElements / elements) {
@@ -483,6 +490,14 @@ void BlockChecker::checkOutputs() {
     diag.error(block.name.range,
                "block " + quoted(block.name.name) +
                    " has no outputs; list its results with 'output NAME'");
+  size_t arguments = block.outputs.size();
+  for (const auto &stmt : block.stmts)
+    arguments += llvm::isa<DeclStmt>(stmt.get());
+  if (arguments > Sema::kMaxBlockArguments)
+    diag.error(block.name.range,
+               "block " + quoted(block.name.name) + " has " + Twine(arguments) +
+                   " arguments (inputs, params and outputs); at most " +
+                   Twine(Sema::kMaxBlockArguments) + " are supported");
 }
 
 void BlockChecker::checkHeaderMacros() {
@@ -1045,6 +1060,10 @@ void Sema::checkExportedSteps(const Ident &name) {
 }
 
 void Sema::checkBlock(Block &block) {
+  if (blockNames.size() == kMaxBlocks)
+    diag.error(block.name.range,
+               "a file may define at most " + Twine(kMaxBlocks) + " blocks; " +
+                   quoted(block.name.name) + " is one more (split the file)");
   auto [it, inserted] =
       blockNames.try_emplace(block.name.name, block.name.range);
   if (!inserted) {

@@ -105,6 +105,11 @@ public:
 
   /// `result` if it is within the element limit.
   RuleResult result(TensorShape result) {
+    if (result.rank() > kMaxRank) {
+      fail("", "its result would have rank " + Twine(result.rank()) +
+                   "; at most rank " + Twine(kMaxRank) + " is supported");
+      return std::nullopt;
+    }
     if (!within("its result", result.dims))
       return std::nullopt;
     return result;

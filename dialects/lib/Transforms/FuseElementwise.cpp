@@ -8,6 +8,11 @@
 // positional-encoding add) become one pass over memory and the named
 // matmuls stay named.
 //
+// Each fusion clones the producer's body into a new consumer, so fusing a
+// chain of n ops without a bound costs O(n^2); a fused body stops growing at
+// kMaxFusedBodyOps ops (a long chain becomes several passes over memory),
+// which keeps the pass linear in the chain's length.
+//
 //===----------------------------------------------------------------------===//
 
 #include "attn/Transforms/Passes.h"
@@ -27,14 +32,22 @@ using namespace mlir;
 
 namespace {
 
+/// The most ops (terminator excluded) a fused generic's body may hold.
+constexpr int64_t kMaxFusedBodyOps = 64;
+
+int64_t bodyOps(linalg::GenericOp op) {
+  return static_cast<int64_t>(op.getBody()->getOperations().size()) - 1;
+}
+
 struct AttnFuseElementwisePass
     : mlir::attn::impl::AttnFuseElementwiseBase<AttnFuseElementwisePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     linalg::ControlFusionFn onlyGenerics = [](OpOperand *fused) {
-      Operation *producer = fused->get().getDefiningOp();
-      return isa_and_nonnull<linalg::GenericOp>(producer) &&
-             isa<linalg::GenericOp>(fused->getOwner());
+      auto producer = fused->get().getDefiningOp<linalg::GenericOp>();
+      auto consumer = dyn_cast<linalg::GenericOp>(fused->getOwner());
+      return producer && consumer &&
+             bodyOps(producer) + bodyOps(consumer) <= kMaxFusedBodyOps;
     };
     linalg::populateElementwiseOpsFusionPatterns(patterns, onlyGenerics);
     linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);

@@ -96,6 +96,13 @@ enum class TemporaryAllocator {
   Runtime,
 };
 
+/// Drops the attn dialect's argument and result attributes (DSL names,
+/// roles) from the module's llvm.func ops: the signatures were read from the
+/// attn-level module, and mlir::translateModuleToLLVMIR warns about each
+/// such attribute, printing the whole function every time (quadratic in the
+/// number of arguments). Every translation to LLVM IR calls this first.
+void dropAttnArgumentAttrs(mlir::ModuleOp module);
+
 /// Translates an LLVM-dialect module to LLVM IR for `machine` and optimizes
 /// it at `optLevel`. Adds `__attnc_packed_NAME(void **args)` for every
 /// kernel NAME (see packedEntryName) and routes malloc/free to `allocator`.

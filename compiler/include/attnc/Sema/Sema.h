@@ -32,6 +32,15 @@ class DiagnosticEngine;
 
 class Sema {
 public:
+  /// The most arguments (inputs, params and outputs together) a block may
+  /// have: each is a parameter of the kernel's C function, and parts of
+  /// MLIR's lowering grow with their number squared.
+  static constexpr unsigned kMaxBlockArguments = 1024;
+  /// The most blocks one file may define: compile time grows linearly with
+  /// them (every block is a kernel with its own machine code), and this
+  /// keeps a file's compile within minutes.
+  static constexpr unsigned kMaxBlocks = 1024;
+
   explicit Sema(DiagnosticEngine &diag) : diag(diag) {}
 
   /// Checks and annotates `module`; true when no error was found (in this

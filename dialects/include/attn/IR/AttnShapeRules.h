@@ -44,6 +44,10 @@ constexpr float kDefaultRopeBase = 10000.0f;
 /// dims that the rules or the code generators form can overflow int64.
 constexpr int64_t kMaxElements = int64_t(1) << 40;
 
+/// The highest rank of any tensor, declared or made by an op: the lowering
+/// builds affine maps and loop nests whose size grows with the rank squared.
+constexpr int64_t kMaxRank = 16;
+
 /// Element types the ops accept. `Other` stands for anything else (an MLIR
 /// f16 tensor, say) so that it can be rejected with a message.
 enum class ElementKind { F32, I32, Other };
