@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attnc/Codegen/Compile.h"
+#include "attnc/Codegen/Target.h"
 #include "attnc/Gen/SpecToModule.h"
 #include "attnc/InitAttn.h"
 
@@ -187,6 +188,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   currentStage = "the translation to LLVM IR";
   llvm::LLVMContext llvmContext;
+  // As every translation of the product does (Target.h).
+  dropAttnArgumentAttrs(**module);
   std::unique_ptr<llvm::Module> llvmModule =
       mlir::translateModuleToLLVMIR(**module, llvmContext, "fuzz");
   if (!llvmModule)
