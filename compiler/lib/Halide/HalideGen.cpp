@@ -209,9 +209,7 @@ struct HalideOps {
   Expr mul(const Expr &x, const Expr &y) { return x * y; }
   Expr roundToInt(const Expr &x) { return Halide::cast<int64_t>(x); }
   Expr addInt(const Expr &x, const Expr &y) { return x + y; }
-  Expr andInt(const Expr &x, int64_t mask) {
-    return x & Expr(static_cast<int64_t>(mask));
-  }
+  Expr andInt(const Expr &x, int64_t mask) { return x & Expr(mask); }
   Expr select(const Expr &pick, const Expr &x, const Expr &y) {
     return Halide::select(pick != Expr(int64_t(0)), x, y);
   }
@@ -225,11 +223,12 @@ struct HalideOps {
 Tensor Translator::positionalEncoding(const Tensor &x) {
   int64_t rows = x.shape[1], width = x.shape[2];
   std::vector<Var> vars = makeVars(3);
-  if (rows * width > mlir::attn::kMaxConstantTableElements) {
+  if (mlir::attn::positionalEncodingIsComputed(rows, width)) {
+    std::vector<float> columnDivisors =
+        mlir::attn::positionalEncodingColumnDivisors(width);
     Halide::Buffer<float> divisors(static_cast<int>(width), fresh("pe_div"));
     for (int64_t c = 0; c < width; ++c)
-      divisors(static_cast<int>(c)) =
-          mlir::attn::positionalEncodingDivisor(c / 2, width);
+      divisors(static_cast<int>(c)) = columnDivisors[c];
     Func divisor = constant(divisors);
     Expr angle =
         Halide::cast<float>(Halide::cast<int64_t>(vars[1])) / divisor(vars[2]);

@@ -556,7 +556,7 @@ struct LowerPositionalEncoding : OpRewritePattern<PositionalEncodingOp> {
     AffineExpr b, i, c;
     bindDims(ctx, b, i, c);
     AffineMap x = AffineMap::get(3, 0, {b, i, c}, ctx);
-    if (s[1] * s[2] <= mlir::attn::kMaxConstantTableElements) {
+    if (!mlir::attn::positionalEncodingIsComputed(s[1], s[2])) {
       auto tableType =
           RankedTensorType::get({s[1], s[2]}, rewriter.getF32Type());
       Value table = arith::ConstantOp::create(
@@ -571,10 +571,8 @@ struct LowerPositionalEncoding : OpRewritePattern<PositionalEncodingOp> {
                           }));
       return success();
     }
-    std::vector<float> divisors(s[2]);
-    for (int64_t column = 0; column < s[2]; ++column)
-      divisors[column] =
-          mlir::attn::positionalEncodingDivisor(column / 2, s[2]);
+    std::vector<float> divisors =
+        mlir::attn::positionalEncodingColumnDivisors(s[2]);
     auto divisorType = RankedTensorType::get({s[2]}, rewriter.getF32Type());
     Value divisor = arith::ConstantOp::create(
         rewriter, loc,

@@ -33,6 +33,21 @@ inline float positionalEncodingDivisor(int64_t j, int64_t width) {
   return static_cast<float>(std::pow(10000.0, static_cast<double>(exponent)));
 }
 
+/// Whether the kernel computes a [rows, width] table (positionalEncodingEntry)
+/// rather than reading it from a constant.
+inline bool positionalEncodingIsComputed(int64_t rows, int64_t width) {
+  return rows * width > kMaxConstantTableElements;
+}
+
+/// The divisor of each of `width` columns (columns 2j and 2j+1 share
+/// pair j's): what a computed table divides the row index by.
+inline std::vector<float> positionalEncodingColumnDivisors(int64_t width) {
+  std::vector<float> divisors(width);
+  for (int64_t column = 0; column < width; ++column)
+    divisors[column] = positionalEncodingDivisor(column / 2, width);
+  return divisors;
+}
+
 /// [rows, width], row-major; `width` is even.
 inline std::vector<float> positionalEncodingTable(int64_t rows, int64_t width) {
   std::vector<float> table(rows * width);
