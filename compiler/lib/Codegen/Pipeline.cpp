@@ -156,7 +156,9 @@ void attnc::buildGpuLoweringPipeline(OpPassManager &pm,
   addAttnToLinalg(pm, options.attention);
   addBufferization(pm);
   pm.addNestedPass<func::FuncOp>(attn::createAttnGpuLowerFusedAttention());
-  pm.addNestedPass<func::FuncOp>(attn::createAttnGpuTileMatmul());
+  attn::AttnGpuTileMatmulOptions gemms;
+  gemms.chip = options.chip;
+  pm.addNestedPass<func::FuncOp>(attn::createAttnGpuTileMatmul(gemms));
   // No canonicalization before the mapping: it would unroll a loop of one
   // iteration into host code.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());

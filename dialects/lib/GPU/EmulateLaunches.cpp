@@ -1,12 +1,29 @@
 //===- EmulateLaunches.cpp - gpu.launch as CPU loops, for tests -----------===//
+//
+// A launch whose threads never wait for each other runs as loops over its
+// blocks and threads, each thread to its end before the next starts. One
+// whose threads meet at `gpu.barrier`s (and share workgroup memory) is cut
+// at its barriers instead, as MCUDA and PoCL run CUDA/OpenCL kernels on a
+// CPU: per block, each stretch between barriers is a loop over the threads,
+// a value one stretch computes and a later one reads is kept per thread in
+// an array, and a loop whose body holds a barrier runs once per block
+// around the stretches of its body (its bounds must be the same in every
+// thread, as CUDA requires of a barrier's control flow).
+//
+//===----------------------------------------------------------------------===//
 
 #include "attn/GPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace mlir::attn {
 #define GEN_PASS_DEF_ATTNGPUEMULATELAUNCHES
@@ -17,24 +34,352 @@ using namespace mlir;
 
 namespace {
 
+/// A barrier, or an op whose regions hold one.
+bool synchronizes(Operation *op) {
+  return op->walk([](gpu::BarrierOp) { return WalkResult::interrupt(); })
+      .wasInterrupted();
+}
+
+/// Runs the threads of one block of a launch with barriers, stretch by
+/// stretch (see the file comment).
+class BarrierSplitter {
+public:
+  BarrierSplitter(gpu::LaunchOp launch, int64_t threads, Operation *outermost)
+      : launch(launch), threads(threads), outermost(outermost) {}
+
+  /// Emits `block`'s ops (not its terminator) at `b`, which is inside the
+  /// block loops and outside any thread loop.
+  LogicalResult lowerBlock(Block &block, OpBuilder &b);
+
+  /// Values the same in every thread of a block: block ids and sizes,
+  /// constants, workgroup buffers, the counters of loops holding barriers.
+  IRMapping uniform;
+
+private:
+  /// The per-thread array that holds `value` between stretches.
+  Value slotOf(Value value);
+  /// Within a thread loop: `value` (an operand) as this thread sees it.
+  void resolve(Value value, Operation *owner, OpBuilder &b, IRMapping &local,
+               Value thread);
+  /// A loop over the threads at `b`; `body` fills it given the thread's
+  /// linear id and a mapping with its thread ids.
+  void threadLoop(OpBuilder &b,
+                  function_ref<void(OpBuilder &, Value, IRMapping &)> body);
+  LogicalResult lowerStretch(ArrayRef<Operation *> ops, Block &block,
+                             OpBuilder &b);
+  LogicalResult lowerLoop(scf::ForOp loop, OpBuilder &b);
+
+  gpu::LaunchOp launch;
+  int64_t threads;
+  Operation *outermost;
+  llvm::DenseMap<Value, Value> slots;
+};
+
+Value BarrierSplitter::slotOf(Value value) {
+  Value &slot = slots[value];
+  if (!slot) {
+    OpBuilder b(outermost);
+    slot = memref::AllocaOp::create(
+        b, value.getLoc(), MemRefType::get({threads}, value.getType()));
+  }
+  return slot;
+}
+
+void BarrierSplitter::resolve(Value value, Operation *owner, OpBuilder &b,
+                              IRMapping &local, Value thread) {
+  Operation *def = value.getDefiningOp();
+  Block *home = def ? def->getBlock() : cast<BlockArgument>(value).getOwner();
+  // Defined within the op being cloned: the clone maps it itself.
+  if (owner->isAncestor(home->getParentOp()) || local.contains(value))
+    return;
+  if (uniform.contains(value)) {
+    local.map(value, uniform.lookup(value));
+    return;
+  }
+  auto slot = slots.find(value);
+  if (slot != slots.end())
+    local.map(value, memref::LoadOp::create(b, value.getLoc(), slot->second,
+                                            ValueRange{thread}));
+  // Anything else is defined above the launch.
+}
+
+void BarrierSplitter::threadLoop(
+    OpBuilder &b, function_ref<void(OpBuilder &, Value, IRMapping &)> body) {
+  Location loc = launch.getLoc();
+  auto loop =
+      scf::ForOp::create(b, loc, arith::ConstantIndexOp::create(b, loc, 0),
+                         arith::ConstantIndexOp::create(b, loc, threads),
+                         arith::ConstantIndexOp::create(b, loc, 1));
+  OpBuilder tb = OpBuilder::atBlockTerminator(loop.getBody());
+  Value thread = loop.getInductionVar();
+  // Thread ids, x fastest.
+  gpu::KernelDim3 sizes = launch.getBlockSizeOperandValues();
+  Value x = arith::RemUIOp::create(tb, loc, thread, sizes.x);
+  Value rest = arith::DivUIOp::create(tb, loc, thread, sizes.x);
+  Value y = arith::RemUIOp::create(tb, loc, rest, sizes.y);
+  Value z = arith::DivUIOp::create(tb, loc, rest, sizes.y);
+  IRMapping local;
+  local.map(launch.getThreadIds().x, x);
+  local.map(launch.getThreadIds().y, y);
+  local.map(launch.getThreadIds().z, z);
+  body(tb, thread, local);
+}
+
+LogicalResult BarrierSplitter::lowerStretch(ArrayRef<Operation *> ops,
+                                            Block &block, OpBuilder &b) {
+  if (ops.empty())
+    return success();
+  llvm::SmallPtrSet<Operation *, 16> inStretch(ops.begin(), ops.end());
+  threadLoop(b, [&](OpBuilder &tb, Value thread, IRMapping &local) {
+    gpu::KernelDim3 threadIds = {local.lookup(launch.getThreadIds().x),
+                                 local.lookup(launch.getThreadIds().y),
+                                 local.lookup(launch.getThreadIds().z)};
+    for (Operation *op : ops) {
+      if (auto id = dyn_cast<gpu::ThreadIdOp>(op)) {
+        Value dims[] = {threadIds.x, threadIds.y, threadIds.z};
+        local.map(id.getResult(), dims[static_cast<int>(id.getDimension())]);
+      } else {
+        op->walk([&](Operation *nested) {
+          for (Value operand : nested->getOperands())
+            resolve(operand, op, tb, local, thread);
+        });
+        tb.clone(*op, local);
+      }
+      // Results read by a later stretch (or a loop's yield) are kept.
+      for (Value result : op->getResults()) {
+        bool readLater = llvm::any_of(result.getUsers(), [&](Operation *user) {
+          Operation *top = block.findAncestorOpInBlock(*user);
+          return !top || !inStretch.contains(top);
+        });
+
+        if (readLater)
+          memref::StoreOp::create(tb, result.getLoc(), local.lookup(result),
+                                  slotOf(result), ValueRange{thread});
+      }
+    }
+  });
+  return success();
+}
+LogicalResult BarrierSplitter::lowerLoop(scf::ForOp loop, OpBuilder &b) {
+  Location loc = loop.getLoc();
+  SmallVector<Value> bounds;
+  for (Value bound :
+       {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()}) {
+    if (uniform.contains(bound))
+      bounds.push_back(uniform.lookup(bound));
+    else if (!launch->isAncestor(bound.getParentRegion()->getParentOp()))
+      bounds.push_back(bound);
+    else
+      return loop.emitOpError("holds a gpu.barrier but has a bound that may "
+                              "differ between threads; the emulation "
+                              "cannot split it");
+  }
+  // The loop's state, per thread, between iterations.
+  for (auto [arg, result] :
+       llvm::zip(loop.getRegionIterArgs(), loop.getResults()))
+    slots[result] = slotOf(arg);
+  if (loop.getNumRegionIterArgs())
+    threadLoop(b, [&](OpBuilder &tb, Value thread, IRMapping &local) {
+      for (auto [arg, init] :
+           llvm::zip(loop.getRegionIterArgs(), loop.getInitArgs())) {
+        resolve(init, loop, tb, local, thread);
+        memref::StoreOp::create(tb, loc, local.lookupOrDefault(init),
+                                slotOf(arg), ValueRange{thread});
+      }
+    });
+  auto once = scf::ForOp::create(b, loc, bounds[0], bounds[1], bounds[2]);
+  uniform.map(loop.getInductionVar(), once.getInductionVar());
+  OpBuilder body = OpBuilder::atBlockTerminator(once.getBody());
+  if (failed(lowerBlock(*loop.getBody(), body)))
+    return failure();
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  if (loop.getNumRegionIterArgs())
+    threadLoop(body, [&](OpBuilder &tb, Value thread, IRMapping &local) {
+      // Every value read before any is overwritten (a yield may swap).
+      SmallVector<Value> values;
+      for (Value value : yield.getOperands()) {
+        resolve(value, yield, tb, local, thread);
+        values.push_back(local.lookupOrDefault(value));
+      }
+      for (auto [arg, value] : llvm::zip(loop.getRegionIterArgs(), values))
+        memref::StoreOp::create(tb, loc, value, slotOf(arg),
+                                ValueRange{thread});
+    });
+  return success();
+}
+
+LogicalResult BarrierSplitter::lowerBlock(Block &block, OpBuilder &b) {
+  gpu::KernelDim3 grid = launch.getGridSize(), size = launch.getBlockSize();
+  Value gridSizes[] = {grid.x, grid.y, grid.z};
+  Value blockSizes[] = {size.x, size.y, size.z};
+  gpu::KernelDim3 blockIds = launch.getBlockIds();
+  Value blocks[] = {blockIds.x, blockIds.y, blockIds.z};
+  SmallVector<Operation *> stretch;
+  for (Operation &op : block.without_terminator()) {
+    // The same in every thread: once per block, outside the thread loops.
+    if (op.hasTrait<OpTrait::ConstantLike>()) {
+      b.clone(op, uniform);
+      continue;
+    }
+    if (auto dim = dyn_cast<gpu::BlockDimOp>(op)) {
+      uniform.map(
+          dim.getResult(),
+          uniform.lookup(blockSizes[static_cast<int>(dim.getDimension())]));
+      continue;
+    }
+    if (auto dim = dyn_cast<gpu::GridDimOp>(op)) {
+      uniform.map(
+          dim.getResult(),
+          uniform.lookup(gridSizes[static_cast<int>(dim.getDimension())]));
+      continue;
+    }
+    if (auto id = dyn_cast<gpu::BlockIdOp>(op)) {
+      uniform.map(id.getResult(),
+                  uniform.lookup(blocks[static_cast<int>(id.getDimension())]));
+      continue;
+    }
+    if (!synchronizes(&op)) {
+      stretch.push_back(&op);
+      continue;
+    }
+    if (failed(lowerStretch(stretch, block, b)))
+      return failure();
+    stretch.clear();
+    if (isa<gpu::BarrierOp>(op))
+      continue;
+    auto loop = dyn_cast<scf::ForOp>(op);
+    if (!loop)
+      return op.emitOpError("holds a gpu.barrier under control flow that "
+                            "threads may take differently; the emulation "
+                            "splits only scf.for loops");
+    if (failed(lowerLoop(loop, b)))
+      return failure();
+  }
+  return lowerStretch(stretch, block, b);
+}
+
+/// Whether `value`, a bound of a loop holding a barrier, is the same in every
+/// thread: defined above the launch, a constant, a block id or size, or the
+/// counter of an enclosing loop that holds the barrier too.
+bool isUniform(Value value, gpu::LaunchOp launch) {
+  if (Operation *def = value.getDefiningOp())
+    return !launch->isAncestor(def) || def->hasTrait<OpTrait::ConstantLike>() ||
+           isa<gpu::BlockIdOp, gpu::BlockDimOp, gpu::GridDimOp>(def);
+  auto arg = cast<BlockArgument>(value);
+  Operation *owner = arg.getOwner()->getParentOp();
+  if (owner == launch.getOperation()) {
+    gpu::KernelDim3 ids = launch.getThreadIds();
+    return value != ids.x && value != ids.y && value != ids.z &&
+           !llvm::is_contained(launch.getWorkgroupAttributions(), value);
+  }
+  auto loop = dyn_cast<scf::ForOp>(owner);
+  return loop && value == loop.getInductionVar() &&
+         synchronizes(loop.getOperation());
+}
+
+/// Checks, before anything is rewritten, that every barrier can be split
+/// at: only scf.for loops with uniform bounds between it and the launch.
+LogicalResult checkSplittable(gpu::LaunchOp launch) {
+  WalkResult result = launch.getBody().walk([&](gpu::BarrierOp barrier) {
+    for (Operation *parent = barrier->getParentOp(); parent != launch;
+         parent = parent->getParentOp()) {
+      auto loop = dyn_cast<scf::ForOp>(parent);
+      if (!loop) {
+        parent->emitOpError("holds a gpu.barrier under control flow that "
+                            "threads may take differently; the emulation "
+                            "splits only scf.for loops");
+        return WalkResult::interrupt();
+      }
+      for (Value bound :
+           {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()})
+        if (!isUniform(bound, launch)) {
+          loop.emitOpError("holds a gpu.barrier but has a bound that may "
+                           "differ between threads; the emulation cannot "
+                           "split it");
+          return WalkResult::interrupt();
+        }
+    }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
+/// A launch whose threads meet at barriers: block loops around stretches.
+LogicalResult emulateWithBarriers(gpu::LaunchOp launch) {
+  if (failed(checkSplittable(launch)))
+    return failure();
+  gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
+  int64_t threads = 1;
+  for (Value size : {block.x, block.y, block.z}) {
+    std::optional<int64_t> count = getConstantIntValue(size);
+    if (!count)
+      return launch.emitOpError("has barriers and a block size that is not a "
+                                "constant; the emulation needs to know its "
+                                "threads");
+    threads *= *count;
+  }
+  OpBuilder b(launch);
+  Location loc = launch.getLoc();
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
+  Value sizes[] = {grid.z, grid.y, grid.x};
+  Value ids[] = {launch.getBlockIds().z, launch.getBlockIds().y,
+                 launch.getBlockIds().x};
+  Operation *outermost = nullptr;
+  IRMapping blockIds;
+  for (int i = 0; i < 3; ++i) {
+    auto loop = scf::ForOp::create(b, loc, zero, sizes[i], one);
+    if (!outermost)
+      outermost = loop;
+    blockIds.map(ids[i], loop.getInductionVar());
+    b.setInsertionPointToStart(loop.getBody());
+  }
+  BarrierSplitter splitter(launch, threads, outermost);
+  for (auto [id, loopId] : blockIds.getValueMap())
+    splitter.uniform.map(id, loopId);
+  gpu::KernelDim3 gridArgs = launch.getGridSize(),
+                  blockArgs = launch.getBlockSize();
+  gpu::KernelDim3 gridSizes = launch.getGridSizeOperandValues();
+  splitter.uniform.map(gridArgs.x, gridSizes.x);
+  splitter.uniform.map(gridArgs.y, gridSizes.y);
+  splitter.uniform.map(gridArgs.z, gridSizes.z);
+  splitter.uniform.map(blockArgs.x, block.x);
+  splitter.uniform.map(blockArgs.y, block.y);
+  splitter.uniform.map(blockArgs.z, block.z);
+  // Workgroup memory: one buffer, reused by each block in turn.
+  OpBuilder before(outermost);
+  for (BlockArgument buffer : launch.getWorkgroupAttributions()) {
+    auto type = cast<MemRefType>(buffer.getType());
+    auto host = MemRefType::get(type.getShape(), type.getElementType(),
+                                type.getLayout(), Attribute());
+    splitter.uniform.map(buffer, memref::AllocaOp::create(before, loc, host));
+  }
+  if (failed(splitter.lowerBlock(launch.getBody().front(), b)))
+    return failure();
+  launch.erase();
+  return success();
+}
+
 LogicalResult emulate(gpu::LaunchOp launch) {
   if (launch.getAsyncToken() && !launch.getAsyncToken().use_empty())
     return launch.emitOpError("is ordered by async tokens; emulate it before "
                               "attn-gpu-device-memory");
-  if (!launch.getWorkgroupAttributions().empty() ||
-      !launch.getPrivateAttributions().empty() || launch.hasClusterSize())
-    return launch.emitOpError("uses workgroup memory or clusters; its "
-                              "threads cannot run one after another");
+  if (!launch.getPrivateAttributions().empty() || launch.hasClusterSize())
+    return launch.emitOpError("uses private attributions or clusters, which "
+                              "the emulation does not run");
   WalkResult cooperative = launch.getBody().walk([](Operation *op) {
-    return isa<gpu::BarrierOp, gpu::ShuffleOp, gpu::SubgroupReduceOp,
-               gpu::AllReduceOp>(op)
+    return isa<gpu::ShuffleOp, gpu::SubgroupReduceOp, gpu::AllReduceOp>(op)
                ? WalkResult::interrupt()
                : WalkResult::advance();
   });
   if (cooperative.wasInterrupted())
-    return launch.emitOpError("has threads that cooperate (barriers, "
-                              "shuffles, reductions); they cannot run one "
-                              "after another");
+    return launch.emitOpError("has threads that exchange values (shuffles, "
+                              "reductions); the emulation runs only "
+                              "barriers");
+  if (!launch.getWorkgroupAttributions().empty() ||
+      synchronizes(launch.getOperation()))
+    return emulateWithBarriers(launch);
 
   OpBuilder b(launch);
   Location loc = launch.getLoc();

@@ -8,16 +8,25 @@
 // take neighbouring column blocks of the same rows: their B loads are one
 // contiguous run and their A loads the same addresses.
 //
+// A GEMM large enough to fill the target's shared-memory tile (GpuTarget.h)
+// is a launch of its own instead: each block stages k-slices of A and B in
+// workgroup memory, so that every element a block reads from global memory
+// is read once per block rather than once per thread that needs it.
+//
 //===----------------------------------------------------------------------===//
 
 #include "attn/GPU/Passes.h"
+#include "attn/Target/GpuTarget.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include "llvm/Support/MathExtras.h"
 
 namespace mlir::attn {
 #define GEN_PASS_DEF_ATTNGPUTILEMATMUL
@@ -106,30 +115,236 @@ void emitBlockedGemm(OpBuilder &b, Location loc, Value a, Value bm, Value c,
     vector::StoreOp::create(b, loc, kLoop.getResult(r), c, at(i, col0));
 }
 
+/// Static sizes of a GEMM: C [(batch,) m, n] += A [(batch,) m, k] B.
+struct GemmShape {
+  int64_t batch, m, n, k;
+};
+
+GemmShape shapeOf(Value a, Value c, bool batched) {
+  auto cType = cast<MemRefType>(c.getType());
+  int64_t rank = cType.getRank();
+  return {batched ? cType.getDimSize(0) : 1, cType.getDimSize(rank - 2),
+          cType.getDimSize(rank - 1),
+          cast<MemRefType>(a.getType()).getDimSize(rank - 1)};
+}
+
+/// `memref[indices]`, or 0 where `inRange` is false (null: always in range).
+Value loadOrZero(OpBuilder &b, Location loc, Value memref,
+                 ArrayRef<Value> indices, Value inRange) {
+  if (!inRange)
+    return memref::LoadOp::create(b, loc, memref, indices);
+  auto branch = scf::IfOp::create(
+      b, loc, inRange,
+      [&](OpBuilder &nb, Location nl) {
+        scf::YieldOp::create(
+            nb, nl,
+            ValueRange{memref::LoadOp::create(nb, nl, memref, indices)});
+      },
+      [&](OpBuilder &nb, Location nl) {
+        scf::YieldOp::create(nb, nl,
+                             ValueRange{arith::ConstantOp::create(
+                                 nb, nl, nb.getF32FloatAttr(0))});
+      });
+  return branch.getResult(0);
+}
+
+/// C[b] += A[b] B[b] as one launch: a block per `tile.rows` x `tile.cols`
+/// tile of C, k walked in slices staged in workgroup memory.
+void emitSharedMemoryGemm(OpBuilder &b, Location loc, Value a, Value bm,
+                          Value c, bool batched,
+                          const attn::GpuGemmTile &tile) {
+  GemmShape shape = shapeOf(a, c, batched);
+  Type f32 = b.getF32Type();
+  MLIRContext *context = b.getContext();
+  int64_t tilesM = llvm::divideCeil(shape.m, tile.rows);
+  int64_t tilesN = llvm::divideCeil(shape.n, tile.cols);
+  int64_t steps = llvm::divideCeil(shape.k, tile.depth);
+  int64_t threads = tile.threads();
+  int64_t threadsPerRow = tile.cols / tile.threadCols;
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup);
+  // A's slice transposed ([k][row]) so that a thread's rows are one vector.
+  auto aSliceType =
+      MemRefType::get({tile.depth, tile.rows + tile.rowPadding}, f32,
+                      MemRefLayoutAttrInterface{}, workgroup);
+  auto bSliceType = MemRefType::get({tile.depth, tile.cols}, f32,
+                                    MemRefLayoutAttrInterface{}, workgroup);
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+
+  Value one = index(1);
+  auto launch = gpu::LaunchOp::create(
+      b, loc, index(shape.batch * tilesM * tilesN), one, one, index(threads),
+      one, one, /*dynamicSharedMemorySize=*/nullptr,
+      b.getType<gpu::AsyncTokenType>(), /*asyncDependencies=*/ValueRange{},
+      TypeRange{aSliceType, bSliceType});
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&launch.getBody().front());
+  Value aSlice = launch.getWorkgroupAttributions()[0];
+  Value bSlice = launch.getWorkgroupAttributions()[1];
+  auto add = [&](Value x, Value y) -> Value {
+    return arith::AddIOp::create(b, loc, x, y);
+  };
+  auto mul = [&](Value x, int64_t y) -> Value {
+    return arith::MulIOp::create(b, loc, x, index(y));
+  };
+  auto div = [&](Value x, int64_t y) -> Value {
+    return arith::DivUIOp::create(b, loc, x, index(y));
+  };
+  auto rem = [&](Value x, int64_t y) -> Value {
+    return arith::RemUIOp::create(b, loc, x, index(y));
+  };
+  auto below = [&](Value x, int64_t bound) -> Value {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x,
+                                 index(bound));
+  };
+  /// Both in range, or null when neither check is needed.
+  auto both = [&](Value x, int64_t xBound, bool checkX, Value y, int64_t yBound,
+                  bool checkY) -> Value {
+    Value result;
+    if (checkX)
+      result = below(x, xBound);
+    if (checkY) {
+      Value inY = below(y, yBound);
+      result = result ? arith::AndIOp::create(b, loc, result, inY) : inY;
+    }
+    return result;
+  };
+
+  Value block = launch.getBlockIds().x, thread = launch.getThreadIds().x;
+  Value rest = div(block, tilesN);
+  Value row0 = mul(rem(rest, tilesM), tile.rows);
+  Value col0 = mul(rem(block, tilesN), tile.cols);
+  Value entry = div(rest, tilesM);
+  auto at = [&](Value i, Value j) {
+    SmallVector<Value> indices = {i, j};
+    if (batched)
+      indices.insert(indices.begin(), entry);
+    return indices;
+  };
+  // This thread's rows and columns within the tile.
+  Value myRow = mul(div(thread, threadsPerRow), tile.threadRows);
+  Value myCol = mul(rem(thread, threadsPerRow), tile.threadCols);
+  bool ragged = shape.k % tile.depth != 0;
+  bool raggedM = shape.m % tile.rows != 0, raggedN = shape.n % tile.cols != 0;
+
+  auto rowType = VectorType::get({tile.threadCols}, f32);
+  auto colType = VectorType::get({tile.threadRows}, f32);
+  Value zeros = arith::ConstantOp::create(
+      b, loc, rowType, DenseElementsAttr::get(rowType, 0.0f));
+  SmallVector<Value> init(tile.threadRows, zeros);
+  auto kLoop = scf::ForOp::create(
+      b, loc, index(0), index(steps), one, init,
+      [&](OpBuilder &nb, Location, Value step, ValueRange acc) {
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+        Value k0 = mul(step, tile.depth);
+        // A's rows x depth slice: consecutive threads read along k.
+        for (int64_t e = 0; e < tile.rows * tile.depth / threads; ++e) {
+          Value linear = add(thread, index(e * threads));
+          Value r = div(linear, tile.depth), kk = rem(linear, tile.depth);
+          Value gr = add(row0, r), gk = add(k0, kk);
+          Value v = loadOrZero(b, loc, a, at(gr, gk),
+                               both(gr, shape.m, raggedM, gk, shape.k, ragged));
+          memref::StoreOp::create(b, loc, v, aSlice, ValueRange{kk, r});
+        }
+        // B's depth x cols slice: consecutive threads read along a row.
+        for (int64_t e = 0; e < tile.depth * tile.cols / threads; ++e) {
+          Value linear = add(thread, index(e * threads));
+          Value kk = div(linear, tile.cols), cc = rem(linear, tile.cols);
+          Value gk = add(k0, kk), gc = add(col0, cc);
+          Value v = loadOrZero(b, loc, bm, at(gk, gc),
+                               both(gk, shape.k, ragged, gc, shape.n, raggedN));
+          memref::StoreOp::create(b, loc, v, bSlice, ValueRange{kk, cc});
+        }
+        gpu::BarrierOp::create(b, loc);
+        auto products = scf::ForOp::create(
+            b, loc, index(0), index(tile.depth), one, acc,
+            [&](OpBuilder &ib, Location il, Value kk, ValueRange sums) {
+              Value as = vector::LoadOp::create(ib, il, colType, aSlice,
+                                                ValueRange{kk, myRow});
+              Value bs = vector::LoadOp::create(ib, il, rowType, bSlice,
+                                                ValueRange{kk, myCol});
+              SmallVector<Value> next;
+              for (int64_t r = 0; r < tile.threadRows; ++r) {
+                Value ar = vector::ExtractOp::create(ib, il, as, r);
+                Value splat = vector::BroadcastOp::create(ib, il, rowType, ar);
+                next.push_back(
+                    vector::FMAOp::create(ib, il, splat, bs, sums[r]));
+              }
+              scf::YieldOp::create(ib, il, next);
+            });
+        // The next step overwrites the slices only when every thread is done.
+        gpu::BarrierOp::create(b, loc);
+        scf::YieldOp::create(b, loc, products.getResults());
+      });
+
+  for (int64_t r = 0; r < tile.threadRows; ++r) {
+    Value gr = add(add(row0, myRow), index(r));
+    for (int64_t col = 0; col < tile.threadCols; ++col) {
+      Value gc = add(add(col0, myCol), index(col));
+      Value inRange = both(gr, shape.m, raggedM, gc, shape.n, raggedN);
+      OpBuilder::InsertionGuard store(b);
+      if (inRange) {
+        auto branch = scf::IfOp::create(b, loc, inRange, false);
+        b.setInsertionPointToStart(branch.thenBlock());
+      }
+      Value sum = vector::ExtractOp::create(b, loc, kLoop.getResult(r), col);
+      Value old = memref::LoadOp::create(b, loc, c, at(gr, gc));
+      memref::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, old, sum),
+                              c, at(gr, gc));
+    }
+  }
+  gpu::TerminatorOp::create(b, loc);
+}
+
+bool hasStaticShape(Value value) {
+  auto type = dyn_cast<MemRefType>(value.getType());
+  return type && type.hasStaticShape();
+}
+
 struct AttnGpuTileMatmulPass
     : mlir::attn::impl::AttnGpuTileMatmulBase<AttnGpuTileMatmulPass> {
+  using AttnGpuTileMatmulBase::AttnGpuTileMatmulBase;
+
   void runOnOperation() override {
-    SmallVector<linalg::LinalgOp> gemms;
-    getOperation().walk([&](linalg::LinalgOp op) {
+    attn::GpuTargetDescription target = attn::describeGpu(chip);
+    attn::GpuGemmTile tile = attn::gemmTile(target);
+    func::FuncOp func = getOperation();
+    SmallVector<std::pair<linalg::LinalgOp, bool>> gemms;
+    func.walk([&](linalg::LinalgOp op) {
       bool plain = (isa<linalg::MatmulOp>(op) &&
                     !cast<linalg::MatmulOp>(op).hasUserDefinedMaps()) ||
                    (isa<linalg::BatchMatmulOp>(op) &&
                     !cast<linalg::BatchMatmulOp>(op).hasUserDefinedMaps());
-      // f32 on buffers whose rows are contiguous; anything else keeps
-      // the one-output-per-thread loops.
-      if (plain && op.hasPureBufferSemantics() &&
-          getElementTypeOrSelf(op.getDpsInits()[0].getType()).isF32() &&
-          hasUnitInnerStride(op.getDpsInputs()[1]) &&
-          hasUnitInnerStride(op.getDpsInits()[0]) &&
-          isa<MemRefType>(op.getDpsInputs()[0].getType()) &&
-          cast<MemRefType>(op.getDpsInputs()[0].getType()).hasStaticShape())
-        gemms.push_back(op);
+      if (!plain || !op.hasPureBufferSemantics() ||
+          !getElementTypeOrSelf(op.getDpsInits()[0].getType()).isF32() ||
+          !hasStaticShape(op.getDpsInputs()[0]) ||
+          !hasStaticShape(op.getDpsInputs()[1]) ||
+          !hasStaticShape(op.getDpsInits()[0]))
+        return;
+      GemmShape shape = shapeOf(op.getDpsInputs()[0], op.getDpsInits()[0],
+                                isa<linalg::BatchMatmulOp>(op));
+      // A launch of its own needs to be host code: at the function's top.
+      bool shared = op->getParentOp() == func.getOperation() &&
+                    attn::usesSharedMemoryGemm(target, shape.m, shape.n);
+      // The register blocks load rows of B and C as vectors; anything else
+      // keeps the one-output-per-thread loops.
+      if (shared || (hasUnitInnerStride(op.getDpsInputs()[1]) &&
+                     hasUnitInnerStride(op.getDpsInits()[0])))
+        gemms.push_back({op, shared});
     });
-    for (linalg::LinalgOp op : gemms) {
+    for (auto [op, shared] : gemms) {
       OpBuilder b(op);
-      emitBlockedGemm(b, op.getLoc(), op.getDpsInputs()[0],
-                      op.getDpsInputs()[1], op.getDpsInits()[0],
-                      isa<linalg::BatchMatmulOp>(op));
+      bool batched = isa<linalg::BatchMatmulOp>(op);
+      if (shared)
+        emitSharedMemoryGemm(b, op.getLoc(), op.getDpsInputs()[0],
+                             op.getDpsInputs()[1], op.getDpsInits()[0], batched,
+                             tile);
+      else
+        emitBlockedGemm(b, op.getLoc(), op.getDpsInputs()[0],
+                        op.getDpsInputs()[1], op.getDpsInits()[0], batched);
       op->erase();
     }
   }

@@ -52,3 +52,14 @@ int64_t mlir::attn::threadsPerBlock(const GpuTargetDescription &target,
   int64_t block = llvm::alignTo(std::max<int64_t>(wanted, 1), warp);
   return std::clamp<int64_t>(block, warp, maxBlock);
 }
+
+GpuGemmTile mlir::attn::gemmTile(const GpuTargetDescription &) {
+  return GpuGemmTile();
+}
+
+bool mlir::attn::usesSharedMemoryGemm(const GpuTargetDescription &target,
+                                      int64_t m, int64_t n) {
+  GpuGemmTile tile = gemmTile(target);
+  // At least a quarter of a tile's rows and of its columns.
+  return 4 * m >= tile.rows && 4 * n >= tile.cols;
+}

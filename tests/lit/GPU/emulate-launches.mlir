@@ -1,6 +1,7 @@
 // attn-gpu-emulate-launches: a launch becomes loops over its blocks and
-// threads (z, y, x), the ids the loop counters; cooperating threads are an
-// error.
+// threads (z, y, x), the ids the loop counters; one with barriers is cut
+// at them (a loop over the threads per stretch); shuffles and barriers under
+// divergent control flow are errors.
 // RUN: attn-opt %s --split-input-file --verify-diagnostics \
 // RUN:   --pass-pipeline='builtin.module(func.func(attn-gpu-emulate-launches))' \
 // RUN:   | FileCheck %s
@@ -37,13 +38,135 @@ func.func @launch(%a: memref<192xf32>) {
 
 // -----
 
-func.func @barrier(%a: memref<64xf32>) {
+// Barriers and workgroup memory: per block, each stretch between barriers
+// is a loop over the threads; a value that crosses a barrier (%i, %v) is
+// kept per thread; the workgroup buffer is one host buffer.
+// CHECK-LABEL: func.func @barrier
+// CHECK-DAG:     %[[C64:.*]] = arith.constant 64 : index
+// CHECK-DAG:     %[[SHARED:.*]] = memref.alloca() : memref<64xf32>
+// CHECK-DAG:     %[[KEPT:.*]] = memref.alloca() : memref<64xf32>
+// CHECK:         scf.for
+// CHECK:           scf.for
+// CHECK:             scf.for %[[BX:.*]] =
+// CHECK:               scf.for %[[T:.*]] = %{{.*}} to %[[C64]]
+// CHECK:                 memref.store %{{.*}}, %[[SHARED]]
+// CHECK:                 memref.store %{{.*}}, %[[KEPT]][%[[T]]]
+// CHECK:               }
+// CHECK:               scf.for %[[U:.*]] = %{{.*}} to %[[C64]]
+// CHECK-DAG:             memref.load %[[KEPT]][%[[U]]]
+// CHECK-DAG:             memref.load %[[SHARED]]
+// CHECK-NOT:     gpu.barrier
+// CHECK-NOT:     gpu.launch
+func.func @barrier(%a: memref<128xf32>) {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c63 = arith.constant 63 : index
+  %c64 = arith.constant 64 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c2, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1)
+             workgroup(%shared : memref<64xf32, #gpu.address_space<workgroup>>) {
+    %base = arith.muli %bx, %sx : index
+    %i = arith.addi %base, %tx : index
+    %v = memref.load %a[%i] : memref<128xf32>
+    memref.store %v, %shared[%tx] : memref<64xf32, #gpu.address_space<workgroup>>
+    gpu.barrier
+    %r = arith.subi %c63, %tx : index
+    %w = memref.load %shared[%r] : memref<64xf32, #gpu.address_space<workgroup>>
+    %s = arith.addf %v, %w : f32
+    memref.store %s, %a[%i] : memref<128xf32>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// A loop holding barriers runs once per block around its stretches; its
+// state is kept per thread: set from the init before it, written back by
+// its yield, read after it.
+// CHECK-LABEL: func.func @loop_with_barriers
+// CHECK-DAG:     %[[C4:.*]] = arith.constant 4 : index
+// CHECK:         scf.for %[[T0:[a-z0-9]+]] = %{{.*}} to %c32
+// CHECK:           memref.store %{{.*}}, %[[STATE:.*]][%[[T0]]] : memref<32xf32>
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %[[C4]]
+// CHECK:           scf.for
+// CHECK:           scf.for
+// CHECK:             memref.load %[[STATE]]
+// CHECK:           scf.for %[[T1:[a-z0-9]+]] =
+// CHECK:             memref.store %{{.*}}, %[[STATE]][%[[T1]]]
+// CHECK:         scf.for %[[T2:[a-z0-9]+]] =
+// CHECK:           memref.load %[[STATE]][%[[T2]]]
+func.func @loop_with_barriers(%a: memref<32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c32 = arith.constant 32 : index
+  %zero = arith.constant 0.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1)
+             workgroup(%shared : memref<32xf32, #gpu.address_space<workgroup>>) {
+    %sum = scf.for %s = %c0 to %c4 step %c1 iter_args(%acc = %zero) -> (f32) {
+      %v = memref.load %a[%tx] : memref<32xf32>
+      memref.store %v, %shared[%tx] : memref<32xf32, #gpu.address_space<workgroup>>
+      gpu.barrier
+      %w = memref.load %shared[%c0] : memref<32xf32, #gpu.address_space<workgroup>>
+      %next = arith.addf %acc, %w : f32
+      gpu.barrier
+      scf.yield %next : f32
+    }
+    memref.store %sum, %a[%tx] : memref<32xf32>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+func.func @divergent_barrier(%a: memref<64xf32>) {
   %c1 = arith.constant 1 : index
   %c64 = arith.constant 64 : index
-  // expected-error @below {{has threads that cooperate (barriers, shuffles, reductions); they cannot run one after another}}
+  %c32 = arith.constant 32 : index
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
-    gpu.barrier
+    %low = arith.cmpi ult, %tx, %c32 : index
+    // expected-error @below {{holds a gpu.barrier under control flow that threads may take differently; the emulation splits only scf.for loops}}
+    scf.if %low {
+      gpu.barrier
+    }
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+func.func @per_thread_bound(%a: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
+    // expected-error @below {{holds a gpu.barrier but has a bound that may differ between threads; the emulation cannot split it}}
+    scf.for %i = %c0 to %tx step %c1 {
+      gpu.barrier
+    }
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+func.func @shuffle(%a: memref<64xf32>) {
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %one = arith.constant 1 : i32
+  %width = arith.constant 32 : i32
+  %x = arith.constant 1.0 : f32
+  // expected-error @below {{has threads that exchange values (shuffles, reductions); the emulation runs only barriers}}
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
+    %y, %valid = gpu.shuffle xor %x, %one, %width : f32
     gpu.terminator
   }
   return

@@ -1,4 +1,4 @@
-// attn-gpu-tile-matmul: a GEMM on buffers becomes one parallel iteration
+// attn-gpu-tile-matmul: a small GEMM on buffers becomes one parallel iteration
 // per R x C block of outputs (R, C the largest of 4, 2, 1 dividing M, N):
 // its rows of C loaded as vectors, k walked with one vector load of B and R
 // scalar loads of A into R x C FMAs, the block stored back.
@@ -51,5 +51,72 @@ func.func @batch_matmul(%a: memref<7x3x5xf32>, %b: memref<7x5x10xf32>, %c: memre
 func.func @strided(%a: memref<4x4xf32>, %b: memref<4x4xf32, strided<[1, 4]>>, %c: memref<4x4xf32>) {
   linalg.matmul ins(%a, %b : memref<4x4xf32>, memref<4x4xf32, strided<[1, 4]>>)
                 outs(%c : memref<4x4xf32>)
+  return
+}
+
+// -----
+
+// Large enough for the shared-memory tile (64 x 64 outputs per block of 256
+// threads, k in slices of 16): a launch of its own, 2 x 3 blocks for
+// M = 100, N = 130; 5 k-slices for K = 70. A's slice is stored transposed
+// with padded rows; elements past M, N or K load as 0 and are not stored.
+// CHECK-LABEL: func.func @shared_tiles
+// CHECK-DAG:     %[[C6:.*]] = arith.constant 6 : index
+// CHECK-DAG:     %[[C256:.*]] = arith.constant 256 : index
+// CHECK:         gpu.launch async blocks({{.*}}) in ({{.*}} = %[[C6]], {{.*}}) threads({{.*}}) in ({{.*}} = %[[C256]],
+// CHECK-SAME:      workgroup(%[[AS:[a-z0-9]+]] : memref<16x68xf32, #gpu.address_space<workgroup>>, %[[BS:[a-z0-9]+]] : memref<16x64xf32, #gpu.address_space<workgroup>>)
+// CHECK:           %[[C5:.*]] = arith.constant 5 : index
+// CHECK:           scf.for %{{.*}} = %{{.*}} to %[[C5]] {{.*}} iter_args({{.*}}) -> (vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>)
+// CHECK:             scf.if {{.*}} -> (f32)
+// CHECK:             memref.store %{{.*}}, %[[AS]]
+// CHECK:             scf.if {{.*}} -> (f32)
+// CHECK:             memref.store %{{.*}}, %[[BS]]
+// CHECK:             gpu.barrier
+// CHECK:             scf.for
+// CHECK:               vector.load %[[AS]]{{.*}} : memref<16x68xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK:               vector.load %[[BS]]{{.*}} : memref<16x64xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK-COUNT-4:       vector.fma
+// CHECK:             gpu.barrier
+// CHECK:           scf.if
+// CHECK:             memref.load %{{.*}} : memref<100x130xf32>
+// CHECK:             arith.addf
+// CHECK:             memref.store %{{.*}} : memref<100x130xf32>
+// CHECK:           gpu.terminator
+// CHECK-NOT:     linalg.matmul
+func.func @shared_tiles(%a: memref<100x70xf32>, %b: memref<70x130xf32>, %c: memref<100x130xf32>) {
+  linalg.matmul ins(%a, %b : memref<100x70xf32>, memref<70x130xf32>)
+                outs(%c : memref<100x130xf32>)
+  return
+}
+
+// -----
+
+// Sizes that are multiples of the tile need no range checks; the batch
+// entry is the slowest part of the block id (3 x 2 x 1 blocks).
+// CHECK-LABEL: func.func @shared_tiles_batched
+// CHECK-DAG:     %[[C6:.*]] = arith.constant 6 : index
+// CHECK:         gpu.launch async blocks({{.*}}) in ({{.*}} = %[[C6]], {{.*}})
+// CHECK-NOT:       scf.if
+// CHECK:           gpu.terminator
+func.func @shared_tiles_batched(%a: memref<3x128x32xf32>, %b: memref<3x32x64xf32>, %c: memref<3x128x64xf32>) {
+  linalg.batch_matmul ins(%a, %b : memref<3x128x32xf32>, memref<3x32x64xf32>)
+                      outs(%c : memref<3x128x64xf32>)
+  return
+}
+
+// -----
+
+// Inside a loop (not host code) a GEMM keeps the register blocks.
+// CHECK-LABEL: func.func @nested
+// CHECK-NOT:     gpu.launch
+// CHECK:         scf.parallel
+func.func @nested(%a: memref<128x64xf32>, %b: memref<64x64xf32>, %c: memref<128x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  scf.for %i = %c0 to %c2 step %c1 {
+    linalg.matmul ins(%a, %b : memref<128x64xf32>, memref<64x64xf32>)
+                  outs(%c : memref<128x64xf32>)
+  }
   return
 }

@@ -74,9 +74,25 @@ def AttnGpuTileMatmul
 
     becomes `scf.parallel (%i, %j) = (0, 0) to (2, 16)` around an `scf.for`
     over k with four `vector<4xf32>` accumulators.
+
+    A GEMM at the top level of the function whose M and N are at least a
+    quarter of the target's shared-memory tile (attn/Target/GpuTarget.h:
+    64 x 64 outputs, k in steps of 16, 4 x 4 accumulators per thread of
+    256) becomes a `gpu.launch async` of its own instead: one block per
+    tile of C (batch entries outermost), whose threads copy each k-step's
+    slices of A (transposed, rows padded against bank conflicts) and B into
+    workgroup memory, `gpu.barrier`, multiply from there with vector loads,
+    and `gpu.barrier` again; elements past M, N or K load as 0 and are not
+    stored. Its C is accumulated into as above.
   }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
+           "The compute capability whose shared-memory tile GEMMs use "
+           "(attn/Target/GpuTarget.h)">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect",

@@ -34,6 +34,34 @@ struct GpuTargetDescription {
   std::string summary() const;
 };
 
+/// How a block of threads computes one tile of a GEMM through shared memory
+/// (attn-gpu-tile-matmul): a `rows` x `cols` tile of C per block, walked
+/// over k in steps of `depth` (a `depth` x `rows` slice of A, stored
+/// transposed, and a `depth` x `cols` slice of B in shared memory); each
+/// thread holds `threadRows` x `threadCols` accumulators in registers.
+struct GpuGemmTile {
+  int64_t rows = 64;
+  int64_t cols = 64;
+  int64_t depth = 16;
+  int64_t threadRows = 4;
+  int64_t threadCols = 4;
+  /// Floats added to each row of A's shared slice so that the transposing
+  /// stores of one warp fall in different banks (a multiple of 4: rows stay
+  /// 16-byte aligned for vector loads).
+  int64_t rowPadding = 4;
+
+  int64_t threads() const { return (rows / threadRows) * (cols / threadCols); }
+};
+
+/// The shared-memory GEMM tile for `target`.
+GpuGemmTile gemmTile(const GpuTargetDescription &target);
+
+/// Whether an M x N GEMM (per batch entry) goes through shared-memory tiles;
+/// a smaller one, which would leave most of a tile's threads idle, keeps one
+/// register block per thread.
+bool usesSharedMemoryGemm(const GpuTargetDescription &target, int64_t m,
+                          int64_t n);
+
 /// What attnc knows of `chip` (`sm_80`, `sm_90a`, ...); an unknown one gets
 /// the defaults above.
 GpuTargetDescription describeGpu(llvm::StringRef chip);
