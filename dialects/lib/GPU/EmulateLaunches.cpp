@@ -162,18 +162,12 @@ LogicalResult BarrierSplitter::lowerStretch(ArrayRef<Operation *> ops,
 }
 LogicalResult BarrierSplitter::lowerLoop(scf::ForOp loop, OpBuilder &b) {
   Location loc = loop.getLoc();
+  // checkSplittable made sure that the bounds are the same in every
+  // thread: each is mapped already or defined above the launch.
   SmallVector<Value> bounds;
   for (Value bound :
-       {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()}) {
-    if (uniform.contains(bound))
-      bounds.push_back(uniform.lookup(bound));
-    else if (!launch->isAncestor(bound.getParentRegion()->getParentOp()))
-      bounds.push_back(bound);
-    else
-      return loop.emitOpError("holds a gpu.barrier but has a bound that may "
-                              "differ between threads; the emulation "
-                              "cannot split it");
-  }
+       {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()})
+    bounds.push_back(uniform.lookupOrDefault(bound));
   // The loop's state, per thread, between iterations.
   for (auto [arg, result] :
        llvm::zip(loop.getRegionIterArgs(), loop.getResults()))
@@ -247,12 +241,8 @@ LogicalResult BarrierSplitter::lowerBlock(Block &block, OpBuilder &b) {
     stretch.clear();
     if (isa<gpu::BarrierOp>(op))
       continue;
-    auto loop = dyn_cast<scf::ForOp>(op);
-    if (!loop)
-      return op.emitOpError("holds a gpu.barrier under control flow that "
-                            "threads may take differently; the emulation "
-                            "splits only scf.for loops");
-    if (failed(lowerLoop(loop, b)))
+    // checkSplittable allows no other op around a barrier.
+    if (failed(lowerLoop(cast<scf::ForOp>(op), b)))
       return failure();
   }
   return lowerStretch(stretch, block, b);

@@ -240,24 +240,29 @@ void emitSharedMemoryGemm(OpBuilder &b, Location loc, Value a, Value bm,
         OpBuilder::InsertionGuard inner(b);
         b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
         Value k0 = mul(step, tile.depth);
-        // A's rows x depth slice: consecutive threads read along k.
-        for (int64_t e = 0; e < tile.rows * tile.depth / threads; ++e) {
-          Value linear = add(thread, index(e * threads));
-          Value r = div(linear, tile.depth), kk = rem(linear, tile.depth);
-          Value gr = add(row0, r), gk = add(k0, kk);
-          Value v = loadOrZero(b, loc, a, at(gr, gk),
-                               both(gr, shape.m, raggedM, gk, shape.k, ragged));
-          memref::StoreOp::create(b, loc, v, aSlice, ValueRange{kk, r});
-        }
-        // B's depth x cols slice: consecutive threads read along a row.
-        for (int64_t e = 0; e < tile.depth * tile.cols / threads; ++e) {
-          Value linear = add(thread, index(e * threads));
-          Value kk = div(linear, tile.cols), cc = rem(linear, tile.cols);
-          Value gk = add(k0, kk), gc = add(col0, cc);
-          Value v = loadOrZero(b, loc, bm, at(gk, gc),
-                               both(gk, shape.k, ragged, gc, shape.n, raggedN));
-          memref::StoreOp::create(b, loc, v, bSlice, ValueRange{kk, cc});
-        }
+        // The height x width window of `source` at (i0, j0) into `slice`
+        // ([j][i] when transposed), consecutive threads along a row.
+        auto stage = [&](Value source, Value slice, Value i0, Value j0,
+                         int64_t height, int64_t width, int64_t iBound,
+                         bool checkI, int64_t jBound, bool checkJ,
+                         bool transposed) {
+          for (int64_t e = 0; e < height * width / threads; ++e) {
+            Value linear = add(thread, index(e * threads));
+            Value i = div(linear, width), j = rem(linear, width);
+            Value gi = add(i0, i), gj = add(j0, j);
+            Value v = loadOrZero(b, loc, source, at(gi, gj),
+                                 both(gi, iBound, checkI, gj, jBound, checkJ));
+            SmallVector<Value, 2> into = {i, j};
+            if (transposed)
+              std::swap(into[0], into[1]);
+            memref::StoreOp::create(b, loc, v, slice, into);
+          }
+        };
+        // A's rows x depth slice (read along k), B's depth x cols slice.
+        stage(a, aSlice, row0, k0, tile.rows, tile.depth, shape.m, raggedM,
+              shape.k, ragged, /*transposed=*/true);
+        stage(bm, bSlice, k0, col0, tile.depth, tile.cols, shape.k, ragged,
+              shape.n, raggedN, /*transposed=*/false);
         gpu::BarrierOp::create(b, loc);
         auto products = scf::ForOp::create(
             b, loc, index(0), index(tile.depth), one, acc,
