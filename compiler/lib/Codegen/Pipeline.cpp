@@ -151,11 +151,14 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
 
 void attnc::buildGpuLoweringPipeline(OpPassManager &pm,
                                      const GpuPipelineOptions &options) {
-  // On buffers, as loops: one kernel per loop nest; fused attention as
-  // one thread per query row.
+  // On buffers, as loops: one kernel per loop nest; fused attention and
+  // the large GEMMs as launches of their own through shared memory.
   addAttnToLinalg(pm, options.attention);
   addBufferization(pm);
-  pm.addNestedPass<func::FuncOp>(attn::createAttnGpuLowerFusedAttention());
+  attn::AttnGpuLowerFusedAttentionOptions attention;
+  attention.chip = options.chip;
+  pm.addNestedPass<func::FuncOp>(
+      attn::createAttnGpuLowerFusedAttention(attention));
   attn::AttnGpuTileMatmulOptions gemms;
   gemms.chip = options.chip;
   pm.addNestedPass<func::FuncOp>(attn::createAttnGpuTileMatmul(gemms));

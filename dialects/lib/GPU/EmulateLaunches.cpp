@@ -8,7 +8,8 @@
 // a value one stretch computes and a later one reads is kept per thread in
 // an array, and a loop whose body holds a barrier runs once per block
 // around the stretches of its body (its bounds must be the same in every
-// thread, as CUDA requires of a barrier's control flow).
+// thread, as CUDA requires of a barrier's control flow: computed from block
+// ids, constants and memory the launch does not write, once per block).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +22,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -40,19 +43,126 @@ bool synchronizes(Operation *op) {
       .wasInterrupted();
 }
 
+/// Which values of a launch are the same in every thread of a block: those
+/// defined above it, block ids and sizes, constants, the counters of loops
+/// with such bounds, and what ops without regions compute from such values
+/// alone, without side effects or by reading memory that the launch never
+/// writes (valid_lens, say). A loop's iter_args count as varying.
+class Uniformity {
+public:
+  explicit Uniformity(gpu::LaunchOp launch);
+  bool isUniform(Value value);
+  /// Whether every result of `op` (one with results and no regions) is
+  /// uniform: it can run once per block.
+  bool isUniformOp(Operation *op);
+
+private:
+  bool readsOnlyUnwritten(Operation *op);
+
+  gpu::LaunchOp launch;
+  /// The buffers the launch writes (through views: their sources), or all
+  /// of them when an op's effects are unknown.
+  llvm::SmallPtrSet<Value, 8> written;
+  bool writesAnything = false;
+  llvm::DenseMap<Value, bool> known;
+};
+
+/// `buffer` with views looked through.
+Value sourceBuffer(Value buffer) {
+  while (auto view = buffer.getDefiningOp<ViewLikeOpInterface>())
+    buffer = view.getViewSource();
+  return buffer;
+}
+
+Uniformity::Uniformity(gpu::LaunchOp launch) : launch(launch) {
+  launch.getBody().walk([&](Operation *op) {
+    if (op->hasTrait<OpTrait::HasRecursiveMemoryEffects>() ||
+        isa<gpu::BarrierOp, gpu::TerminatorOp>(op))
+      return;
+    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+    if (!effects) {
+      writesAnything = true;
+      return;
+    }
+    SmallVector<MemoryEffects::EffectInstance> instances;
+    effects.getEffects(instances);
+    for (const MemoryEffects::EffectInstance &effect : instances) {
+      if (isa<MemoryEffects::Read>(effect.getEffect()))
+        continue;
+      if (Value value = effect.getValue())
+        written.insert(sourceBuffer(value));
+      else if (!isa<MemoryEffects::Allocate>(effect.getEffect()))
+        writesAnything = true;
+    }
+  });
+}
+
+bool Uniformity::readsOnlyUnwritten(Operation *op) {
+  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+  if (!effects || writesAnything)
+    return false;
+  SmallVector<MemoryEffects::EffectInstance> instances;
+  effects.getEffects(instances);
+  return llvm::all_of(instances, [&](const MemoryEffects::EffectInstance &e) {
+    return isa<MemoryEffects::Read>(e.getEffect()) && e.getValue() &&
+           !written.contains(sourceBuffer(e.getValue()));
+  });
+}
+
+bool Uniformity::isUniformOp(Operation *op) {
+  if (op->getNumResults() == 0 || op->getNumRegions() != 0 ||
+      isa<gpu::ThreadIdOp, gpu::LaneIdOp>(op))
+    return false;
+  if (!isMemoryEffectFree(op) && !readsOnlyUnwritten(op))
+    return false;
+  return llvm::all_of(op->getOperands(),
+                      [&](Value operand) { return isUniform(operand); });
+}
+
+bool Uniformity::isUniform(Value value) {
+  auto memo = known.find(value);
+  if (memo != known.end())
+    return memo->second;
+  // Pessimistic while being decided (a cycle through a loop's state).
+  known[value] = false;
+  bool result;
+  if (Operation *def = value.getDefiningOp()) {
+    result = !launch->isAncestor(def) || isUniformOp(def);
+  } else {
+    auto arg = cast<BlockArgument>(value);
+    Operation *owner = arg.getOwner()->getParentOp();
+    if (owner == launch.getOperation()) {
+      gpu::KernelDim3 ids = launch.getThreadIds();
+      result = value != ids.x && value != ids.y && value != ids.z;
+    } else if (!launch->isAncestor(owner)) {
+      result = true;
+    } else {
+      auto loop = dyn_cast<scf::ForOp>(owner);
+      result = loop && value == loop.getInductionVar() &&
+               isUniform(loop.getLowerBound()) &&
+               isUniform(loop.getUpperBound()) && isUniform(loop.getStep());
+    }
+  }
+  known[value] = result;
+  return result;
+}
+
 /// Runs the threads of one block of a launch with barriers, stretch by
 /// stretch (see the file comment).
 class BarrierSplitter {
 public:
-  BarrierSplitter(gpu::LaunchOp launch, int64_t threads, Operation *outermost)
-      : launch(launch), threads(threads), outermost(outermost) {}
+  BarrierSplitter(gpu::LaunchOp launch, int64_t threads, Operation *outermost,
+                  Uniformity &uniformity)
+      : launch(launch), threads(threads), outermost(outermost),
+        uniformity(uniformity) {}
 
   /// Emits `block`'s ops (not its terminator) at `b`, which is inside the
   /// block loops and outside any thread loop.
   LogicalResult lowerBlock(Block &block, OpBuilder &b);
 
-  /// Values the same in every thread of a block: block ids and sizes,
-  /// constants, workgroup buffers, the counters of loops holding barriers.
+  /// Values the same in every thread of a block (Uniformity), as computed
+  /// once per block: block ids and sizes, constants, workgroup buffers, the
+  /// counters of loops holding barriers, what is computed from them.
   IRMapping uniform;
 
 private:
@@ -72,6 +182,7 @@ private:
   gpu::LaunchOp launch;
   int64_t threads;
   Operation *outermost;
+  Uniformity &uniformity;
   llvm::DenseMap<Value, Value> slots;
 };
 
@@ -211,7 +322,9 @@ LogicalResult BarrierSplitter::lowerBlock(Block &block, OpBuilder &b) {
   SmallVector<Operation *> stretch;
   for (Operation &op : block.without_terminator()) {
     // The same in every thread: once per block, outside the thread loops.
-    if (op.hasTrait<OpTrait::ConstantLike>()) {
+    if (op.hasTrait<OpTrait::ConstantLike>() ||
+        (!isa<gpu::BlockDimOp, gpu::GridDimOp, gpu::BlockIdOp>(op) &&
+         uniformity.isUniformOp(&op))) {
       b.clone(op, uniform);
       continue;
     }
@@ -248,28 +361,9 @@ LogicalResult BarrierSplitter::lowerBlock(Block &block, OpBuilder &b) {
   return lowerStretch(stretch, block, b);
 }
 
-/// Whether `value`, a bound of a loop holding a barrier, is the same in every
-/// thread: defined above the launch, a constant, a block id or size, or the
-/// counter of an enclosing loop that holds the barrier too.
-bool isUniform(Value value, gpu::LaunchOp launch) {
-  if (Operation *def = value.getDefiningOp())
-    return !launch->isAncestor(def) || def->hasTrait<OpTrait::ConstantLike>() ||
-           isa<gpu::BlockIdOp, gpu::BlockDimOp, gpu::GridDimOp>(def);
-  auto arg = cast<BlockArgument>(value);
-  Operation *owner = arg.getOwner()->getParentOp();
-  if (owner == launch.getOperation()) {
-    gpu::KernelDim3 ids = launch.getThreadIds();
-    return value != ids.x && value != ids.y && value != ids.z &&
-           !llvm::is_contained(launch.getWorkgroupAttributions(), value);
-  }
-  auto loop = dyn_cast<scf::ForOp>(owner);
-  return loop && value == loop.getInductionVar() &&
-         synchronizes(loop.getOperation());
-}
-
 /// Checks, before anything is rewritten, that every barrier can be split
 /// at: only scf.for loops with uniform bounds between it and the launch.
-LogicalResult checkSplittable(gpu::LaunchOp launch) {
+LogicalResult checkSplittable(gpu::LaunchOp launch, Uniformity &uniformity) {
   WalkResult result = launch.getBody().walk([&](gpu::BarrierOp barrier) {
     for (Operation *parent = barrier->getParentOp(); parent != launch;
          parent = parent->getParentOp()) {
@@ -282,7 +376,7 @@ LogicalResult checkSplittable(gpu::LaunchOp launch) {
       }
       for (Value bound :
            {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()})
-        if (!isUniform(bound, launch)) {
+        if (!uniformity.isUniform(bound)) {
           loop.emitOpError("holds a gpu.barrier but has a bound that may "
                            "differ between threads; the emulation cannot "
                            "split it");
@@ -296,7 +390,8 @@ LogicalResult checkSplittable(gpu::LaunchOp launch) {
 
 /// A launch whose threads meet at barriers: block loops around stretches.
 LogicalResult emulateWithBarriers(gpu::LaunchOp launch) {
-  if (failed(checkSplittable(launch)))
+  Uniformity uniformity(launch);
+  if (failed(checkSplittable(launch, uniformity)))
     return failure();
   gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
   int64_t threads = 1;
@@ -325,7 +420,7 @@ LogicalResult emulateWithBarriers(gpu::LaunchOp launch) {
     blockIds.map(ids[i], loop.getInductionVar());
     b.setInsertionPointToStart(loop.getBody());
   }
-  BarrierSplitter splitter(launch, threads, outermost);
+  BarrierSplitter splitter(launch, threads, outermost, uniformity);
   for (auto [id, loopId] : blockIds.getValueMap())
     splitter.uniform.map(id, loopId);
   gpu::KernelDim3 gridArgs = launch.getGridSize(),

@@ -1,28 +1,35 @@
-//===- LowerFusedAttention.cpp - Flash attention, one GPU thread per row --===//
+//===- LowerFusedAttention.cpp - Flash attention as one GPU launch --------===//
 //
-// Lowers attn.fused_attention (on memrefs) to one parallel loop over
-// (batch x heads, query row), which attn-gpu-map-loops makes one thread
-// each; neighbouring threads take neighbouring rows of one batch entry and
-// head, so that the keys and values every thread reads are the same
-// addresses at the same time (one load serves the warp). Each thread keeps
-// its query row, its output row and the online softmax state in registers
-// (vectors of the head width) and never materializes a score row:
+// Lowers attn.fused_attention (on memrefs) to a launch of its own: a block
+// per (batch x heads, tile of query rows), a thread per query row (or per
+// slice of a wide head's output row), neighbouring rows of one batch entry
+// and head in neighbouring threads. The block walks the keys in tiles that
+// its threads copy into workgroup memory together, so that each key and
+// value is read from global memory once per block instead of once per
+// row. Each thread keeps its query row, its output row and the online
+// softmax state in registers (vectors of the head width) and never
+// materializes a score row:
 //
 //   len = valid_len (1-D or 2-D; min(., i + 1) when causal), clamped to Tk
 //   lo = max(0, i + 1 - window) with a causal window, else 0
-//   pass(from, end):  m = -inf, l = 0, acc = 0
-//               for from <= j < end:
-//                             s = (lo <= j < len) ? q · k[j] * scale : -1e6
-//                             m' = max(m, s); c = exp(m - m'); p = exp(s - m')
-//                             l = l c + p; acc = acc c + p v[j]; m = m'
-//   pass(lo, len); when len <= lo or m <= -1e6 + 104: pass(0, Tk)
+//   m = -inf, l = 0, acc = 0
+//   for each key tile [j0, j0 + Bc) below the block's longest len and
+//   from its first row's lo on:   (every thread, between barriers)
+//     copy k[j0 .. j0 + Bc), v[j0 .. j0 + Bc) to workgroup memory; barrier
+//     for max(j0, lo) <= j < min(j0 + Bc, len):
+//       s = q · k[j] * scale; m' = max(m, s); c = exp(m - m');
+//       p = exp(s - m'); l = l c + p; acc = acc c + p v[j]; m = m'
+//     barrier
+//   when len <= lo or m <= -1e6 + 104: pass(0, Tk) over global memory, the
+//     keys outside [lo, len) scored -1e6
 //   out[i] = acc / l
 //
 // With kv_heads(G), query head h reads k and v of kv head h / (H / G) where
 // they are (no copy per query head). With rope, the thread rotates its
-// query row once, and each key row's rotation is folded into its dot
-// product with it (Hugging Face Llama's rotate_half, the tables of
-// attn/IR/Rope.h; see rotatedDot).
+// query row once, and the block rotates each key row as it copies it
+// (Hugging Face Llama's rotate_half, the tables of attn/IR/Rope.h); the
+// second pass folds each key's rotation into its dot product instead (see
+// rotatedDot).
 //
 // Skipping the keys at and past len is exact while exp(-1e6 - m)
 // underflows; otherwise (every visible score below -1e6 + 104, or no
@@ -34,13 +41,17 @@
 #include "attn/GPU/Passes.h"
 #include "attn/IR/AttnOps.h"
 #include "attn/IR/MaskedSoftmax.h"
+#include "attn/Target/GpuTarget.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include "llvm/Support/MathExtras.h"
 
 #include <limits>
 
@@ -54,9 +65,6 @@ using namespace mlir::attn;
 
 namespace {
 
-/// Accumulators (output columns) one thread keeps in registers at most.
-constexpr int64_t kMaxSliceWidth = 64;
-
 struct Lowering {
   FusedAttentionOp op;
   OpBuilder &b;
@@ -67,12 +75,12 @@ struct Lowering {
   int64_t heads, kvHeads, batches, queries, keys, dk, dv;
   /// The causal window, when it hides keys (window < Tq).
   std::optional<int64_t> window;
-  /// The output row of a head is split into `slices` threads of
-  /// `sliceWidth` columns, so that a thread's registers hold its query row
-  /// and at most kMaxSliceWidth accumulators.
-  int64_t slices = 1, sliceWidth;
+  /// The block's rows, key tile and slices of an output row.
+  GpuAttentionTile tile;
+  int64_t slices, sliceWidth;
 
-  Lowering(FusedAttentionOp op, OpBuilder &b)
+  Lowering(FusedAttentionOp op, OpBuilder &b,
+           const GpuTargetDescription &target)
       : op(op), b(b), loc(op.getLoc()), q(op.getQ()), k(op.getK()),
         v(op.getV()), lens(op.getValidLens()), out(op.getInit()),
         ropeCos(op.getRopeCos()), ropeSin(op.getRopeSin()),
@@ -88,9 +96,9 @@ struct Lowering {
     if (std::optional<uint64_t> w = op.getWindow())
       if (static_cast<int64_t>(*w) < queries)
         window = static_cast<int64_t>(*w);
-    while (dv / slices > kMaxSliceWidth && dv % (2 * slices) == 0)
-      slices *= 2;
-    sliceWidth = dv / slices;
+    tile = attentionTile(target, queries, dk, dv);
+    slices = tile.slices;
+    sliceWidth = tile.sliceWidth;
   }
 
   Value index(int64_t value) {
@@ -157,83 +165,150 @@ struct Lowering {
                                  arith::MulFOp::create(b, loc, rotated, sin));
   }
 
-  /// q' · k' for the rotated query row q' (its halves q1', q2') and key
-  /// row j rotated at position j, k' = [k1 cos - k2 sin, k2 cos + k1 sin]
-  /// (halves of d/2), without forming k': the sum of cos * (q1' k1 + q2' k2)
-  /// + sin * (q2' k1 - q1' k2), in chunks of a few lanes, so that a thread
-  /// holds no more than its query row and a chunk of the key row at a time
-  /// (head dim 128 stays within the registers).
-  Value rotatedDot(Value q1, Value q2, Value j, Value batch, Value kColumn) {
-    int64_t half = dk / 2;
-    int64_t lanes = std::min<int64_t>(half, 8);
-    while (half % lanes != 0)
-      lanes /= 2;
+  /// The rotated chunk [x1 cos - x2 sin, x2 cos + x1 sin] of a row's halves
+  /// x1, x2 (lanes [c0, c0 + lanes) of each) at position `t`.
+  std::pair<Value, Value> rotateChunk(Value x1, Value x2, Value t, int64_t c0,
+                                      int64_t lanes) {
     auto chunkType = VectorType::get({lanes}, b.getF32Type());
-    auto mul = [&](Value x, Value y) {
-      return arith::MulFOp::create(b, loc, x, y).getResult();
+    Value cos = vector::LoadOp::create(b, loc, chunkType, ropeCos,
+                                       ValueRange{t, index(c0)});
+    Value sin = vector::LoadOp::create(b, loc, chunkType, ropeSin,
+                                       ValueRange{t, index(c0)});
+    auto mul = [&](Value x, Value y) -> Value {
+      return arith::MulFOp::create(b, loc, x, y);
     };
-    Value dot;
-    for (int64_t c0 = 0; c0 < half; c0 += lanes) {
-      // Lanes [c0, c0 + lanes) of a half (a shuffle: vector.extract_strided_
-      // slice has no NVVM lowering here).
-      SmallVector<int64_t> lanesOf;
-      for (int64_t c = c0; c < c0 + lanes; ++c)
-        lanesOf.push_back(c);
-      auto slice = [&](Value x) -> Value {
-        return vector::ShuffleOp::create(b, loc, x, x, lanesOf);
-      };
-      Value column = arith::AddIOp::create(b, loc, kColumn, index(c0));
-      Value k1 = vector::LoadOp::create(b, loc, chunkType, k,
-                                        ValueRange{batch, j, column});
-      Value k2 = vector::LoadOp::create(
+    return {arith::SubFOp::create(b, loc, mul(x1, cos), mul(x2, sin)),
+            arith::AddFOp::create(b, loc, mul(x2, cos), mul(x1, sin))};
+  }
+
+  /// q · k[j] * scale for the (rotated) query row, k's row read from
+  /// global memory in chunks of a few lanes (with rope, each chunk rotated)
+  /// so that a thread holds little beside its query row and accumulators.
+  Value exactScore(Value query, Value j, Value batch, Value kColumn) {
+    int64_t width = ropeCos ? dk / 2 : dk;
+    // With rope, four rows' chunks (k's halves, cos, sin) at a time.
+    int64_t lanes =
+        ropeCos ? std::min<int64_t>(chunkLanes(width), 2) : chunkLanes(width);
+    auto chunkType = VectorType::get({lanes}, b.getF32Type());
+    auto keyChunk = [&](int64_t c0) -> Value {
+      return vector::LoadOp::create(
           b, loc, chunkType, k,
           ValueRange{batch, j,
-                     arith::AddIOp::create(b, loc, column, index(half))});
-      Value cos = vector::LoadOp::create(b, loc, chunkType, ropeCos,
-                                         ValueRange{j, index(c0)});
-      Value sin = vector::LoadOp::create(b, loc, chunkType, ropeSin,
-                                         ValueRange{j, index(c0)});
-      Value a1 = slice(q1), a2 = slice(q2);
-      Value same = arith::AddFOp::create(b, loc, mul(a1, k1), mul(a2, k2));
-      Value cross = arith::SubFOp::create(b, loc, mul(a2, k1), mul(a1, k2));
-      Value products =
-          arith::AddFOp::create(b, loc, mul(same, cos), mul(cross, sin));
-      Value partial = vector::ReductionOp::create(
-          b, loc, vector::CombiningKind::ADD, products, Value(),
-          arith::FastMathFlags::reassoc);
+                     arith::AddIOp::create(b, loc, kColumn, index(c0))});
+    };
+    auto dotOf = [&](Value x, Value y) -> Value {
+      return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
+                                         arith::MulFOp::create(b, loc, x, y),
+                                         Value(),
+                                         arith::FastMathFlags::reassoc);
+    };
+    auto queryChunk = [&](int64_t c0) { return lanesOf(query, c0, lanes); };
+    Value dot;
+    for (int64_t c0 = 0; c0 < width; c0 += lanes) {
+      Value partial;
+      if (ropeCos) {
+        auto [k1, k2] =
+            rotateChunk(keyChunk(c0), keyChunk(c0 + width), j, c0, lanes);
+        partial = arith::AddFOp::create(b, loc, dotOf(queryChunk(c0), k1),
+                                        dotOf(queryChunk(c0 + width), k2));
+      } else {
+        partial = dotOf(queryChunk(c0), keyChunk(c0));
+      }
       dot = dot ? arith::AddFOp::create(b, loc, dot, partial).getResult()
                 : partial;
     }
-    return dot;
+    return arith::MulFOp::create(b, loc, dot, f32(scale));
   }
 
-  /// One online-softmax pass over keys [from, end) (those outside
-  /// [lo, len) scored -1e6; lo null: 0): (m, l, acc). `query` is the query
-  /// row, or with rope the two halves of the rotated one.
-  SmallVector<Value> pass(Value from, Value end, Value lo, Value len,
-                          Value batch, ValueRange query, Value kColumn,
-                          Value vColumn) {
-    auto accType = VectorType::get({sliceWidth}, b.getF32Type());
-    auto keyType = VectorType::get({dk}, b.getF32Type());
-    SmallVector<Value> init = {f32(-std::numeric_limits<float>::infinity()),
-                               f32(0.0f), splat(0.0f, sliceWidth)};
+  /// Lanes per chunk of a row of `width` a thread walks a few at a time.
+  static int64_t chunkLanes(int64_t width) {
+    int64_t lanes = std::min<int64_t>(width, 8);
+    while (width % lanes != 0)
+      lanes /= 2;
+    return lanes;
+  }
+
+  /// Lanes [c0, c0 + lanes) of `row` (a shuffle: vector.extract_strided_
+  /// slice has no NVVM lowering here).
+  Value lanesOf(Value row, int64_t c0, int64_t lanes) {
+    SmallVector<int64_t> positions;
+    for (int64_t c = c0; c < c0 + lanes; ++c)
+      positions.push_back(c);
+    return vector::ShuffleOp::create(b, loc, row, row, positions);
+  }
+
+  /// The online-softmax state (m, l, acc) after one more key, of score `s`;
+  /// `values(c0, lanes)` loads lanes [c0, c0 + lanes) of its value slice.
+  /// The accumulators are updated a chunk at a time, so that a thread never
+  /// holds a whole value row beside them.
+  SmallVector<Value> update(ValueRange state, Value s,
+                            function_ref<Value(int64_t, int64_t)> values) {
+    Value m = state[0];
+    Value newMax = arith::MaximumFOp::create(b, loc, m, s);
+    Value correction =
+        math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, m, newMax));
+    Value p =
+        math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, s, newMax));
+    Value l = arith::AddFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, state[1], correction), p);
+    int64_t lanes = chunkLanes(sliceWidth);
+    auto chunkType = VectorType::get({lanes}, b.getF32Type());
+    Value c = vector::BroadcastOp::create(b, loc, chunkType, correction);
+    Value weight = vector::BroadcastOp::create(b, loc, chunkType, p);
+    Value acc;
+    for (int64_t c0 = 0; c0 < sliceWidth; c0 += lanes) {
+      Value scaled =
+          arith::MulFOp::create(b, loc, lanesOf(state[2], c0, lanes), c);
+      Value chunk =
+          vector::FMAOp::create(b, loc, weight, values(c0, lanes), scaled);
+      if (!acc) {
+        acc = chunk;
+        continue;
+      }
+      // acc ++ chunk.
+      SmallVector<int64_t> both;
+      for (int64_t i = 0; i < c0 + lanes; ++i)
+        both.push_back(i);
+      acc = vector::ShuffleOp::create(b, loc, acc, chunk, both);
+    }
+    return {newMax, l, acc};
+  }
+
+  /// q · kTile[jj] * scale, the key row read in chunks of a few lanes, so
+  /// that a thread holds no more than its query row and a chunk of the key
+  /// row at a time (a head of 128 stays within the registers).
+  Value chunkedScore(Value query, Value kTile, Value jj) {
+    int64_t lanes = chunkLanes(dk);
+    auto chunkType = VectorType::get({lanes}, b.getF32Type());
+    Value dot;
+    for (int64_t c0 = 0; c0 < dk; c0 += lanes) {
+      Value kChunk = vector::LoadOp::create(b, loc, chunkType, kTile,
+                                            ValueRange{jj, index(c0)});
+      Value partial = vector::ReductionOp::create(
+          b, loc, vector::CombiningKind::ADD,
+          arith::MulFOp::create(b, loc, lanesOf(query, c0, lanes), kChunk),
+          Value(), arith::FastMathFlags::reassoc);
+      dot = dot ? arith::AddFOp::create(b, loc, dot, partial).getResult()
+                : partial;
+    }
+    return arith::MulFOp::create(b, loc, dot, f32(scale));
+  }
+
+  SmallVector<Value> initialState() {
+    return {f32(-std::numeric_limits<float>::infinity()), f32(0.0f),
+            splat(0.0f, sliceWidth)};
+  }
+
+  /// The online-softmax pass over every key from global memory (those
+  /// outside [lo, len) scored -1e6; lo null: 0): (m, l, acc).
+  SmallVector<Value> exactPass(Value lo, Value len, Value batch, Value query,
+                               Value kColumn, Value vColumn) {
     auto loop = scf::ForOp::create(
-        b, loc, from, end, index(1), init,
+        b, loc, index(0), index(keys), index(1), initialState(),
         [&](OpBuilder &nb, Location nl, Value j, ValueRange state) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-          Value dot;
-          if (ropeCos) {
-            dot = rotatedDot(query[0], query[1], j, batch, kColumn);
-          } else {
-            Value kRow = vector::LoadOp::create(b, loc, keyType, k,
-                                                ValueRange{batch, j, kColumn});
-            Value products = arith::MulFOp::create(b, loc, query[0], kRow);
-            dot = vector::ReductionOp::create(
-                b, loc, vector::CombiningKind::ADD, products, Value(),
-                arith::FastMathFlags::reassoc);
-          }
-          Value scaled = arith::MulFOp::create(b, loc, dot, f32(scale));
+          Value scaled = exactScore(query, j, batch, kColumn);
           Value visible =
               arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, j, len);
           if (lo)
@@ -243,40 +318,142 @@ struct Lowering {
                                       lo));
           Value s = arith::SelectOp::create(b, loc, visible, scaled,
                                             f32(kMaskedScore));
-          Value m = state[0];
-          Value newMax = arith::MaximumFOp::create(b, loc, m, s);
-          Value correction = math::ExpOp::create(
-              b, loc, arith::SubFOp::create(b, loc, m, newMax));
-          Value p = math::ExpOp::create(
-              b, loc, arith::SubFOp::create(b, loc, s, newMax));
-          Value l = arith::AddFOp::create(
-              b, loc, arith::MulFOp::create(b, loc, state[1], correction), p);
-          Value vRow = vector::LoadOp::create(b, loc, accType, v,
-                                              ValueRange{batch, j, vColumn});
-          Value scaledAcc = arith::MulFOp::create(
-              b, loc, state[2],
-              vector::BroadcastOp::create(b, loc, accType, correction));
-          Value acc = vector::FMAOp::create(
-              b, loc, vector::BroadcastOp::create(b, loc, accType, p), vRow,
-              scaledAcc);
-          scf::YieldOp::create(b, loc, ValueRange{newMax, l, acc});
+          auto values = [&](int64_t c0, int64_t lanes) -> Value {
+            return vector::LoadOp::create(
+                b, loc, VectorType::get({lanes}, b.getF32Type()), v,
+                ValueRange{batch, j,
+                           arith::AddIOp::create(b, loc, vColumn, index(c0))});
+          };
+          scf::YieldOp::create(b, loc, update(state, s, values));
         });
     return SmallVector<Value>(loop.getResults());
   }
 
+  /// The longest visible length of the block's rows [row0, row0 +
+  /// queryRows) (clamped to Tq), the same in every thread: the last row's
+  /// without 2-D valid_lens (lengths grow with the row), else the largest.
+  Value blockLength(Value batch, Value row0) {
+    bool twoD = lens && cast<MemRefType>(lens.getType()).getRank() == 2;
+    auto rowAt = [&](int64_t r) -> Value {
+      return arith::MinSIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, row0, index(r)),
+          index(queries - 1));
+    };
+    int64_t rows = std::min(tile.queryRows, queries);
+    if (!twoD)
+      return lengthOf(batch, rowAt(rows - 1));
+    Value longest = lengthOf(batch, rowAt(0));
+    for (int64_t r = 1; r < rows; ++r)
+      longest =
+          arith::MaxSIOp::create(b, loc, longest, lengthOf(batch, rowAt(r)));
+    return longest;
+  }
+
+  /// Copies key rows [j0, j0 + keyRows) of k (rotated, with rope) and v
+  /// (the kv head's columns from kColumn0, vColumn0) into the workgroup
+  /// tiles, `threads` threads each taking every threads-th element; rows
+  /// past Tk copy row Tk - 1 (never read).
+  void stageTiles(Value thread, int64_t threads, Value batch, Value j0,
+                  Value kColumn0, Value vColumn0, Value kTile, Value vTile) {
+    auto copy = [&](int64_t width, function_ref<Value(Value, Value)> element,
+                    Value into) {
+      int64_t elements = tile.keyRows * width;
+      int64_t perThread = llvm::divideCeil(elements, threads);
+      // One element of the thread's e-th round.
+      auto round = [&](Value e) {
+        Value linear = arith::AddIOp::create(
+            b, loc, thread, arith::MulIOp::create(b, loc, e, index(threads)));
+        OpBuilder::InsertionGuard guard(b);
+        if (elements % threads != 0) {
+          Value inRange = arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::ult, linear, index(elements));
+          auto branch = scf::IfOp::create(b, loc, inRange, false);
+          b.setInsertionPointToStart(branch.thenBlock());
+        }
+        Value i = arith::DivUIOp::create(b, loc, linear, index(width));
+        Value c = arith::RemUIOp::create(b, loc, linear, index(width));
+        Value key = arith::MinSIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, j0, i), index(keys - 1));
+        memref::StoreOp::create(b, loc, element(key, c), into,
+                                ValueRange{i, c});
+      };
+      if (perThread == 1) {
+        round(index(0));
+        return;
+      }
+      // A loop, not unrolled: a thread's registers hold its query row and
+      // accumulators across the copy, and little else fits beside them.
+      auto loop =
+          scf::ForOp::create(b, loc, index(0), index(perThread), index(1));
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(loop.getBody()->getTerminator());
+      round(loop.getInductionVar());
+    };
+    auto at = [&](Value memref, Value key, Value column0, Value c) -> Value {
+      return memref::LoadOp::create(
+          b, loc, memref,
+          ValueRange{batch, key, arith::AddIOp::create(b, loc, column0, c)});
+    };
+    copy(
+        dk,
+        [&](Value key, Value c) -> Value {
+          Value x = at(k, key, kColumn0, c);
+          if (!ropeCos)
+            return x;
+          // x[c] cos[c mod d/2] -+ x[c +- d/2] sin[c mod d/2]: the first
+          // half's partner is negated (rotate_half).
+          int64_t half = dk / 2;
+          Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                              c, index(half));
+          Value column = arith::RemUIOp::create(b, loc, c, index(half));
+          Value partner = arith::SelectOp::create(
+              b, loc, first, arith::AddIOp::create(b, loc, c, index(half)),
+              column);
+          Value other = at(k, key, kColumn0, partner);
+          other = arith::SelectOp::create(
+              b, loc, first, arith::NegFOp::create(b, loc, other), other);
+          Value cos =
+              memref::LoadOp::create(b, loc, ropeCos, ValueRange{key, column});
+          Value sin =
+              memref::LoadOp::create(b, loc, ropeSin, ValueRange{key, column});
+          return arith::AddFOp::create(
+              b, loc, arith::MulFOp::create(b, loc, x, cos),
+              arith::MulFOp::create(b, loc, other, sin));
+        },
+        kTile);
+    copy(
+        dv,
+        [&](Value key, Value c) -> Value { return at(v, key, vColumn0, c); },
+        vTile);
+  }
+
   void build() {
-    int64_t entries = batches * heads;
-    // The slices of a row innermost: neighbouring threads read the same
-    // keys and neighbouring columns of the values.
-    auto loop = scf::ParallelOp::create(
-        b, loc, ValueRange{index(0), index(0), index(0)},
-        ValueRange{index(entries), index(queries), index(slices)},
-        ValueRange{index(1), index(1), index(1)});
+    Type f32Type = b.getF32Type();
+    int64_t rowBlocks = llvm::divideCeil(queries, tile.queryRows);
+    int64_t threads = tile.threads();
+    auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
+                                                gpu::AddressSpace::Workgroup);
+    auto kTileType = MemRefType::get({tile.keyRows, dk}, f32Type,
+                                     MemRefLayoutAttrInterface{}, workgroup);
+    auto vTileType = MemRefType::get({tile.keyRows, dv}, f32Type,
+                                     MemRefLayoutAttrInterface{}, workgroup);
+    Value one = index(1);
+    auto launch = gpu::LaunchOp::create(
+        b, loc, index(batches * heads * rowBlocks), one, one, index(threads),
+        one, one, /*dynamicSharedMemorySize=*/nullptr,
+        b.getType<gpu::AsyncTokenType>(), /*asyncDependencies=*/ValueRange{},
+        TypeRange{kTileType, vTileType});
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value n = loop.getInductionVars()[0];
-    Value row = loop.getInductionVars()[1];
-    Value slice = loop.getInductionVars()[2];
+    b.setInsertionPointToStart(&launch.getBody().front());
+    Value kTile = launch.getWorkgroupAttributions()[0];
+    Value vTile = launch.getWorkgroupAttributions()[1];
+    Value block = launch.getBlockIds().x, thread = launch.getThreadIds().x;
+
+    // Uniform in the block: its batch entry, head and first row.
+    Value n = arith::DivUIOp::create(b, loc, block, index(rowBlocks));
+    Value row0 = arith::MulIOp::create(
+        b, loc, arith::RemUIOp::create(b, loc, block, index(rowBlocks)),
+        index(tile.queryRows));
     Value batch = arith::DivUIOp::create(b, loc, n, index(heads));
     Value head = arith::RemUIOp::create(b, loc, n, index(heads));
     // Query head h reads kv head h / (H / G).
@@ -288,35 +465,78 @@ struct Lowering {
     Value kColumn = kvHeads == heads
                         ? qColumn
                         : arith::MulIOp::create(b, loc, kvHead, index(dk));
-    Value vColumn = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, kvHead, index(dv)),
-        arith::MulIOp::create(b, loc, slice, index(sliceWidth)));
+    Value vColumn0 = arith::MulIOp::create(b, loc, kvHead, index(dv));
+    // The keys any row of the block sees: tiles [first, last).
+    Value blockEnd =
+        arith::MaxSIOp::create(b, loc, blockLength(batch, row0), index(0));
+    Value firstTile = index(0);
+    if (Value blockLo = lowerOf(row0))
+      firstTile = arith::DivUIOp::create(b, loc, blockLo, index(tile.keyRows));
+    Value lastTile = arith::DivUIOp::create(
+        b, loc,
+        arith::AddIOp::create(b, loc, blockEnd, index(tile.keyRows - 1)),
+        index(tile.keyRows));
+
+    // This thread's row (rows past Tq compute row Tq - 1 and store
+    // nothing: every thread copies tiles) and slice.
+    Value slice = arith::RemUIOp::create(b, loc, thread, index(slices));
+    Value rowInTile = arith::DivUIOp::create(b, loc, thread, index(slices));
+    Value ownRow = arith::AddIOp::create(b, loc, row0, rowInTile);
+    Value row = arith::MinSIOp::create(b, loc, ownRow, index(queries - 1));
+    Value sliceColumn = arith::MulIOp::create(b, loc, slice, index(sliceWidth));
+    Value vColumn = arith::AddIOp::create(b, loc, vColumn0, sliceColumn);
     Value outColumn =
         kvHeads == heads
             ? vColumn
             : arith::AddIOp::create(
                   b, loc, arith::MulIOp::create(b, loc, head, index(dv)),
-                  arith::MulIOp::create(b, loc, slice, index(sliceWidth)));
+                  sliceColumn);
     // Read before anything is written: `out` may be `q`'s buffer.
-    Value qRow =
-        vector::LoadOp::create(b, loc, VectorType::get({dk}, b.getF32Type()), q,
-                               ValueRange{batch, row, qColumn});
-    // With rope, its rotated halves (only: the row is not kept beside them).
-    SmallVector<Value, 2> query = {qRow};
-    if (ropeCos) {
-      Value rotated = rotate(qRow, row);
-      SmallVector<int64_t> low, high;
-      for (int64_t c = 0; c < dk / 2; ++c) {
-        low.push_back(c);
-        high.push_back(c + dk / 2);
-      }
-      query = {vector::ShuffleOp::create(b, loc, rotated, rotated, low),
-               vector::ShuffleOp::create(b, loc, rotated, rotated, high)};
-    }
+    auto keyType = VectorType::get({dk}, f32Type);
+    Value qRow = vector::LoadOp::create(b, loc, keyType, q,
+                                        ValueRange{batch, row, qColumn});
+    // With rope, the rotated row.
+    Value query = ropeCos ? rotate(qRow, row) : qRow;
     Value len = lengthOf(batch, row);
     Value lo = lowerOf(row);
-    SmallVector<Value> first =
-        pass(lo ? lo : index(0), len, lo, len, batch, query, kColumn, vColumn);
+
+    auto accType = VectorType::get({sliceWidth}, f32Type);
+    auto tiles = scf::ForOp::create(
+        b, loc, firstTile, lastTile, one, initialState(),
+        [&](OpBuilder &nb, Location, Value t, ValueRange state) {
+          OpBuilder::InsertionGuard inner(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          Value j0 = arith::MulIOp::create(b, loc, t, index(tile.keyRows));
+          stageTiles(thread, threads, batch, j0, kColumn, vColumn0, kTile,
+                     vTile);
+          gpu::BarrierOp::create(b, loc);
+          // This row's keys of the tile, in order.
+          Value from = lo ? arith::MaxSIOp::create(b, loc, j0, lo) : j0;
+          Value end = arith::MinSIOp::create(
+              b, loc, arith::AddIOp::create(b, loc, j0, index(tile.keyRows)),
+              len);
+          auto keysOfRow = scf::ForOp::create(
+              b, loc, from, end, one, state,
+              [&](OpBuilder &kb, Location, Value j, ValueRange current) {
+                OpBuilder::InsertionGuard step(b);
+                b.setInsertionPoint(kb.getInsertionBlock(),
+                                    kb.getInsertionPoint());
+                Value jj = arith::SubIOp::create(b, loc, j, j0);
+                Value s = chunkedScore(query, kTile, jj);
+                auto values = [&](int64_t c0, int64_t lanes) -> Value {
+                  return vector::LoadOp::create(
+                      b, loc, VectorType::get({lanes}, f32Type), vTile,
+                      ValueRange{jj, arith::AddIOp::create(b, loc, sliceColumn,
+                                                           index(c0))});
+                };
+                scf::YieldOp::create(b, loc, update(current, s, values));
+              });
+          // The next tile overwrites these only when every thread is done.
+          gpu::BarrierOp::create(b, loc);
+          scf::YieldOp::create(b, loc, keysOfRow.getResults());
+        });
+    SmallVector<Value> first(tiles.getResults());
+
     Value empty = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, len,
                                         lo ? lo : index(0));
     Value underflows =
@@ -330,34 +550,60 @@ struct Lowering {
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(exact.thenBlock());
       SmallVector<Value> all =
-          pass(index(0), index(keys), lo, len, batch, query, kColumn, vColumn);
+          exactPass(lo, len, batch, query, kColumn, vColumn);
       scf::YieldOp::create(b, loc, ValueRange{all[1], all[2]});
       b.setInsertionPointToStart(exact.elseBlock());
       scf::YieldOp::create(b, loc, ValueRange{first[1], first[2]});
     }
-    auto accType = VectorType::get({sliceWidth}, b.getF32Type());
     Value result = arith::DivFOp::create(
         b, loc, exact.getResult(1),
         vector::BroadcastOp::create(b, loc, accType, exact.getResult(0)));
-    vector::StoreOp::create(b, loc, result, out,
-                            ValueRange{batch, row, outColumn});
+    Value stores = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         ownRow, index(queries));
+    {
+      OpBuilder::InsertionGuard inner(b);
+      auto branch = scf::IfOp::create(b, loc, stores, false);
+      b.setInsertionPointToStart(branch.thenBlock());
+      vector::StoreOp::create(b, loc, result, out,
+                              ValueRange{batch, row, outColumn});
+    }
+    gpu::TerminatorOp::create(b, loc);
   }
 };
 
 struct AttnGpuLowerFusedAttentionPass
     : mlir::attn::impl::AttnGpuLowerFusedAttentionBase<
           AttnGpuLowerFusedAttentionPass> {
+  using AttnGpuLowerFusedAttentionBase::AttnGpuLowerFusedAttentionBase;
+
   void runOnOperation() override {
+    GpuTargetDescription target = describeGpu(chip);
+    func::FuncOp func = getOperation();
     SmallVector<FusedAttentionOp> ops;
-    getOperation().walk([&](FusedAttentionOp op) { ops.push_back(op); });
+    func.walk([&](FusedAttentionOp op) { ops.push_back(op); });
     for (FusedAttentionOp op : ops) {
       if (!op.hasBufferSemantics()) {
         op.emitOpError("must be bufferized before attn-gpu-lower-fused-"
                        "attention");
         return signalPassFailure();
       }
+      // A launch of its own is host code: at the function's top level.
+      if (op->getParentOp() != func.getOperation()) {
+        op.emitOpError("must be at the top level of its function for "
+                       "attn-gpu-lower-fused-attention (it becomes a launch)");
+        return signalPassFailure();
+      }
       OpBuilder b(op);
-      Lowering(op, b).build();
+      Lowering lowering(op, b, target);
+      if (lowering.tile.keyRows * (lowering.dk + lowering.dv) * 4 >
+          kAttentionTileBytes) {
+        op.emitOpError() << "has heads of " << lowering.dk << " key and "
+                         << lowering.dv << " value columns, whose key and "
+                         << "value rows do not fit the " << kAttentionTileBytes
+                         << " bytes of shared memory an attention block has";
+        return signalPassFailure();
+      }
+      lowering.build();
       op.erase();
     }
   }

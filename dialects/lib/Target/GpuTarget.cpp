@@ -57,6 +57,31 @@ GpuGemmTile mlir::attn::gemmTile(const GpuTargetDescription &) {
   return GpuGemmTile();
 }
 
+GpuAttentionTile mlir::attn::attentionTile(const GpuTargetDescription &target,
+                                           int64_t queries, int64_t keyWidth,
+                                           int64_t valueWidth) {
+  GpuAttentionTile tile;
+  tile.slices = 1;
+  int64_t widest = std::max<int64_t>(kAttentionRowFloats - keyWidth, 8);
+  while (valueWidth / tile.slices > widest &&
+         valueWidth % (2 * tile.slices) == 0 &&
+         2 * tile.slices <= target.maxThreadsPerBlock)
+    tile.slices *= 2;
+  tile.sliceWidth = valueWidth / tile.slices;
+  int64_t rows = llvm::alignTo(std::max<int64_t>(queries, 1), target.warpSize);
+  // Threads that may each use every register a thread can have.
+  int64_t threads =
+      std::min(target.maxThreadsPerBlock,
+               target.registersPerBlock / (target.maxRegistersPerThread + 1));
+  tile.queryRows = std::max<int64_t>(
+      1, std::min({rows, int64_t(128), threads / tile.slices}));
+  int64_t rowBytes = (keyWidth + valueWidth) * 4;
+  tile.keyRows = 64;
+  while (tile.keyRows > 1 && tile.keyRows * rowBytes > kAttentionTileBytes)
+    tile.keyRows /= 2;
+  return tile;
+}
+
 bool mlir::attn::usesSharedMemoryGemm(const GpuTargetDescription &target,
                                       int64_t m, int64_t n) {
   GpuGemmTile tile = gemmTile(target);

@@ -1,7 +1,8 @@
 // attn-gpu-emulate-launches: a launch becomes loops over its blocks and
 // threads (z, y, x), the ids the loop counters; one with barriers is cut
-// at them (a loop over the threads per stretch); shuffles and barriers under
-// divergent control flow are errors.
+// at them (a loop over the threads per stretch), what every thread of a
+// block computes alike once per block; shuffles, barriers under divergent
+// control flow and loop bounds that may differ between threads are errors.
 // RUN: attn-opt %s --split-input-file --verify-diagnostics \
 // RUN:   --pass-pipeline='builtin.module(func.func(attn-gpu-emulate-launches))' \
 // RUN:   | FileCheck %s
@@ -115,6 +116,68 @@ func.func @loop_with_barriers(%a: memref<32xf32>) {
       scf.yield %next : f32
     }
     memref.store %sum, %a[%tx] : memref<32xf32>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// A loop holding barriers whose bound the block computes from its id and a
+// buffer the launch only reads (valid_lens): the bound is computed once per
+// block, outside the thread loops, and the loop runs once per block.
+// CHECK-LABEL: func.func @uniform_bound
+// CHECK-SAME: (%[[A:.*]]: memref<64xf32>, %[[LENS:.*]]: memref<4xi32>)
+// CHECK:         scf.for %[[BX:.*]] = %{{.*}} to %c4{{[_0-9]*}}
+// CHECK-NOT:       scf.for
+// CHECK:           %[[RAW:.*]] = memref.load %[[LENS]][%[[BX]]] : memref<4xi32>
+// CHECK:           %[[LEN:.*]] = arith.index_cast %[[RAW]] : i32 to index
+// CHECK:           %[[BOUND:.*]] = arith.minsi %[[LEN]], %{{.*}} : index
+// CHECK:           scf.for %{{.*}} = %{{.*}} to %[[BOUND]]
+// CHECK:             scf.for %{{.*}} = %{{.*}} to %c64{{[_0-9]*}}
+// CHECK:               memref.store %{{.*}}, %{{.*}} : memref<64xf32>
+// CHECK:             scf.for %{{.*}} = %{{.*}} to %c64{{[_0-9]*}}
+// CHECK:               memref.load %{{.*}} : memref<64xf32>
+func.func @uniform_bound(%a: memref<64xf32>, %lens: memref<4xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c4, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1)
+             workgroup(%tile : memref<64xf32, #gpu.address_space<workgroup>>) {
+    %raw = memref.load %lens[%bx] : memref<4xi32>
+    %len = arith.index_cast %raw : i32 to index
+    %bound = arith.minsi %len, %c8 : index
+    scf.for %i = %c0 to %bound step %c1 {
+      %x = memref.load %a[%tx] : memref<64xf32>
+      memref.store %x, %tile[%tx] : memref<64xf32, #gpu.address_space<workgroup>>
+      gpu.barrier
+      %y = memref.load %tile[%tx] : memref<64xf32, #gpu.address_space<workgroup>>
+      memref.store %y, %a[%tx] : memref<64xf32>
+      gpu.barrier
+    }
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// A bound read from memory the launch writes may differ between threads.
+func.func @bound_from_written_memory(%a: memref<64xf32>, %n: memref<1xindex>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
+    memref.store %tx, %n[%c0] : memref<1xindex>
+    %bound = memref.load %n[%c0] : memref<1xindex>
+    // expected-error @below {{holds a gpu.barrier but has a bound that may differ between threads; the emulation cannot split it}}
+    scf.for %i = %c0 to %bound step %c1 {
+      gpu.barrier
+    }
     gpu.terminator
   }
   return

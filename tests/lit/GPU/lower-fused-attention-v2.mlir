@@ -1,8 +1,9 @@
 // attn-gpu-lower-fused-attention with multihead_attention's v2 keywords:
-// query head h reads kv head h / (H / G) where it is (kv_heads), the
-// thread's first pass starts at its window's first key (a causal window),
-// and rope rotates the query row once and folds each key's rotation into
-// its dot product (no rotated copy of k).
+// query head h reads kv head h / (H / G) where it is (kv_heads); the block
+// walks the key tiles from its first row's window on and each thread its
+// row's window within a tile (a causal window); rope rotates the query row
+// once, and each key row as the block copies it into the key tile (the
+// exact pass rotates the key chunks it reads instead).
 // RUN: attn-opt %s --pass-pipeline='builtin.module(func.func(attn-gpu-lower-fused-attention))' \
 // RUN:   | FileCheck %s
 
@@ -10,18 +11,23 @@
 // CHECK-LABEL: func.func @v2
 // CHECK-SAME: (%[[Q:.*]]: memref<1x6x16xf32>, %[[K:.*]]: memref<1x6x8xf32>, %[[V:.*]]: memref<1x6x8xf32>, %[[VL:.*]]: memref<1xi32>, %[[COS:.*]]: memref<6x2xf32>, %[[SIN:.*]]: memref<6x2xf32>, %[[O:.*]]: memref<1x6x16xf32>)
 func.func @v2(%q: memref<1x6x16xf32>, %k: memref<1x6x8xf32>, %v: memref<1x6x8xf32>, %vl: memref<1xi32>, %c: memref<6x2xf32>, %s: memref<6x2xf32>, %o: memref<1x6x16xf32>) {
-  // one thread per (batch x query head, row)
-  // CHECK: scf.parallel (%[[N:.*]], %[[I:.*]], %{{.*}}) = ({{.*}}) to (%c4{{[_0-9]*}}, %c6{{[_0-9]*}}, %{{.*}})
+  // a block per (batch x query head, 32 rows), a thread per row
+  // CHECK: gpu.launch async blocks(%[[BLOCK:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c4{{[_0-9]*}}, {{.*}}) threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c32{{[_0-9]*}}, {{.*}}) workgroup(%[[KT:.*]] : memref<64x4xf32, #gpu.address_space<workgroup>>, %[[VT:.*]] : memref<64x4xf32, #gpu.address_space<workgroup>>)
+  // CHECK: %[[N:.*]] = arith.divui %[[BLOCK]], %{{.*}} : index
+  // CHECK: %[[ROW0:.*]] = arith.muli %{{.*}}, %{{.*}} : index
   // CHECK: %[[B:.*]] = arith.divui %[[N]], %{{.*}} : index
   // CHECK: %[[H:.*]] = arith.remui %[[N]], %{{.*}} : index
   // CHECK: %[[G:.*]] = arith.divui %[[H]], %c2{{[_0-9]*}} : index
   // CHECK: %[[QCOL:.*]] = arith.muli %[[H]], %{{.*}} : index
   // CHECK: %[[KCOL:.*]] = arith.muli %[[G]], %{{.*}} : index
-  // CHECK: %[[GV:.*]] = arith.muli %[[G]], %{{.*}} : index
-  // CHECK: %[[VCOL:.*]] = arith.addi %[[GV]], %{{.*}} : index
-  // CHECK: %[[HV:.*]] = arith.muli %[[H]], %{{.*}} : index
-  // CHECK: %[[OCOL:.*]] = arith.addi %[[HV]], %{{.*}} : index
+  // CHECK: %[[VCOL0:.*]] = arith.muli %[[G]], %{{.*}} : index
+  // the first tile: that of the block's first row's first key, row0 + 1 - 2
+  // CHECK: %[[LO0B:.*]] = arith.subi %{{.*}}, %c2{{[_0-9]*}} : index
+  // CHECK: %[[LO0:.*]] = arith.maxsi %[[LO0B]], %{{.*}} : index
+  // CHECK: %[[FIRST:.*]] = arith.divui %[[LO0]], %c64{{[_0-9]*}} : index
+  // CHECK: %[[LAST:.*]] = arith.divui %{{.*}}, %c64{{[_0-9]*}} : index
   // the query row, rotated: q * [cos, cos] + [q2, q1] * [-sin, sin]
+  // CHECK: %[[I:.*]] = arith.minsi %{{.*}}, %{{.*}} : index
   // CHECK: %[[QROW:.*]] = vector.load %[[Q]][%[[B]], %[[I]], %[[QCOL]]] : memref<1x6x16xf32>, vector<4xf32>
   // CHECK: %[[CH:.*]] = vector.load %[[COS]][%[[I]], %{{.*}}] : memref<6x2xf32>, vector<2xf32>
   // CHECK: %[[SH:.*]] = vector.load %[[SIN]][%[[I]], %{{.*}}] : memref<6x2xf32>, vector<2xf32>
@@ -32,29 +38,56 @@ func.func @v2(%q: memref<1x6x16xf32>, %k: memref<1x6x8xf32>, %v: memref<1x6x8xf3
   // CHECK: %[[QC:.*]] = arith.mulf %[[QROW]], %[[CF]] : vector<4xf32>
   // CHECK: %[[QS:.*]] = arith.mulf %[[SWAP]], %[[SF]] : vector<4xf32>
   // CHECK: %[[QR:.*]] = arith.addf %[[QC]], %[[QS]] : vector<4xf32>
-  // CHECK: %[[Q1:.*]] = vector.shuffle %[[QR]], %[[QR]] [0, 1]
-  // CHECK: %[[Q2:.*]] = vector.shuffle %[[QR]], %[[QR]] [2, 3]
   // the row's keys: [max(0, i + 1 - 2), min(len, i + 1))
-  // CHECK: arith.minsi %{{.*}}, %{{.*}} : index
-  // CHECK: %[[LEN:.*]] = arith.minsi %{{.*}}, %{{.*}} : index
+  // CHECK: %[[CLAMPED:.*]] = arith.minsi %{{.*}}, %{{.*}} : index
+  // CHECK: %[[LEN:.*]] = arith.minsi %[[CLAMPED]], %{{.*}} : index
   // CHECK: %[[LO:.*]] = arith.maxsi %{{.*}}, %{{.*}} : index
-  // CHECK: scf.for %[[J:.*]] = %[[LO]] to %[[LEN]]
-  // the kv head's key row in halves, the tables at position j:
-  // cos (q1 k1 + q2 k2) + sin (q2 k1 - q1 k2)
+  // CHECK: scf.for %[[TILE:.*]] = %[[FIRST]] to %[[LAST]]
+  // CHECK: %[[J0:.*]] = arith.muli %[[TILE]], %{{.*}} : index
+  // each key element rotated as it is copied: x[c] cos - x[c + 2] sin for
+  // the first half, x[c] cos + x[c - 2] sin for the second
+  // CHECK: scf.for
+  // CHECK: %[[X:.*]] = memref.load %[[K]][%[[B]], %[[KEY:.*]], %{{.*}}] : memref<1x6x8xf32>
+  // CHECK: %[[FIRSTHALF:.*]] = arith.cmpi ult, %{{.*}}, %c2{{[_0-9]*}} : index
+  // CHECK: %[[PARTNER:.*]] = memref.load %[[K]][%[[B]], %[[KEY]], %{{.*}}] : memref<1x6x8xf32>
+  // CHECK: %[[NEGATED:.*]] = arith.negf %[[PARTNER]] : f32
+  // CHECK: %[[SIGNED:.*]] = arith.select %[[FIRSTHALF]], %[[NEGATED]], %[[PARTNER]] : f32
+  // CHECK: %[[KC:.*]] = memref.load %[[COS]][%[[KEY]], %{{.*}}] : memref<6x2xf32>
+  // CHECK: %[[KS:.*]] = memref.load %[[SIN]][%[[KEY]], %{{.*}}] : memref<6x2xf32>
+  // CHECK: %[[XC:.*]] = arith.mulf %[[X]], %[[KC]] : f32
+  // CHECK: %[[PS:.*]] = arith.mulf %[[SIGNED]], %[[KS]] : f32
+  // CHECK: %[[ROTATED:.*]] = arith.addf %[[XC]], %[[PS]] : f32
+  // CHECK: memref.store %[[ROTATED]], %[[KT]]
+  // CHECK: scf.for
+  // CHECK: memref.load %[[V]]
+  // CHECK: memref.store %{{.*}}, %[[VT]]
+  // CHECK: gpu.barrier
+  // the row's keys of the tile: [max(j0, lo), min(j0 + 64, len))
+  // CHECK: %[[FROM:.*]] = arith.maxsi %[[J0]], %[[LO]] : index
+  // CHECK: %[[END0:.*]] = arith.addi %[[J0]], %{{.*}} : index
+  // CHECK: %[[END:.*]] = arith.minsi %[[END0]], %[[LEN]] : index
+  // CHECK: scf.for %{{.*}} = %[[FROM]] to %[[END]]
+  // CHECK: vector.load %[[KT]]
+  // CHECK: vector.load %[[VT]]
+  // CHECK: gpu.barrier
+  // a row that sees nothing (len <= lo) takes the pass over every key, each
+  // key chunk rotated: [k1 cos - k2 sin, k2 cos + k1 sin]
+  // CHECK: arith.cmpi sle, %[[LEN]], %[[LO]] : index
+  // CHECK: scf.for %[[J:.*]] = %{{.*}} to %c6{{[_0-9]*}}
   // CHECK: %[[K1:.*]] = vector.load %[[K]][%[[B]], %[[J]], %{{.*}}] : memref<1x6x8xf32>, vector<2xf32>
   // CHECK: %[[K2:.*]] = vector.load %[[K]][%[[B]], %[[J]], %{{.*}}] : memref<1x6x8xf32>, vector<2xf32>
-  // CHECK: vector.load %[[COS]][%[[J]], %{{.*}}]
-  // CHECK: vector.load %[[SIN]][%[[J]], %{{.*}}]
-  // CHECK: arith.subf
+  // CHECK: %[[JC:.*]] = vector.load %[[COS]][%[[J]], %{{.*}}]
+  // CHECK: %[[JS:.*]] = vector.load %[[SIN]][%[[J]], %{{.*}}]
+  // CHECK: %[[A:.*]] = arith.mulf %[[K1]], %[[JC]] : vector<2xf32>
+  // CHECK: %[[BB:.*]] = arith.mulf %[[K2]], %[[JS]] : vector<2xf32>
+  // CHECK: arith.subf %[[A]], %[[BB]] : vector<2xf32>
   // CHECK: vector.reduction <add>, %{{.*}} fastmath<reassoc> : vector<2xf32> into f32
   // keys outside [lo, len) are D2L's -1e6
   // CHECK: %[[BELOW:.*]] = arith.cmpi slt, %[[J]], %[[LEN]] : index
   // CHECK: %[[ABOVE:.*]] = arith.cmpi sge, %[[J]], %[[LO]] : index
   // CHECK: arith.andi %[[BELOW]], %[[ABOVE]] : i1
-  // CHECK: vector.load %[[V]][%[[B]], %[[J]], %[[VCOL]]] : memref<1x6x8xf32>, vector<4xf32>
-  // a row that sees nothing (len <= lo) takes the pass over every key
-  // CHECK: arith.cmpi sle, %[[LEN]], %[[LO]] : index
-  // CHECK: vector.store %{{.*}}, %[[O]][%[[B]], %[[I]], %[[OCOL]]] : memref<1x6x16xf32>, vector<4xf32>
+  // CHECK: vector.load %[[V]][%[[B]], %[[J]], %{{.*}}] : memref<1x6x8xf32>, vector<4xf32>
+  // CHECK: vector.store %{{.*}}, %[[O]][%[[B]], %[[I]], %{{.*}}] : memref<1x6x16xf32>, vector<4xf32>
   // CHECK-NOT: attn.fused_attention
   attn.fused_attention %q, %k, %v valid_lens(%vl) rope(%c, %s) outs(%o) causal window(2) heads(4) kv_heads(2) scale(0.5)
       : (memref<1x6x16xf32>, memref<1x6x8xf32>, memref<1x6x8xf32>, memref<1xi32>, memref<6x2xf32>, memref<6x2xf32>, memref<1x6x16xf32>) -> ()

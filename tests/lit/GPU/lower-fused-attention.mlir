@@ -1,37 +1,80 @@
-// attn-gpu-lower-fused-attention: one parallel iteration per (entry x head,
-// query row); the row's length from valid_lens (clamped, causal), keys
-// walked up to it with vectors of the head width, D2L's -1e6 for the rest,
-// and a second pass over every key when the row is empty or underflows.
+// attn-gpu-lower-fused-attention: one launch; a block per (entry x head,
+// tile of query rows), a thread per row; the block copies each key tile and
+// value tile into workgroup memory between barriers, walks the tiles below
+// its longest row, and each thread takes the tile's keys its row sees; the
+// row's length from valid_lens (clamped, causal), and a second pass over
+// every key (D2L's -1e6 for the masked ones) when the row is empty or
+// underflows.
 // RUN: attn-opt %s --pass-pipeline='builtin.module(func.func(attn-gpu-lower-fused-attention))' \
 // RUN:   | FileCheck %s
 
+// 2 batch entries x 2 heads of 16, 64 rows: 4 blocks of 64 threads, key
+// tiles of 64.
 // CHECK-LABEL: func.func @heads
+// CHECK-SAME: (%[[Q:.*]]: memref<2x64x32xf32>, %[[K:.*]]: memref<2x64x32xf32>, %[[V:.*]]: memref<2x64x32xf32>, %[[VL:.*]]: memref<2xi32>, %[[O:.*]]: memref<2x64x32xf32>)
 // CHECK-DAG:     %[[C4:.*]] = arith.constant 4 : index
 // CHECK-DAG:     %[[C64:.*]] = arith.constant 64 : index
-// CHECK:         scf.parallel (%[[N:.*]], %[[I:.*]], %{{.*}}) = ({{.*}}) to (%[[C4]], %[[C64]], %{{.*}})
+// CHECK:         gpu.launch async blocks(%[[BLOCK:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C4]], {{.*}}) threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C64]], {{.*}}) workgroup(%[[KT:.*]] : memref<64x16xf32, #gpu.address_space<workgroup>>, %[[VT:.*]] : memref<64x16xf32, #gpu.address_space<workgroup>>)
+// the block's entry, head and first row, and the keys its last row sees
+// CHECK:           %[[N:.*]] = arith.divui %[[BLOCK]], %{{.*}} : index
+// CHECK:           %[[ROW0:.*]] = arith.muli %{{.*}}, %{{.*}} : index
 // CHECK:           %[[B:.*]] = arith.divui %[[N]], %{{.*}} : index
 // CHECK:           %[[H:.*]] = arith.remui %[[N]], %{{.*}} : index
 // CHECK:           %[[COL:.*]] = arith.muli %[[H]], %{{.*}} : index
-// CHECK:           %[[HCOL:.*]] = arith.muli %[[H]], %{{.*}} : index
-// CHECK:           %[[VCOL:.*]] = arith.addi %[[HCOL]], %{{.*}} : index
-// CHECK:           %[[Q:.*]] = vector.load %{{.*}}[%[[B]], %[[I]], %[[COL]]] : memref<2x64x32xf32>, vector<16xf32>
-// CHECK:           %[[RAW:.*]] = memref.load %{{.*}}[%[[B]]] : memref<2xi32>
-// CHECK:           %[[LEN:.*]] = arith.minsi
-// CHECK:           %[[CAUSAL:.*]] = arith.minsi %[[LEN]],
-// CHECK:           scf.for %[[J:.*]] = %{{.*}} to %[[CAUSAL]] step %{{.*}} iter_args({{.*}}) -> (f32, f32, vector<16xf32>)
-// CHECK:             vector.load %{{.*}}[%[[B]], %[[J]], %[[COL]]] : memref<2x64x32xf32>, vector<16xf32>
-// CHECK:             vector.reduction <add>, %{{.*}} fastmath<reassoc> : vector<16xf32> into f32
-// CHECK:             arith.cmpi slt, %[[J]], %[[CAUSAL]] : index
-// CHECK:             arith.select %{{.*}}, %{{.*}}, %{{.*}} : f32
-// CHECK:             math.exp
-// CHECK:             math.exp
-// CHECK:             vector.fma
-// CHECK:           arith.cmpi sle, %[[CAUSAL]], %{{.*}} : index
+// CHECK:           %[[VCOL0:.*]] = arith.muli %[[H]], %{{.*}} : index
+// CHECK:           memref.load %[[VL]][%[[B]]] : memref<2xi32>
+// CHECK:           arith.minsi
+// CHECK:           %[[BLOCKLEN:.*]] = arith.minsi
+// CHECK:           %[[NONNEG:.*]] = arith.maxsi %[[BLOCKLEN]], %{{.*}} : index
+// CHECK:           %[[ROUNDED:.*]] = arith.addi %[[NONNEG]], %{{.*}} : index
+// CHECK:           %[[TILES:.*]] = arith.divui %[[ROUNDED]], %[[C64]]{{.*}} : index
+// the thread's row, its query row and its own length
+// CHECK:           %[[OWN:.*]] = arith.addi %[[ROW0]], %{{.*}} : index
+// CHECK:           %[[I:.*]] = arith.minsi %[[OWN]], %{{.*}} : index
+// CHECK:           %[[QROW:.*]] = vector.load %[[Q]][%[[B]], %[[I]], %[[COL]]] : memref<2x64x32xf32>, vector<16xf32>
+// CHECK:           memref.load %[[VL]][%[[B]]] : memref<2xi32>
+// CHECK:           %[[CLAMPED:.*]] = arith.minsi %{{.*}}, %{{.*}} : index
+// CHECK:           %[[LEN:.*]] = arith.minsi %[[CLAMPED]], %{{.*}} : index
+// CHECK:           scf.for %[[TILE:.*]] = %{{.*}} to %[[TILES]] step %{{.*}} iter_args({{.*}}) -> (f32, f32, vector<16xf32>)
+// CHECK:             %[[J0:.*]] = arith.muli %[[TILE]], %{{.*}} : index
+// every thread copies a share of the key and value tiles
+// CHECK:             scf.for
+// CHECK:               arith.addi %[[T]], %{{.*}} : index
+// CHECK:               %[[KV:.*]] = memref.load %[[K]][%[[B]], %{{.*}}, %{{.*}}] : memref<2x64x32xf32>
+// CHECK:               memref.store %[[KV]], %[[KT]][%{{.*}}, %{{.*}}] : memref<64x16xf32, #gpu.address_space<workgroup>>
+// CHECK:             scf.for
+// CHECK:               %[[VV:.*]] = memref.load %[[V]][%[[B]], %{{.*}}, %{{.*}}] : memref<2x64x32xf32>
+// CHECK:               memref.store %[[VV]], %[[VT]][%{{.*}}, %{{.*}}] : memref<64x16xf32, #gpu.address_space<workgroup>>
+// CHECK:             gpu.barrier
+// the row's keys of the tile: [j0, min(j0 + 64, len)), read from the tiles
+// CHECK:             %[[END0:.*]] = arith.addi %[[J0]], %{{.*}} : index
+// CHECK:             %[[END:.*]] = arith.minsi %[[END0]], %[[LEN]] : index
+// CHECK:             scf.for %[[J:.*]] = %[[J0]] to %[[END]] step %{{.*}} iter_args({{.*}}) -> (f32, f32, vector<16xf32>)
+// CHECK:               %[[JJ:.*]] = arith.subi %[[J]], %[[J0]] : index
+// CHECK:               vector.load %[[KT]][%[[JJ]], %{{.*}}] : memref<64x16xf32, #gpu.address_space<workgroup>>, vector<8xf32>
+// CHECK:               vector.reduction <add>, %{{.*}} fastmath<reassoc> : vector<8xf32> into f32
+// CHECK:               math.exp
+// CHECK:               math.exp
+// CHECK:               vector.load %[[VT]][%[[JJ]], %{{.*}}] : memref<64x16xf32, #gpu.address_space<workgroup>>, vector<8xf32>
+// CHECK:               vector.fma
+// CHECK-NOT:           gpu.barrier
+// CHECK:               scf.yield
+// CHECK:             gpu.barrier
+// CHECK:             scf.yield
+// an empty or underflowing row: every key again from global memory
+// CHECK:           arith.cmpi sle, %[[LEN]], %{{.*}} : index
 // CHECK:           arith.cmpf ole, %{{.*}}, %{{.*}} : f32
 // CHECK:           scf.if %{{.*}} -> (f32, vector<16xf32>)
-// CHECK:             scf.for %{{.*}} = %{{.*}} to %[[C64]]
+// CHECK:             scf.for %[[JE:.*]] = %{{.*}} to %[[C64]]{{.*}} step
+// CHECK:               vector.load %[[K]][%[[B]], %[[JE]], %{{.*}}] : memref<2x64x32xf32>, vector<8xf32>
+// CHECK:               arith.cmpi slt, %[[JE]], %[[LEN]] : index
+// CHECK:               arith.select %{{.*}}, %{{.*}}, %{{.*}} : f32
 // CHECK:           arith.divf %{{.*}}, %{{.*}} : vector<16xf32>
-// CHECK:           vector.store %{{.*}}, %{{.*}}[%[[B]], %[[I]], %[[VCOL]]] : memref<2x64x32xf32>, vector<16xf32>
+// rows past Tq store nothing
+// CHECK:           %[[MINE:.*]] = arith.cmpi ult, %[[OWN]], %{{.*}} : index
+// CHECK:           scf.if %[[MINE]] {
+// CHECK:             vector.store %{{.*}}, %[[O]][%[[B]], %[[I]], %{{.*}}] : memref<2x64x32xf32>, vector<16xf32>
+// CHECK:           gpu.terminator
 // CHECK-NOT:     attn.fused_attention
 func.func @heads(%q: memref<2x64x32xf32>, %k: memref<2x64x32xf32>,
                  %v: memref<2x64x32xf32>, %vl: memref<2xi32>,
@@ -43,15 +86,35 @@ func.func @heads(%q: memref<2x64x32xf32>, %k: memref<2x64x32xf32>,
   return
 }
 
-// A head of 128 values: two threads per row, 64 columns each, both with the
-// whole query row.
+// 2-D valid_lens: the block walks the keys its longest row sees, the
+// largest of its rows' lengths (3 rows, each clamped to Tk).
+// CHECK-LABEL: func.func @two_d_lengths
+// CHECK:         gpu.launch async
+// CHECK:           memref.load %{{.*}}[%{{.*}}, %{{.*}}] : memref<1x3xi32>
+// CHECK:           memref.load %{{.*}}[%{{.*}}, %{{.*}}] : memref<1x3xi32>
+// CHECK:           arith.maxsi
+// CHECK:           memref.load %{{.*}}[%{{.*}}, %{{.*}}] : memref<1x3xi32>
+// CHECK:           %[[LONGEST:.*]] = arith.maxsi
+// CHECK:           arith.maxsi %[[LONGEST]], %{{.*}} : index
+func.func @two_d_lengths(%q: memref<1x3x8xf32>, %k: memref<1x100x8xf32>,
+                         %v: memref<1x100x8xf32>, %vl: memref<1x3xi32>,
+                         %o: memref<1x3x8xf32>) {
+  attn.fused_attention %q, %k, %v valid_lens(%vl) outs(%o) scale(0.35)
+      : (memref<1x3x8xf32>, memref<1x100x8xf32>, memref<1x100x8xf32>,
+         memref<1x3xi32>, memref<1x3x8xf32>) -> ()
+  return
+}
+
+// A head of 128 values: four threads per row, 32 columns each, all with the
+// whole query row (kAttentionRowFloats); 16 rows take a warp's worth (32
+// rows, 128 threads); key tiles of 32 rows (32 KiB of keys and values).
 // CHECK-LABEL: func.func @wide_head
-// CHECK:         scf.parallel (%{{.*}}, %{{.*}}, %[[S:.*]]) = ({{.*}}) to (%{{.*}}, %{{.*}}, %c2{{[_0-9]*}})
-// CHECK:           %[[OFFSET:.*]] = arith.muli %[[S]], %c64{{[_0-9]*}} : index
+// CHECK:         gpu.launch async blocks({{.*}}) in (%{{.*}} = %c3{{[_0-9]*}}, {{.*}}) threads({{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, {{.*}}) workgroup(%{{.*}} : memref<32x128xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<32x128xf32, #gpu.address_space<workgroup>>)
+// CHECK:           %[[S:.*]] = arith.remui %{{.*}}, %c4{{[_0-9]*}} : index
+// CHECK:           %[[OFFSET:.*]] = arith.muli %[[S]], %c32{{[_0-9]*}} : index
 // CHECK:           vector.load %{{.*}} : memref<3x16x128xf32>, vector<128xf32>
-// CHECK:           scf.for {{.*}} -> (f32, f32, vector<64xf32>)
-// CHECK:             vector.load %{{.*}} : memref<3x16x128xf32>, vector<64xf32>
-// CHECK:           vector.store %{{.*}} : memref<3x16x128xf32>, vector<64xf32>
+// CHECK:           scf.for {{.*}} -> (f32, f32, vector<32xf32>)
+// CHECK:           vector.store %{{.*}} : memref<3x16x128xf32>, vector<32xf32>
 func.func @wide_head(%q: memref<3x16x128xf32>, %k: memref<3x16x128xf32>,
                      %v: memref<3x16x128xf32>, %o: memref<3x16x128xf32>) {
   attn.fused_attention %q, %k, %v outs(%o) scale(8.838835e-02)

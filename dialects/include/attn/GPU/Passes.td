@@ -17,22 +17,27 @@ include "mlir/Pass/PassBase.td"
 
 def AttnGpuLowerFusedAttention
     : Pass<"attn-gpu-lower-fused-attention", "::mlir::func::FuncOp"> {
-  let summary = "Lower attn.fused_attention on buffers to a flash-style loop "
-                "nest with one GPU thread per query row";
+  let summary = "Lower attn.fused_attention on buffers to a flash-attention "
+                "launch that stages key and value tiles in shared memory";
   let description = [{
-    Replaces each `attn.fused_attention` (after bufferization) by an
-    `scf.parallel` over (batch entry x head, query row, slice);
-    attn-gpu-map-loops then makes each iteration one thread, neighbouring
-    rows of one head in neighbouring threads, so that one load of a key row
-    serves a whole warp. A thread keeps its query row, its slice of the
-    output row (the head's value width, split in halves until at most 64
-    columns: a head of 128 takes two threads per row) and the online-softmax
-    state in vectors (registers) and walks the keys below
-    its row's length (valid_lens 1-D or 2-D, causal, at most Tk): keys past
-    every length are never read. When the row has no visible key, or its
-    visible scores are all below -1e6 + 104 (so that D2L's -1e6 for a masked
-    key no longer underflows), a second pass over every key with D2L's
-    replacement gives D2L's result (the uniform row for `valid_len` 0).
+    Replaces each `attn.fused_attention` (after bufferization, at the top
+    level of its function) by a `gpu.launch async` of its own: one block
+    per (batch entry x head, tile of query rows), one thread per query row
+    (a head wider than 64 values: per slice of its output row, each with
+    the whole query row), sizes from attn/Target/GpuTarget.h
+    (`attentionTile`). The block walks the keys in tiles: its threads copy
+    a tile's key and value rows (with rope, the keys rotated) into
+    workgroup memory, `gpu.barrier`, and each thread updates its online
+    softmax state (registers) with the tile's keys it sees, then
+    `gpu.barrier` again. The tiles walked are those below the block's
+    longest row (valid_lens 1-D or 2-D, causal, at most Tk) and from its
+    first row's causal window on: tiles past every row's length are never
+    read. Within a tile a thread takes exactly its row's visible keys, in
+    order. When the row has no visible key, or its visible scores are all
+    below -1e6 + 104 (so that D2L's -1e6 for a masked key no longer
+    underflows), a second pass over every key from global memory with
+    D2L's replacement gives D2L's result (the uniform row for
+    `valid_len` 0).
 
     ```mlir
     attn.fused_attention %q, %k, %v valid_lens(%vl) outs(%o) scale(0.25)
@@ -40,11 +45,19 @@ def AttnGpuLowerFusedAttention
            memref<2xi32>, memref<2x64x16xf32>) -> ()
     ```
 
-    becomes `scf.parallel (%n, %i, %s) = (0, 0, 0) to (2, 64, 1)` around two
-    `scf.for` passes over `vector<16xf32>` rows.
+    becomes a launch of 2 blocks of 64 threads with workgroup buffers
+    `memref<64x16xf32, #gpu.address_space<workgroup>>` for keys and values,
+    an `scf.for` over key tiles up to the batch entry's length around the
+    copies, the barriers and an `scf.for` over the thread's keys.
   }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
+           "The compute capability whose attention tile the launch uses "
+           "(attn/Target/GpuTarget.h)">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
     "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect",

@@ -27,6 +27,11 @@ struct GpuTargetDescription {
   int64_t multiprocessors = 132;
   int64_t warpSize = 32;
   int64_t maxThreadsPerBlock = 1024;
+  /// 32-bit registers of a block (of a multiprocessor: 64K from sm_50 on)
+  /// and of a thread, at most: a block of more than 256 threads gets fewer
+  /// than 255 registers each.
+  int64_t registersPerBlock = 65536;
+  int64_t maxRegistersPerThread = 255;
   /// Threads per block of a launch with iterations to spare: 8 warps.
   int64_t preferredBlockSize = 256;
 
@@ -52,6 +57,45 @@ struct GpuGemmTile {
 
   int64_t threads() const { return (rows / threadRows) * (cols / threadCols); }
 };
+
+/// How a block of threads computes flash attention
+/// (attn-gpu-lower-fused-attention): `queryRows` query rows of one batch
+/// entry and head per block, each row's output split over `slices` threads
+/// of `sliceWidth` columns (every one with the whole query row), the keys
+/// walked in tiles of `keyRows`, each tile's keys and values staged in
+/// shared memory once for all of the block's rows.
+struct GpuAttentionTile {
+  int64_t queryRows;
+  int64_t keyRows;
+  int64_t slices;
+  int64_t sliceWidth;
+
+  int64_t threads() const { return queryRows * slices; }
+};
+
+/// Shared memory one attention block stages its key and value tiles in, at
+/// most: within the 48 KiB a kernel gets without opting in, so that several
+/// blocks share a multiprocessor.
+constexpr int64_t kAttentionTileBytes = 32 * 1024;
+
+/// Floats one attention thread keeps in registers for its query row and
+/// its accumulators together, at most (of the 255 registers a thread has:
+/// the rest hold a key chunk, the softmax state and addresses). A head of
+/// 64 keeps 64 + 64; one of 128 splits its output row over four threads,
+/// 128 + 32.
+constexpr int64_t kAttentionRowFloats = 160;
+
+/// The attention tile for `queries` query rows and heads of `keyWidth` key
+/// and `valueWidth` value columns: the value row halved until a slice and
+/// the query row fit kAttentionRowFloats (or a slice is 8 wide); up to 128
+/// rows (a whole number of warps, fewer when there are fewer queries or
+/// when the block would have too many threads for each to get all of its
+/// registers);
+/// up to 64 keys, a power of two whose f32 keys and values fit
+/// kAttentionTileBytes.
+GpuAttentionTile attentionTile(const GpuTargetDescription &target,
+                               int64_t queries, int64_t keyWidth,
+                               int64_t valueWidth);
 
 /// The shared-memory GEMM tile for `target`.
 GpuGemmTile gemmTile(const GpuTargetDescription &target);
