@@ -96,7 +96,7 @@ struct Lowering {
     if (std::optional<uint64_t> w = op.getWindow())
       if (static_cast<int64_t>(*w) < queries)
         window = static_cast<int64_t>(*w);
-    tile = attentionTile(target, queries, dk, dv);
+    tile = attentionTile(target, queries, keys, dk, dv);
     slices = tile.slices;
     sliceWidth = tile.sliceWidth;
   }

@@ -58,7 +58,8 @@ GpuGemmTile mlir::attn::gemmTile(const GpuTargetDescription &) {
 }
 
 GpuAttentionTile mlir::attn::attentionTile(const GpuTargetDescription &target,
-                                           int64_t queries, int64_t keyWidth,
+                                           int64_t queries, int64_t keys,
+                                           int64_t keyWidth,
                                            int64_t valueWidth) {
   GpuAttentionTile tile;
   tile.slices = 1;
@@ -76,7 +77,8 @@ GpuAttentionTile mlir::attn::attentionTile(const GpuTargetDescription &target,
   tile.queryRows = std::max<int64_t>(
       1, std::min({rows, int64_t(128), threads / tile.slices}));
   int64_t rowBytes = (keyWidth + valueWidth) * 4;
-  tile.keyRows = 64;
+  tile.keyRows =
+      std::min<int64_t>(64, llvm::PowerOf2Ceil(std::max<int64_t>(keys, 1)));
   while (tile.keyRows > 1 && tile.keyRows * rowBytes > kAttentionTileBytes)
     tile.keyRows /= 2;
   return tile;

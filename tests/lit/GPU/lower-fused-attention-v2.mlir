@@ -11,8 +11,9 @@
 // CHECK-LABEL: func.func @v2
 // CHECK-SAME: (%[[Q:.*]]: memref<1x6x16xf32>, %[[K:.*]]: memref<1x6x8xf32>, %[[V:.*]]: memref<1x6x8xf32>, %[[VL:.*]]: memref<1xi32>, %[[COS:.*]]: memref<6x2xf32>, %[[SIN:.*]]: memref<6x2xf32>, %[[O:.*]]: memref<1x6x16xf32>)
 func.func @v2(%q: memref<1x6x16xf32>, %k: memref<1x6x8xf32>, %v: memref<1x6x8xf32>, %vl: memref<1xi32>, %c: memref<6x2xf32>, %s: memref<6x2xf32>, %o: memref<1x6x16xf32>) {
-  // a block per (batch x query head, 32 rows), a thread per row
-  // CHECK: gpu.launch async blocks(%[[BLOCK:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c4{{[_0-9]*}}, {{.*}}) threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c32{{[_0-9]*}}, {{.*}}) workgroup(%[[KT:.*]] : memref<64x4xf32, #gpu.address_space<workgroup>>, %[[VT:.*]] : memref<64x4xf32, #gpu.address_space<workgroup>>)
+  // a block per (batch x query head, 32 rows), a thread per row; tiles of
+  // 8 keys (the 6 rounded up)
+  // CHECK: gpu.launch async blocks(%[[BLOCK:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c4{{[_0-9]*}}, {{.*}}) threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c32{{[_0-9]*}}, {{.*}}) workgroup(%[[KT:.*]] : memref<8x4xf32, #gpu.address_space<workgroup>>, %[[VT:.*]] : memref<8x4xf32, #gpu.address_space<workgroup>>)
   // CHECK: %[[N:.*]] = arith.divui %[[BLOCK]], %{{.*}} : index
   // CHECK: %[[ROW0:.*]] = arith.muli %{{.*}}, %{{.*}} : index
   // CHECK: %[[B:.*]] = arith.divui %[[N]], %{{.*}} : index
@@ -24,8 +25,8 @@ func.func @v2(%q: memref<1x6x16xf32>, %k: memref<1x6x8xf32>, %v: memref<1x6x8xf3
   // the first tile: that of the block's first row's first key, row0 + 1 - 2
   // CHECK: %[[LO0B:.*]] = arith.subi %{{.*}}, %c2{{[_0-9]*}} : index
   // CHECK: %[[LO0:.*]] = arith.maxsi %[[LO0B]], %{{.*}} : index
-  // CHECK: %[[FIRST:.*]] = arith.divui %[[LO0]], %c64{{[_0-9]*}} : index
-  // CHECK: %[[LAST:.*]] = arith.divui %{{.*}}, %c64{{[_0-9]*}} : index
+  // CHECK: %[[FIRST:.*]] = arith.divui %[[LO0]], %c8{{[_0-9]*}} : index
+  // CHECK: %[[LAST:.*]] = arith.divui %{{.*}}, %c8{{[_0-9]*}} : index
   // the query row, rotated: q * [cos, cos] + [q2, q1] * [-sin, sin]
   // CHECK: %[[I:.*]] = arith.minsi %{{.*}}, %{{.*}} : index
   // CHECK: %[[QROW:.*]] = vector.load %[[Q]][%[[B]], %[[I]], %[[QCOL]]] : memref<1x6x16xf32>, vector<4xf32>
@@ -45,8 +46,8 @@ func.func @v2(%q: memref<1x6x16xf32>, %k: memref<1x6x8xf32>, %v: memref<1x6x8xf3
   // CHECK: scf.for %[[TILE:.*]] = %[[FIRST]] to %[[LAST]]
   // CHECK: %[[J0:.*]] = arith.muli %[[TILE]], %{{.*}} : index
   // each key element rotated as it is copied: x[c] cos - x[c + 2] sin for
-  // the first half, x[c] cos + x[c - 2] sin for the second
-  // CHECK: scf.for
+  // the first half, x[c] cos + x[c - 2] sin for the second (8 keys of 4
+  // for 32 threads: one element each)
   // CHECK: %[[X:.*]] = memref.load %[[K]][%[[B]], %[[KEY:.*]], %{{.*}}] : memref<1x6x8xf32>
   // CHECK: %[[FIRSTHALF:.*]] = arith.cmpi ult, %{{.*}}, %c2{{[_0-9]*}} : index
   // CHECK: %[[PARTNER:.*]] = memref.load %[[K]][%[[B]], %[[KEY]], %{{.*}}] : memref<1x6x8xf32>
@@ -58,11 +59,10 @@ func.func @v2(%q: memref<1x6x16xf32>, %k: memref<1x6x8xf32>, %v: memref<1x6x8xf3
   // CHECK: %[[PS:.*]] = arith.mulf %[[SIGNED]], %[[KS]] : f32
   // CHECK: %[[ROTATED:.*]] = arith.addf %[[XC]], %[[PS]] : f32
   // CHECK: memref.store %[[ROTATED]], %[[KT]]
-  // CHECK: scf.for
   // CHECK: memref.load %[[V]]
   // CHECK: memref.store %{{.*}}, %[[VT]]
   // CHECK: gpu.barrier
-  // the row's keys of the tile: [max(j0, lo), min(j0 + 64, len))
+  // the row's keys of the tile: [max(j0, lo), min(j0 + 8, len))
   // CHECK: %[[FROM:.*]] = arith.maxsi %[[J0]], %[[LO]] : index
   // CHECK: %[[END0:.*]] = arith.addi %[[J0]], %{{.*}} : index
   // CHECK: %[[END:.*]] = arith.minsi %[[END0]], %[[LEN]] : index

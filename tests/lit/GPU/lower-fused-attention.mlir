@@ -107,9 +107,9 @@ func.func @two_d_lengths(%q: memref<1x3x8xf32>, %k: memref<1x100x8xf32>,
 
 // A head of 128 values: four threads per row, 32 columns each, all with the
 // whole query row (kAttentionRowFloats); 16 rows take a warp's worth (32
-// rows, 128 threads); key tiles of 32 rows (32 KiB of keys and values).
+// rows, 128 threads); key tiles of its 16 keys.
 // CHECK-LABEL: func.func @wide_head
-// CHECK:         gpu.launch async blocks({{.*}}) in (%{{.*}} = %c3{{[_0-9]*}}, {{.*}}) threads({{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, {{.*}}) workgroup(%{{.*}} : memref<32x128xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<32x128xf32, #gpu.address_space<workgroup>>)
+// CHECK:         gpu.launch async blocks({{.*}}) in (%{{.*}} = %c3{{[_0-9]*}}, {{.*}}) threads({{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, {{.*}}) workgroup(%{{.*}} : memref<16x128xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<16x128xf32, #gpu.address_space<workgroup>>)
 // CHECK:           %[[S:.*]] = arith.remui %{{.*}}, %c4{{[_0-9]*}} : index
 // CHECK:           %[[OFFSET:.*]] = arith.muli %[[S]], %c32{{[_0-9]*}} : index
 // CHECK:           vector.load %{{.*}} : memref<3x16x128xf32>, vector<128xf32>

@@ -85,16 +85,15 @@ constexpr int64_t kAttentionTileBytes = 32 * 1024;
 /// 128 + 32.
 constexpr int64_t kAttentionRowFloats = 160;
 
-/// The attention tile for `queries` query rows and heads of `keyWidth` key
-/// and `valueWidth` value columns: the value row halved until a slice and
-/// the query row fit kAttentionRowFloats (or a slice is 8 wide); up to 128
-/// rows (a whole number of warps, fewer when there are fewer queries or
+/// The attention tile for `queries` query rows, `keys` keys and heads of
+/// `keyWidth` key and `valueWidth` value columns: the value row halved until a
+/// slice and the query row fit kAttentionRowFloats (or a slice is 8 wide); up
+/// to 128 rows (a whole number of warps, fewer when there are fewer queries or
 /// when the block would have too many threads for each to get all of its
-/// registers);
-/// up to 64 keys, a power of two whose f32 keys and values fit
-/// kAttentionTileBytes.
+/// registers); up to 64 keys (fewer when there are fewer), a power of two
+/// whose f32 keys and values fit kAttentionTileBytes.
 GpuAttentionTile attentionTile(const GpuTargetDescription &target,
-                               int64_t queries, int64_t keyWidth,
+                               int64_t queries, int64_t keys, int64_t keyWidth,
                                int64_t valueWidth);
 
 /// The shared-memory GEMM tile for `target`.
