@@ -23,6 +23,7 @@
 
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Instructions.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Linker/Linker.h"
 #include "llvm/MC/MCSubtargetInfo.h"
@@ -296,6 +297,27 @@ void addWrappers(llvm::Module &module, const KernelSignature &signature) {
   addPackedEntry(module, *prepared);
 }
 
+/// Aligns every stack allocation and every constant array of `module` to
+/// at least `bytes`. Halide marks the vector loads and stores of its
+/// buffers as aligned to the vector (predicated ones, of a vector past a
+/// buffer's end, too) but allocates a stack buffer smaller than a vector
+/// with its element's alignment, and embeds constant buffers (tables)
+/// aligned for AVX2: on AVX-512 a masked access to such a buffer is an
+/// aligned `vmovaps` that faults.
+void alignBuffers(llvm::Module &module, uint64_t bytes) {
+  llvm::Align align(bytes);
+  for (llvm::GlobalVariable &global : module.globals())
+    if (!global.isDeclaration() && global.getValueType()->isArrayTy() &&
+        global.getAlign().valueOrOne() < align)
+      global.setAlignment(align);
+  for (llvm::Function &function : module)
+    for (llvm::BasicBlock &block : function)
+      for (llvm::Instruction &instruction : block)
+        if (auto *alloca = llvm::dyn_cast<llvm::AllocaInst>(&instruction))
+          if (alloca->getAlign() < align)
+            alloca->setAlignment(align);
+}
+
 /// Drops what no exported entry reaches (most of Halide's runtime), before
 /// it is optimized and compiled.
 void removeUnused(llvm::Module &module) {
@@ -453,6 +475,8 @@ attnc::translateWithHalide(mlir::ModuleOp module, const CompileOptions &options,
     return exported.count(value.getName().str()) > 0;
   });
   removeUnused(*combined);
+  // A zmm register's 64 bytes: the widest vector Halide stores here.
+  alignBuffers(*combined, 64);
   optimizeModule(*combined, machine, options.target.optLevel);
   return combined;
 }
