@@ -540,8 +540,24 @@ int printScheduleMain(unsigned level) {
                  << ", or fewer (down to " << gpu.warpSize
                  << ") so that a launch covers the " << gpu.multiprocessors
                  << " multiprocessors twice\n"
-                 << "  attention: one thread per query row\n"
-                 << "  GEMM: one thread per block of up to 4 x 4 outputs\n";
+                 << "  attention: a block of up to "
+                 << mlir::attn::kAttentionMaxQueryRows
+                 << " query rows, a thread per row (more when its query and "
+                    "value rows pass "
+                 << mlir::attn::kAttentionRowFloats
+                 << " floats), key and value tiles of up to "
+                 << mlir::attn::kAttentionMaxKeyRows << " rows in "
+                 << mlir::attn::kAttentionTileBytes / 1024
+                 << " KiB of shared memory\n";
+    mlir::attn::GpuGemmTile tile = mlir::attn::gemmTile(gpu);
+    llvm::outs() << "  GEMM: " << tile.rows << " x " << tile.cols
+                 << " tiles per block of " << tile.threads()
+                 << " threads, k-slices of " << tile.depth
+                 << " in shared memory, " << tile.threadRows << " x "
+                 << tile.threadCols
+                 << " outputs per thread; below a quarter of a tile's rows "
+                    "or columns, one thread per block of up to 4 x 4 "
+                    "outputs\n";
     return kSuccess;
   }
   for (const std::string &cpu : cpuList(targetOptions)) {

@@ -75,7 +75,7 @@ GpuAttentionTile mlir::attn::attentionTile(const GpuTargetDescription &target,
       std::min(target.maxThreadsPerBlock,
                target.registersPerBlock / (target.maxRegistersPerThread + 1));
   tile.queryRows = std::max<int64_t>(
-      1, std::min({rows, int64_t(128), threads / tile.slices}));
+      1, std::min({rows, kAttentionMaxQueryRows, threads / tile.slices}));
   int64_t rowBytes = (keyWidth + valueWidth) * 4;
   tile.keyRows =
       std::min<int64_t>(64, llvm::PowerOf2Ceil(std::max<int64_t>(keys, 1)));

@@ -73,6 +73,10 @@ struct GpuAttentionTile {
   int64_t threads() const { return queryRows * slices; }
 };
 
+/// Query rows of an attention block and keys of its tiles, at most.
+constexpr int64_t kAttentionMaxQueryRows = 128;
+constexpr int64_t kAttentionMaxKeyRows = 64;
+
 /// Shared memory one attention block stages its key and value tiles in, at
 /// most: within the 48 KiB a kernel gets without opting in, so that several
 /// blocks share a multiprocessor.
@@ -88,10 +92,11 @@ constexpr int64_t kAttentionRowFloats = 160;
 /// The attention tile for `queries` query rows, `keys` keys and heads of
 /// `keyWidth` key and `valueWidth` value columns: the value row halved until a
 /// slice and the query row fit kAttentionRowFloats (or a slice is 8 wide); up
-/// to 128 rows (a whole number of warps, fewer when there are fewer queries or
-/// when the block would have too many threads for each to get all of its
-/// registers); up to 64 keys (fewer when there are fewer), a power of two
-/// whose f32 keys and values fit kAttentionTileBytes.
+/// to kAttentionMaxQueryRows rows (a whole number of warps, fewer when there
+/// are fewer queries or when the block would have too many threads for each to
+/// get all of its registers); up to kAttentionMaxKeyRows keys (fewer when there
+/// are fewer), a power of two whose f32 keys and values fit
+/// kAttentionTileBytes.
 GpuAttentionTile attentionTile(const GpuTargetDescription &target,
                                int64_t queries, int64_t keys, int64_t keyWidth,
                                int64_t valueWidth);
