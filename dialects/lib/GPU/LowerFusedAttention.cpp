@@ -28,8 +28,8 @@
 // they are (no copy per query head). With rope, the thread rotates its
 // query row once, and the block rotates each key row as it copies it
 // (Hugging Face Llama's rotate_half, the tables of attn/IR/Rope.h); the
-// second pass folds each key's rotation into its dot product instead (see
-// rotatedDot).
+// second pass rotates each chunk of a key row it reads instead (see
+// exactScore).
 //
 // Skipping the keys at and past len is exact while exp(-1e6 - m)
 // underflows; otherwise (every visible score below -1e6 + 104, or no
@@ -77,7 +77,6 @@ struct Lowering {
   std::optional<int64_t> window;
   /// The block's rows, key tile and slices of an output row.
   GpuAttentionTile tile;
-  int64_t slices, sliceWidth;
 
   Lowering(FusedAttentionOp op, OpBuilder &b,
            const GpuTargetDescription &target)
@@ -97,8 +96,6 @@ struct Lowering {
       if (static_cast<int64_t>(*w) < queries)
         window = static_cast<int64_t>(*w);
     tile = attentionTile(target, queries, keys, dk, dv);
-    slices = tile.slices;
-    sliceWidth = tile.sliceWidth;
   }
 
   Value index(int64_t value) {
@@ -196,24 +193,21 @@ struct Lowering {
           ValueRange{batch, j,
                      arith::AddIOp::create(b, loc, kColumn, index(c0))});
     };
+    if (!ropeCos)
+      return scaledDot(query, lanes, keyChunk);
     auto dotOf = [&](Value x, Value y) -> Value {
       return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
                                          arith::MulFOp::create(b, loc, x, y),
                                          Value(),
                                          arith::FastMathFlags::reassoc);
     };
-    auto queryChunk = [&](int64_t c0) { return lanesOf(query, c0, lanes); };
     Value dot;
     for (int64_t c0 = 0; c0 < width; c0 += lanes) {
-      Value partial;
-      if (ropeCos) {
-        auto [k1, k2] =
-            rotateChunk(keyChunk(c0), keyChunk(c0 + width), j, c0, lanes);
-        partial = arith::AddFOp::create(b, loc, dotOf(queryChunk(c0), k1),
-                                        dotOf(queryChunk(c0 + width), k2));
-      } else {
-        partial = dotOf(queryChunk(c0), keyChunk(c0));
-      }
+      auto [k1, k2] =
+          rotateChunk(keyChunk(c0), keyChunk(c0 + width), j, c0, lanes);
+      Value partial =
+          arith::AddFOp::create(b, loc, dotOf(lanesOf(query, c0, lanes), k1),
+                                dotOf(lanesOf(query, c0 + width, lanes), k2));
       dot = dot ? arith::AddFOp::create(b, loc, dot, partial).getResult()
                 : partial;
     }
@@ -251,12 +245,12 @@ struct Lowering {
         math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, s, newMax));
     Value l = arith::AddFOp::create(
         b, loc, arith::MulFOp::create(b, loc, state[1], correction), p);
-    int64_t lanes = chunkLanes(sliceWidth);
+    int64_t lanes = chunkLanes(tile.sliceWidth);
     auto chunkType = VectorType::get({lanes}, b.getF32Type());
     Value c = vector::BroadcastOp::create(b, loc, chunkType, correction);
     Value weight = vector::BroadcastOp::create(b, loc, chunkType, p);
     Value acc;
-    for (int64_t c0 = 0; c0 < sliceWidth; c0 += lanes) {
+    for (int64_t c0 = 0; c0 < tile.sliceWidth; c0 += lanes) {
       Value scaled =
           arith::MulFOp::create(b, loc, lanesOf(state[2], c0, lanes), c);
       Value chunk =
@@ -274,19 +268,18 @@ struct Lowering {
     return {newMax, l, acc};
   }
 
-  /// q · kTile[jj] * scale, the key row read in chunks of a few lanes, so
-  /// that a thread holds no more than its query row and a chunk of the key
-  /// row at a time (a head of 128 stays within the registers).
-  Value chunkedScore(Value query, Value kTile, Value jj) {
-    int64_t lanes = chunkLanes(dk);
-    auto chunkType = VectorType::get({lanes}, b.getF32Type());
+  /// q · key * scale, the key row given `lanes` at a time by
+  /// `keyChunk(c0)`, so that a thread holds no more than its query row and a
+  /// chunk of the key row at a time (a head of 128 stays within the
+  /// registers).
+  Value scaledDot(Value query, int64_t lanes,
+                  function_ref<Value(int64_t)> keyChunk) {
     Value dot;
     for (int64_t c0 = 0; c0 < dk; c0 += lanes) {
-      Value kChunk = vector::LoadOp::create(b, loc, chunkType, kTile,
-                                            ValueRange{jj, index(c0)});
       Value partial = vector::ReductionOp::create(
           b, loc, vector::CombiningKind::ADD,
-          arith::MulFOp::create(b, loc, lanesOf(query, c0, lanes), kChunk),
+          arith::MulFOp::create(b, loc, lanesOf(query, c0, lanes),
+                                keyChunk(c0)),
           Value(), arith::FastMathFlags::reassoc);
       dot = dot ? arith::AddFOp::create(b, loc, dot, partial).getResult()
                 : partial;
@@ -296,7 +289,7 @@ struct Lowering {
 
   SmallVector<Value> initialState() {
     return {f32(-std::numeric_limits<float>::infinity()), f32(0.0f),
-            splat(0.0f, sliceWidth)};
+            splat(0.0f, tile.sliceWidth)};
   }
 
   /// The online-softmax pass over every key from global memory (those
@@ -479,11 +472,13 @@ struct Lowering {
 
     // This thread's row (rows past Tq compute row Tq - 1 and store
     // nothing: every thread copies tiles) and slice.
-    Value slice = arith::RemUIOp::create(b, loc, thread, index(slices));
-    Value rowInTile = arith::DivUIOp::create(b, loc, thread, index(slices));
+    Value slice = arith::RemUIOp::create(b, loc, thread, index(tile.slices));
+    Value rowInTile =
+        arith::DivUIOp::create(b, loc, thread, index(tile.slices));
     Value ownRow = arith::AddIOp::create(b, loc, row0, rowInTile);
     Value row = arith::MinSIOp::create(b, loc, ownRow, index(queries - 1));
-    Value sliceColumn = arith::MulIOp::create(b, loc, slice, index(sliceWidth));
+    Value sliceColumn =
+        arith::MulIOp::create(b, loc, slice, index(tile.sliceWidth));
     Value vColumn = arith::AddIOp::create(b, loc, vColumn0, sliceColumn);
     Value outColumn =
         kvHeads == heads
@@ -500,7 +495,7 @@ struct Lowering {
     Value len = lengthOf(batch, row);
     Value lo = lowerOf(row);
 
-    auto accType = VectorType::get({sliceWidth}, f32Type);
+    auto accType = VectorType::get({tile.sliceWidth}, f32Type);
     auto tiles = scf::ForOp::create(
         b, loc, firstTile, lastTile, one, initialState(),
         [&](OpBuilder &nb, Location, Value t, ValueRange state) {
@@ -522,7 +517,12 @@ struct Lowering {
                 b.setInsertionPoint(kb.getInsertionBlock(),
                                     kb.getInsertionPoint());
                 Value jj = arith::SubIOp::create(b, loc, j, j0);
-                Value s = chunkedScore(query, kTile, jj);
+                int64_t lanes = chunkLanes(dk);
+                Value s = scaledDot(query, lanes, [&](int64_t c0) -> Value {
+                  return vector::LoadOp::create(
+                      b, loc, VectorType::get({lanes}, f32Type), kTile,
+                      ValueRange{jj, index(c0)});
+                });
                 auto values = [&](int64_t c0, int64_t lanes) -> Value {
                   return vector::LoadOp::create(
                       b, loc, VectorType::get({lanes}, f32Type), vTile,
@@ -595,8 +595,7 @@ struct AttnGpuLowerFusedAttentionPass
       }
       OpBuilder b(op);
       Lowering lowering(op, b, target);
-      if (lowering.tile.keyRows * (lowering.dk + lowering.dv) * 4 >
-          kAttentionTileBytes) {
+      if (lowering.tile.keyRows == 0) {
         op.emitOpError() << "has heads of " << lowering.dk << " key and "
                          << lowering.dv << " value columns, whose key and "
                          << "value rows do not fit the " << kAttentionTileBytes

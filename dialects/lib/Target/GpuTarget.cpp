@@ -79,7 +79,7 @@ GpuAttentionTile mlir::attn::attentionTile(const GpuTargetDescription &target,
   int64_t rowBytes = (keyWidth + valueWidth) * 4;
   tile.keyRows =
       std::min<int64_t>(64, llvm::PowerOf2Ceil(std::max<int64_t>(keys, 1)));
-  while (tile.keyRows > 1 && tile.keyRows * rowBytes > kAttentionTileBytes)
+  while (tile.keyRows > 0 && tile.keyRows * rowBytes > kAttentionTileBytes)
     tile.keyRows /= 2;
   return tile;
 }

@@ -96,7 +96,7 @@ constexpr int64_t kAttentionRowFloats = 160;
 /// are fewer queries or when the block would have too many threads for each to
 /// get all of its registers); up to kAttentionMaxKeyRows keys (fewer when there
 /// are fewer), a power of two whose f32 keys and values fit
-/// kAttentionTileBytes.
+/// kAttentionTileBytes (0 when not even one key row does).
 GpuAttentionTile attentionTile(const GpuTargetDescription &target,
                                int64_t queries, int64_t keys, int64_t keyWidth,
                                int64_t valueWidth);
