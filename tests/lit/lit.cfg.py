@@ -28,8 +28,15 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 # FileCheck, not, count come from LLVM 22; the project's tools from the build.
 tool_dirs = [config.attnc_tools_dir, config.llvm_tools_dir]
-tools = ["attn-opt", "attnc", "FileCheck", "not", "count", "llvm-nm"]
+tools = ["attn-opt", "attnc", "FileCheck", "not", "count", "llvm-nm",
+         "mlir-runner"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+# What mlir-runner links a test with to print memrefs (mlir-22-tools and
+# libmlir-22-dev, next to the tools).
+llvm_lib_dir = os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")
+for name in ["mlir_runner_utils", "mlir_c_runner_utils"]:
+    config.substitutions.append(
+        ("%" + name, os.path.join(llvm_lib_dir, "lib" + name + ".so")))
 
 # --backend=halide: built only with Halide 21 (tests of it REQUIRE halide;
 # those of a build without it UNSUPPORTED: halide).

@@ -94,6 +94,7 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
     // The GPU target's kernels, each thread run in turn on this CPU.
     pm.addNestedPass<func::FuncOp>(attn::createAttnGpuLowerFusedAttention());
     pm.addNestedPass<func::FuncOp>(attn::createAttnGpuTileMatmul());
+    pm.addNestedPass<func::FuncOp>(attn::createAttnGpuLowerRowReductions());
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
     pm.addNestedPass<func::FuncOp>(attn::createAttnGpuMapLoops());
     pm.addNestedPass<func::FuncOp>(attn::createAttnGpuEmulateLaunches());
@@ -162,6 +163,10 @@ void attnc::buildGpuLoweringPipeline(OpPassManager &pm,
   attn::AttnGpuTileMatmulOptions gemms;
   gemms.chip = options.chip;
   pm.addNestedPass<func::FuncOp>(attn::createAttnGpuTileMatmul(gemms));
+  attn::AttnGpuLowerRowReductionsOptions reductions;
+  reductions.chip = options.chip;
+  pm.addNestedPass<func::FuncOp>(
+      attn::createAttnGpuLowerRowReductions(reductions));
   // No canonicalization before the mapping: it would unroll a loop of one
   // iteration into host code.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());

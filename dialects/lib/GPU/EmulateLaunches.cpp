@@ -10,6 +10,9 @@
 // around the stretches of its body (its bounds must be the same in every
 // thread, as CUDA requires of a barrier's control flow: computed from block
 // ids, constants and memory the launch does not write, once per block).
+// A `gpu.shuffle` is cut at like a barrier: the stretch before it stores
+// each thread's value, and the shuffle reads the value of the lane it names
+// in the thread's warp (32 consecutive threads).
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,11 +40,21 @@ using namespace mlir;
 
 namespace {
 
-/// A barrier, or an op whose regions hold one.
+/// Where the threads of a block meet: a barrier, or a shuffle (every lane
+/// of a warp at once).
+bool meets(Operation *op) { return isa<gpu::BarrierOp, gpu::ShuffleOp>(op); }
+
+/// A barrier or shuffle, or an op whose regions hold one.
 bool synchronizes(Operation *op) {
-  return op->walk([](gpu::BarrierOp) { return WalkResult::interrupt(); })
+  return op
+      ->walk([](Operation *nested) {
+        return meets(nested) ? WalkResult::interrupt() : WalkResult::advance();
+      })
       .wasInterrupted();
 }
+
+/// The lanes of a warp, as the emulation groups threads.
+constexpr int64_t kWarpSize = 32;
 
 /// Which values of a launch are the same in every thread of a block: those
 /// defined above it, block ids and sizes, constants, the counters of loops
@@ -111,7 +124,7 @@ bool Uniformity::readsOnlyUnwritten(Operation *op) {
 
 bool Uniformity::isUniformOp(Operation *op) {
   if (op->getNumResults() == 0 || op->getNumRegions() != 0 ||
-      isa<gpu::ThreadIdOp, gpu::LaneIdOp>(op))
+      isa<gpu::ThreadIdOp, gpu::LaneIdOp, gpu::ShuffleOp>(op))
     return false;
   if (!isMemoryEffectFree(op) && !readsOnlyUnwritten(op))
     return false;
@@ -178,6 +191,7 @@ private:
   LogicalResult lowerStretch(ArrayRef<Operation *> ops, Block &block,
                              OpBuilder &b);
   LogicalResult lowerLoop(scf::ForOp loop, OpBuilder &b);
+  void lowerShuffle(gpu::ShuffleOp shuffle, OpBuilder &b);
 
   gpu::LaunchOp launch;
   int64_t threads;
@@ -313,6 +327,66 @@ LogicalResult BarrierSplitter::lowerLoop(scf::ForOp loop, OpBuilder &b) {
   return success();
 }
 
+void BarrierSplitter::lowerShuffle(gpu::ShuffleOp shuffle, OpBuilder &b) {
+  Location loc = shuffle.getLoc();
+  threadLoop(b, [&](OpBuilder &tb, Value thread, IRMapping &local) {
+    auto index = [&](int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(tb, loc, v);
+    };
+    auto asIndex = [&](Value i32) -> Value {
+      resolve(i32, shuffle, tb, local, thread);
+      return arith::IndexCastOp::create(tb, loc, tb.getIndexType(),
+                                        local.lookupOrDefault(i32));
+    };
+    Value offset = asIndex(shuffle.getOffset());
+    Value width = asIndex(shuffle.getWidth());
+    Value lane = arith::RemUIOp::create(tb, loc, thread, index(kWarpSize));
+    Value source;
+    switch (shuffle.getMode()) {
+    case gpu::ShuffleMode::XOR:
+      source = arith::XOrIOp::create(tb, loc, lane, offset);
+      break;
+    case gpu::ShuffleMode::DOWN:
+      source = arith::AddIOp::create(tb, loc, lane, offset);
+      break;
+    case gpu::ShuffleMode::UP:
+      // Below lane 0 wraps around to a large index: not below `width`.
+      source = arith::SubIOp::create(tb, loc, lane, offset);
+      break;
+    case gpu::ShuffleMode::IDX:
+      source = offset;
+      break;
+    }
+    Value sourceThread = arith::AddIOp::create(
+        tb, loc, arith::SubIOp::create(tb, loc, thread, lane), source);
+    auto below = [&](Value x, Value bound) -> Value {
+      return arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::ult, x,
+                                   bound);
+    };
+    // A lane outside the width (or the block) gives the thread's own value,
+    // as shfl.sync does; `valid` says so.
+    Value valid = arith::AndIOp::create(tb, loc, below(source, width),
+                                        below(sourceThread, index(threads)));
+    Value from = arith::SelectOp::create(tb, loc, valid, sourceThread, thread);
+    Value value = shuffle.getValue();
+    Value result;
+    auto slot = slots.find(value);
+    if (slot != slots.end()) {
+      result = memref::LoadOp::create(tb, loc, slot->second, ValueRange{from});
+    } else {
+      // The same in every thread (or defined above the launch).
+      resolve(value, shuffle, tb, local, thread);
+      result = local.lookupOrDefault(value);
+    }
+    memref::StoreOp::create(tb, loc, result, slotOf(shuffle.getShuffleResult()),
+                            ValueRange{thread});
+    if (!shuffle.getValid().use_empty())
+      memref::StoreOp::create(
+          tb, loc, arith::AndIOp::create(tb, loc, valid, below(lane, width)),
+          slotOf(shuffle.getValid()), ValueRange{thread});
+  });
+}
+
 LogicalResult BarrierSplitter::lowerBlock(Block &block, OpBuilder &b) {
   gpu::KernelDim3 grid = launch.getGridSize(), size = launch.getBlockSize();
   Value gridSizes[] = {grid.x, grid.y, grid.z};
@@ -354,32 +428,42 @@ LogicalResult BarrierSplitter::lowerBlock(Block &block, OpBuilder &b) {
     stretch.clear();
     if (isa<gpu::BarrierOp>(op))
       continue;
-    // checkSplittable allows no other op around a barrier.
+    if (auto shuffle = dyn_cast<gpu::ShuffleOp>(op)) {
+      lowerShuffle(shuffle, b);
+      continue;
+    }
+    // checkSplittable allows no other op around a barrier or shuffle.
     if (failed(lowerLoop(cast<scf::ForOp>(op), b)))
       return failure();
   }
   return lowerStretch(stretch, block, b);
 }
 
-/// Checks, before anything is rewritten, that every barrier can be split
-/// at: only scf.for loops with uniform bounds between it and the launch.
+/// Checks, before anything is rewritten, that every barrier and shuffle
+/// can be split at: only scf.for loops with uniform bounds between it and
+/// the launch.
 LogicalResult checkSplittable(gpu::LaunchOp launch, Uniformity &uniformity) {
-  WalkResult result = launch.getBody().walk([&](gpu::BarrierOp barrier) {
-    for (Operation *parent = barrier->getParentOp(); parent != launch;
+  WalkResult result = launch.getBody().walk([&](Operation *meeting) {
+    if (!meets(meeting))
+      return WalkResult::advance();
+    StringRef name = meeting->getName().getStringRef();
+    for (Operation *parent = meeting->getParentOp(); parent != launch;
          parent = parent->getParentOp()) {
       auto loop = dyn_cast<scf::ForOp>(parent);
       if (!loop) {
-        parent->emitOpError("holds a gpu.barrier under control flow that "
-                            "threads may take differently; the emulation "
-                            "splits only scf.for loops");
+        parent->emitOpError("holds a ")
+            << name
+            << " under control flow that threads may take differently; the "
+               "emulation splits only scf.for loops";
         return WalkResult::interrupt();
       }
       for (Value bound :
            {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()})
         if (!uniformity.isUniform(bound)) {
-          loop.emitOpError("holds a gpu.barrier but has a bound that may "
-                           "differ between threads; the emulation cannot "
-                           "split it");
+          loop.emitOpError("holds a ")
+              << name
+              << " but has a bound that may differ between threads; the "
+                 "emulation cannot split it";
           return WalkResult::interrupt();
         }
     }
@@ -454,14 +538,14 @@ LogicalResult emulate(gpu::LaunchOp launch) {
     return launch.emitOpError("uses private attributions or clusters, which "
                               "the emulation does not run");
   WalkResult cooperative = launch.getBody().walk([](Operation *op) {
-    return isa<gpu::ShuffleOp, gpu::SubgroupReduceOp, gpu::AllReduceOp>(op)
+    return isa<gpu::SubgroupReduceOp, gpu::AllReduceOp>(op)
                ? WalkResult::interrupt()
                : WalkResult::advance();
   });
   if (cooperative.wasInterrupted())
-    return launch.emitOpError("has threads that exchange values (shuffles, "
-                              "reductions); the emulation runs only "
-                              "barriers");
+    return launch.emitOpError("has threads that reduce values together "
+                              "(gpu.subgroup_reduce, gpu.all_reduce); the "
+                              "emulation runs only barriers and shuffles");
   if (!launch.getWorkgroupAttributions().empty() ||
       synchronizes(launch.getOperation()))
     return emulateWithBarriers(launch);

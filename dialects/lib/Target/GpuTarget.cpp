@@ -53,6 +53,11 @@ int64_t mlir::attn::threadsPerBlock(const GpuTargetDescription &target,
   return std::clamp<int64_t>(block, warp, maxBlock);
 }
 
+bool mlir::attn::usesWarpPerRow(const GpuTargetDescription &target,
+                                int64_t length) {
+  return length >= target.warpSize;
+}
+
 GpuGemmTile mlir::attn::gemmTile(const GpuTargetDescription &) {
   return GpuGemmTile();
 }

@@ -1,8 +1,10 @@
 // attn-gpu-emulate-launches: a launch becomes loops over its blocks and
 // threads (z, y, x), the ids the loop counters; one with barriers is cut
 // at them (a loop over the threads per stretch), what every thread of a
-// block computes alike once per block; shuffles, barriers under divergent
-// control flow and loop bounds that may differ between threads are errors.
+// block computes alike once per block, a shuffle is cut at like a barrier
+// (emulate-shuffles-run.mlir runs them); reductions across threads,
+// barriers and shuffles under divergent control flow and loop bounds that
+// may differ between threads are errors.
 // RUN: attn-opt %s --split-input-file --verify-diagnostics \
 // RUN:   --pass-pipeline='builtin.module(func.func(attn-gpu-emulate-launches))' \
 // RUN:   | FileCheck %s
@@ -220,16 +222,74 @@ func.func @per_thread_bound(%a: memref<64xf32>) {
 
 // -----
 
+// A shuffle is cut at like a barrier: the value is kept per thread, and
+// the thread after the cut reads the slot of the lane it names (thread - lane
+// + (lane ^ 1)); what it computes from the result comes after.
+// CHECK-LABEL: func.func @shuffle
+// CHECK-DAG:     %[[VALUES:.*]] = memref.alloca() : memref<64xf32>
+// CHECK-DAG:     %[[RESULTS:.*]] = memref.alloca() : memref<64xf32>
+// CHECK:               scf.for %[[T:[^ ]*]] = %{{.*}} to %c64
+// CHECK:                 memref.store %{{.*}}, %[[VALUES]][%[[T]]]
+// CHECK:               scf.for %[[U:[^ ]*]] = %{{.*}} to %c64
+// CHECK:                 %[[LANE:.*]] = arith.remui %[[U]], %c32
+// CHECK:                 %[[SOURCE:.*]] = arith.xori %[[LANE]]
+// CHECK:                 %[[BASE:.*]] = arith.subi %[[U]], %[[LANE]]
+// CHECK:                 %[[FROM:.*]] = arith.addi %[[BASE]], %[[SOURCE]]
+// CHECK:                 %[[PICK:.*]] = arith.select %{{.*}}, %[[FROM]], %[[U]]
+// CHECK:                 %[[GOT:.*]] = memref.load %[[VALUES]][%[[PICK]]]
+// CHECK:                 memref.store %[[GOT]], %[[RESULTS]][%[[U]]]
+// CHECK:               scf.for %[[W:[^ ]*]] = %{{.*}} to %c64
+// CHECK:                 memref.load %[[RESULTS]][%[[W]]]
+// CHECK:                 arith.addf
+// CHECK-NOT:     gpu.shuffle
 func.func @shuffle(%a: memref<64xf32>) {
   %c1 = arith.constant 1 : index
   %c64 = arith.constant 64 : index
   %one = arith.constant 1 : i32
   %width = arith.constant 32 : i32
-  %x = arith.constant 1.0 : f32
-  // expected-error @below {{has threads that exchange values (shuffles, reductions); the emulation runs only barriers}}
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
+    %x = memref.load %a[%tx] : memref<64xf32>
     %y, %valid = gpu.shuffle xor %x, %one, %width : f32
+    %z = arith.addf %x, %y : f32
+    memref.store %z, %a[%tx] : memref<64xf32>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+func.func @divergent_shuffle(%a: memref<64xf32>, %n: index) {
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %one = arith.constant 1 : i32
+  %width = arith.constant 32 : i32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
+    %x = memref.load %a[%tx] : memref<64xf32>
+    %inside = arith.cmpi ult, %tx, %n : index
+    // expected-error @below {{holds a gpu.shuffle under control flow that threads may take differently; the emulation splits only scf.for loops}}
+    scf.if %inside {
+      %y, %valid = gpu.shuffle xor %x, %one, %width : f32
+      memref.store %y, %a[%tx] : memref<64xf32>
+    }
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+func.func @all_reduce(%a: memref<64xf32>) {
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  // expected-error @below {{has threads that reduce values together (gpu.subgroup_reduce, gpu.all_reduce); the emulation runs only barriers and shuffles}}
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
+    %x = memref.load %a[%tx] : memref<64xf32>
+    %sum = gpu.all_reduce add %x uniform {} : (f32) -> (f32)
+    memref.store %sum, %a[%tx] : memref<64xf32>
     gpu.terminator
   }
   return

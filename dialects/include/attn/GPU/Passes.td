@@ -112,6 +112,54 @@ def AttnGpuTileMatmul
   ];
 }
 
+def AttnGpuLowerRowReductions
+    : Pass<"attn-gpu-lower-row-reductions", "::mlir::func::FuncOp"> {
+  let summary = "Row reductions on buffers as launches of a warp per row "
+                "that combine their lanes with shuffles";
+  let description = [{
+    Replaces each `linalg.generic` at the top level of its function whose
+    last iterator is its only reduction, whose f32 output is indexed by the
+    parallel dimensions, and whose body combines what it computes from the
+    inputs once with the output's value (`arith.addf`, `arith.maximumf`,
+    `arith.minimumf`, `arith.maxnumf`, `arith.minnumf`) by a
+    `gpu.launch async` of its own: a warp per output element (the reduced
+    dimension at least a warp long: `usesWarpPerRow` in
+    attn/Target/GpuTarget.h; shorter ones stay loop nests of a thread per
+    output). Lane l combines the elements l, l + 32, ... into a partial
+    result starting from the combiner's identity, five `gpu.shuffle xor`
+    steps combine the warp's partial results, and lane 0 combines the
+    total with the output's value and stores it. Softmax's row maximum and
+    sum and layer norm's mean and variance become such launches; the order
+    of the additions differs from the loop's (32 strided partial sums, then
+    a tree), not its operands.
+
+    ```mlir
+    linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>,
+                                     affine_map<(d0, d1) -> (d0)>],
+                    iterator_types = ["parallel", "reduction"]}
+        ins(%x : memref<64x768xf32>) outs(%sum : memref<64xf32>) {
+    ^bb0(%in: f32, %acc: f32):
+      %0 = arith.addf %in, %acc : f32
+      linalg.yield %0 : f32
+    }
+    ```
+
+    becomes a launch of 64 warps, an `scf.for` from the lane to 768 in
+    steps of 32, five shuffles and a store under `lane == 0`.
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
+           "The compute capability whose warp and block sizes the launches "
+           "use (attn/Target/GpuTarget.h)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+  ];
+}
+
 def AttnGpuMapLoops : Pass<"attn-gpu-map-loops", "::mlir::func::FuncOp"> {
   let summary = "Turn each top-level loop nest of a kernel into a gpu.launch";
   let description = [{
