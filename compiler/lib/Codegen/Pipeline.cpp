@@ -153,7 +153,8 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
 void attnc::buildGpuLoweringPipeline(OpPassManager &pm,
                                      const GpuPipelineOptions &options) {
   // On buffers, as loops: one kernel per loop nest; fused attention and
-  // the large GEMMs as launches of their own through shared memory.
+  // the large GEMMs as launches of their own through shared memory, row
+  // reductions as launches of a warp per row.
   addAttnToLinalg(pm, options.attention);
   addBufferization(pm);
   attn::AttnGpuLowerFusedAttentionOptions attention;

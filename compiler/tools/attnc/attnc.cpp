@@ -557,7 +557,12 @@ int printScheduleMain(unsigned level) {
                  << tile.threadCols
                  << " outputs per thread; below a quarter of a tile's rows "
                     "or columns, one thread per block of up to 4 x 4 "
-                    "outputs\n";
+                    "outputs\n"
+                 << "  row reductions (softmax, layer norm): a warp per row "
+                    "of "
+                 << mlir::attn::warpPerRowMinLength(gpu)
+                 << " elements or more, its lanes combined with shuffles; a "
+                    "thread per shorter row\n";
     return kSuccess;
   }
   for (const std::string &cpu : cpuList(targetOptions)) {

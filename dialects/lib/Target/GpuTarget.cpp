@@ -53,9 +53,13 @@ int64_t mlir::attn::threadsPerBlock(const GpuTargetDescription &target,
   return std::clamp<int64_t>(block, warp, maxBlock);
 }
 
+int64_t mlir::attn::warpPerRowMinLength(const GpuTargetDescription &target) {
+  return target.warpSize;
+}
+
 bool mlir::attn::usesWarpPerRow(const GpuTargetDescription &target,
                                 int64_t length) {
-  return length >= target.warpSize;
+  return length >= warpPerRowMinLength(target);
 }
 
 GpuGemmTile mlir::attn::gemmTile(const GpuTargetDescription &) {

@@ -110,11 +110,15 @@ GpuGemmTile gemmTile(const GpuTargetDescription &target);
 bool usesSharedMemoryGemm(const GpuTargetDescription &target, int64_t m,
                           int64_t n);
 
-/// Whether a row reduction (softmax's max and sum, layer norm's mean and
-/// variance) of `length` elements per row gets a warp per row
-/// (attn-gpu-lower-row-reductions): its lanes read neighbouring elements
-/// and combine their partial results with shuffles. A shorter row keeps one
-/// thread per row, which would leave most of a warp's lanes idle otherwise.
+/// The shortest row a row reduction (softmax's max and sum, layer norm's
+/// mean and variance) gets a warp for (attn-gpu-lower-row-reductions): its
+/// lanes read neighbouring elements and combine their partial results with
+/// shuffles. A shorter row keeps one thread, which would otherwise leave
+/// some of the warp's lanes without an element.
+int64_t warpPerRowMinLength(const GpuTargetDescription &target);
+
+/// Whether a row reduction of `length` elements per row gets a warp per
+/// row (at least warpPerRowMinLength).
 bool usesWarpPerRow(const GpuTargetDescription &target, int64_t length);
 
 /// What attnc knows of `chip` (`sm_80`, `sm_90a`, ...); an unknown one gets
