@@ -36,6 +36,18 @@
 // visible key: D2L's uniform row) the second pass over every key with D2L's
 // replacement gives what D2L computes.
 //
+// A head too wide for one thread's registers (GpuAttentionTile::slices > 1)
+// splits each row over neighbouring threads of a warp: each holds its share
+// of the query row and of the output row, the partial dot products are
+// added with xor shuffles (in the same order in every thread of the row, so
+// all see the same score), and, as a shuffle needs the whole warp, every
+// thread walks the keys of the block's tiles from its first row's window
+// to its longest row, a key its row does not see leaving its state as it
+// was. Such a row's second pass is a launch of its own: the main launch
+// marks the rows that need it (and does not store them: `out` may be `q`'s
+// buffer), then a block of one warp per row recomputes each marked one, its
+// lanes on the columns l, l + 32, ... of the query, key and value rows.
+//
 //===----------------------------------------------------------------------===//
 
 #include "attn/GPU/Passes.h"
@@ -77,6 +89,10 @@ struct Lowering {
   std::optional<int64_t> window;
   /// The block's rows, key tile and slices of an output row.
   GpuAttentionTile tile;
+  GpuTargetDescription target;
+  /// Split rows: which rows the exact pass recomputes (i32 per batch
+  /// entry, head and row), set by the main launch, read by the exact one.
+  Value exactRows;
 
   Lowering(FusedAttentionOp op, OpBuilder &b,
            const GpuTargetDescription &target)
@@ -96,6 +112,43 @@ struct Lowering {
       if (static_cast<int64_t>(*w) < queries)
         window = static_cast<int64_t>(*w);
     tile = attentionTile(target, queries, keys, dk, dv);
+    this->target = target;
+  }
+
+  /// Columns [column, column + width) of the query row (with rope,
+  /// rotated: rotate() of the lanes a thread holds, from the partner columns
+  /// in the other half, as the width lies within one half).
+  Value queryShare(Value batch, Value row, Value qColumn, Value column,
+                   int64_t width) {
+    auto type = VectorType::get({width}, b.getF32Type());
+    auto at = [&](Value c) -> Value {
+      return vector::LoadOp::create(
+          b, loc, type, q,
+          ValueRange{batch, row, arith::AddIOp::create(b, loc, qColumn, c)});
+    };
+    Value x = at(column);
+    if (!ropeCos)
+      return x;
+    int64_t half = dk / 2;
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                        column, index(half));
+    Value partner = at(arith::SelectOp::create(
+        b, loc, first, arith::AddIOp::create(b, loc, column, index(half)),
+        arith::SubIOp::create(b, loc, column, index(half))));
+    Value ropeColumn = arith::SelectOp::create(
+        b, loc, first, column,
+        arith::SubIOp::create(b, loc, column, index(half)));
+    Value cos = vector::LoadOp::create(b, loc, type, ropeCos,
+                                       ValueRange{row, ropeColumn});
+    Value sin = vector::LoadOp::create(b, loc, type, ropeSin,
+                                       ValueRange{row, ropeColumn});
+    // rotate_half: the first half's partner is negated.
+    Value sign = arith::SelectOp::create(b, loc, first, splat(-1.0f, width),
+                                         splat(1.0f, width));
+    return arith::AddFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, x, cos),
+        arith::MulFOp::create(b, loc, partner,
+                              arith::MulFOp::create(b, loc, sin, sign)));
   }
 
   Value index(int64_t value) {
@@ -178,10 +231,12 @@ struct Lowering {
             arith::AddFOp::create(b, loc, mul(x2, cos), mul(x1, sin))};
   }
 
-  /// q · k[j] * scale for the (rotated) query row, k's row read from
-  /// global memory in chunks of a few lanes (with rope, each chunk rotated)
-  /// so that a thread holds little beside its query row and accumulators.
-  Value exactScore(Value query, Value j, Value batch, Value kColumn) {
+  /// q · k[j] * scale for the (rotated) query row, whose lanes [c0, c0 +
+  /// lanes) `queryChunk` gives, k's row read from global memory in chunks
+  /// of a few lanes (with rope, each chunk rotated) so that a thread holds
+  /// little beside its share of the query row and its accumulators.
+  Value exactScore(function_ref<Value(int64_t, int64_t)> queryChunk, Value j,
+                   Value batch, Value kColumn) {
     int64_t width = ropeCos ? dk / 2 : dk;
     // With rope, four rows' chunks (k's halves, cos, sin) at a time.
     int64_t lanes =
@@ -194,7 +249,7 @@ struct Lowering {
                      arith::AddIOp::create(b, loc, kColumn, index(c0))});
     };
     if (!ropeCos)
-      return scaledDot(query, lanes, keyChunk);
+      return scaled(dot(queryChunk, dk, lanes, keyChunk));
     auto dotOf = [&](Value x, Value y) -> Value {
       return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
                                          arith::MulFOp::create(b, loc, x, y),
@@ -206,12 +261,12 @@ struct Lowering {
       auto [k1, k2] =
           rotateChunk(keyChunk(c0), keyChunk(c0 + width), j, c0, lanes);
       Value partial =
-          arith::AddFOp::create(b, loc, dotOf(lanesOf(query, c0, lanes), k1),
-                                dotOf(lanesOf(query, c0 + width, lanes), k2));
+          arith::AddFOp::create(b, loc, dotOf(queryChunk(c0, lanes), k1),
+                                dotOf(queryChunk(c0 + width, lanes), k2));
       dot = dot ? arith::AddFOp::create(b, loc, dot, partial).getResult()
                 : partial;
     }
-    return arith::MulFOp::create(b, loc, dot, f32(scale));
+    return scaled(dot);
   }
 
   /// Lanes per chunk of a row of `width` a thread walks a few at a time.
@@ -234,23 +289,37 @@ struct Lowering {
   /// The online-softmax state (m, l, acc) after one more key, of score `s`;
   /// `values(c0, lanes)` loads lanes [c0, c0 + lanes) of its value slice.
   /// The accumulators are updated a chunk at a time, so that a thread never
-  /// holds a whole value row beside them.
+  /// holds a whole value row beside them. When `visible` (if given) is
+  /// false the state stays as it was: m, and l and acc scaled by 1 plus 0
+  /// (selects of scalars, not of the accumulators, which would need both
+  /// rows in registers).
   SmallVector<Value> update(ValueRange state, Value s,
-                            function_ref<Value(int64_t, int64_t)> values) {
+                            function_ref<Value(int64_t, int64_t)> values,
+                            Value visible = Value()) {
     Value m = state[0];
+    if (visible)
+      s = arith::SelectOp::create(b, loc, visible, s,
+                                  f32(-std::numeric_limits<float>::infinity()));
     Value newMax = arith::MaximumFOp::create(b, loc, m, s);
     Value correction =
         math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, m, newMax));
     Value p =
         math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, s, newMax));
+    if (visible) {
+      // exp(-inf - -inf) would be NaN before a row's first key.
+      correction =
+          arith::SelectOp::create(b, loc, visible, correction, f32(1.0f));
+      p = arith::SelectOp::create(b, loc, visible, p, f32(0.0f));
+    }
     Value l = arith::AddFOp::create(
         b, loc, arith::MulFOp::create(b, loc, state[1], correction), p);
-    int64_t lanes = chunkLanes(tile.sliceWidth);
+    int64_t width = cast<VectorType>(state[2].getType()).getDimSize(0);
+    int64_t lanes = chunkLanes(width);
     auto chunkType = VectorType::get({lanes}, b.getF32Type());
     Value c = vector::BroadcastOp::create(b, loc, chunkType, correction);
     Value weight = vector::BroadcastOp::create(b, loc, chunkType, p);
     Value acc;
-    for (int64_t c0 = 0; c0 < tile.sliceWidth; c0 += lanes) {
+    for (int64_t c0 = 0; c0 < width; c0 += lanes) {
       Value scaled =
           arith::MulFOp::create(b, loc, lanesOf(state[2], c0, lanes), c);
       Value chunk =
@@ -268,40 +337,46 @@ struct Lowering {
     return {newMax, l, acc};
   }
 
-  /// q · key * scale, the key row given `lanes` at a time by
-  /// `keyChunk(c0)`, so that a thread holds no more than its query row and a
-  /// chunk of the key row at a time (a head of 128 stays within the
-  /// registers).
-  Value scaledDot(Value query, int64_t lanes,
-                  function_ref<Value(int64_t)> keyChunk) {
+  /// The dot product of `width` lanes of the query and a key row, both
+  /// given `lanes` at a time (`queryChunk(c0, lanes)`, `keyChunk(c0)`), so
+  /// that a thread holds no more than its query row and a chunk of the key
+  /// row at a time (a head of 128 stays within the registers).
+  Value dot(function_ref<Value(int64_t, int64_t)> queryChunk, int64_t width,
+            int64_t lanes, function_ref<Value(int64_t)> keyChunk) {
     Value dot;
-    for (int64_t c0 = 0; c0 < dk; c0 += lanes) {
+    for (int64_t c0 = 0; c0 < width; c0 += lanes) {
       Value partial = vector::ReductionOp::create(
           b, loc, vector::CombiningKind::ADD,
-          arith::MulFOp::create(b, loc, lanesOf(query, c0, lanes),
-                                keyChunk(c0)),
+          arith::MulFOp::create(b, loc, queryChunk(c0, lanes), keyChunk(c0)),
           Value(), arith::FastMathFlags::reassoc);
       dot = dot ? arith::AddFOp::create(b, loc, dot, partial).getResult()
                 : partial;
     }
+    return dot;
+  }
+
+  Value scaled(Value dot) {
     return arith::MulFOp::create(b, loc, dot, f32(scale));
   }
 
-  SmallVector<Value> initialState() {
+  /// m, l and acc (`width` columns) before the first key.
+  SmallVector<Value> initialState(int64_t width) {
     return {f32(-std::numeric_limits<float>::infinity()), f32(0.0f),
-            splat(0.0f, tile.sliceWidth)};
+            splat(0.0f, width)};
   }
 
   /// The online-softmax pass over every key from global memory (those
-  /// outside [lo, len) scored -1e6; lo null: 0): (m, l, acc).
-  SmallVector<Value> exactPass(Value lo, Value len, Value batch, Value query,
-                               Value kColumn, Value vColumn) {
+  /// outside [lo, len) scored -1e6; lo null: 0): (m, l, acc of `width`
+  /// value columns from vColumn).
+  SmallVector<Value> exactPass(Value lo, Value len, Value batch,
+                               function_ref<Value(int64_t, int64_t)> queryChunk,
+                               Value kColumn, Value vColumn, int64_t width) {
     auto loop = scf::ForOp::create(
-        b, loc, index(0), index(keys), index(1), initialState(),
+        b, loc, index(0), index(keys), index(1), initialState(width),
         [&](OpBuilder &nb, Location nl, Value j, ValueRange state) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-          Value scaled = exactScore(query, j, batch, kColumn);
+          Value score = exactScore(queryChunk, j, batch, kColumn);
           Value visible =
               arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, j, len);
           if (lo)
@@ -309,7 +384,7 @@ struct Lowering {
                 b, loc, visible,
                 arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, j,
                                       lo));
-          Value s = arith::SelectOp::create(b, loc, visible, scaled,
+          Value s = arith::SelectOp::create(b, loc, visible, score,
                                             f32(kMaskedScore));
           auto values = [&](int64_t c0, int64_t lanes) -> Value {
             return vector::LoadOp::create(
@@ -420,6 +495,185 @@ struct Lowering {
         vTile);
   }
 
+  /// The first columns of a head's query row and of its kv head's key and
+  /// value rows (query head h reads kv head h / (H / G)).
+  struct HeadColumns {
+    Value q, k, v;
+  };
+  HeadColumns headColumns(Value head) {
+    Value kvHead =
+        kvHeads == heads
+            ? head
+            : arith::DivUIOp::create(b, loc, head, index(heads / kvHeads));
+    Value qColumn = arith::MulIOp::create(b, loc, head, index(dk));
+    Value kColumn = kvHeads == heads
+                        ? qColumn
+                        : arith::MulIOp::create(b, loc, kvHead, index(dk));
+    return {qColumn, kColumn, arith::MulIOp::create(b, loc, kvHead, index(dv))};
+  }
+
+  /// The first columns of an output slice (from `sliceColumn` of the
+  /// head's value row) in v and in out.
+  std::pair<Value, Value> sliceColumns(Value head, const HeadColumns &columns,
+                                       Value sliceColumn) {
+    Value vColumn = arith::AddIOp::create(b, loc, columns.v, sliceColumn);
+    Value outColumn =
+        kvHeads == heads
+            ? vColumn
+            : arith::AddIOp::create(
+                  b, loc, arith::MulIOp::create(b, loc, head, index(dv)),
+                  sliceColumn);
+    return {vColumn, outColumn};
+  }
+
+  /// Row `row` of batch entry x head `n` in exactRows.
+  Value rowIndex(Value n, Value row) {
+    return arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, n, index(queries)), row);
+  }
+
+  /// Split rows: a launch of a block of one warp per (batch entry x head,
+  /// row) that recomputes the rows exactRows marks with D2L's -1e6 for
+  /// every key, and frees exactRows. Lane l holds the (rotated) query
+  /// columns l, l + 32, ... and accumulates the value columns l, l + 32,
+  /// ...; the warp adds its lanes' partial dot products with shuffles, so
+  /// every lane has every score. A row not marked walks no key.
+  void buildExactLaunch() {
+    int64_t warp = target.warpSize;
+    int64_t qPerLane = llvm::divideCeil(dk, warp);
+    int64_t vPerLane = llvm::divideCeil(dv, warp);
+    Value one = index(1);
+    auto launch = gpu::LaunchOp::create(
+        b, loc, index(batches * heads * queries), one, one, index(warp), one,
+        one, /*dynamicSharedMemorySize=*/nullptr,
+        b.getType<gpu::AsyncTokenType>(), /*asyncDependencies=*/ValueRange{});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&launch.getBody().front());
+      Type f32Type = b.getF32Type();
+      Value block = launch.getBlockIds().x, lane = launch.getThreadIds().x;
+      Value row = arith::RemUIOp::create(b, loc, block, index(queries));
+      Value n = arith::DivUIOp::create(b, loc, block, index(queries));
+      Value batch = arith::DivUIOp::create(b, loc, n, index(heads));
+      Value head = arith::RemUIOp::create(b, loc, n, index(heads));
+      HeadColumns columns = headColumns(head);
+      Value vColumn, outColumn;
+      std::tie(vColumn, outColumn) = sliceColumns(head, columns, index(0));
+      Value marked = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::ne,
+          memref::LoadOp::create(b, loc, exactRows, ValueRange{block}),
+          arith::ConstantIntOp::create(b, loc, 0, 32));
+      // Column i of this lane's share (l + 32 i) and whether it exists.
+      auto column = [&](int64_t i) -> Value {
+        return arith::AddIOp::create(b, loc, lane, index(i * warp));
+      };
+      auto below = [&](Value c, int64_t bound) -> Value {
+        return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, c,
+                                     index(bound));
+      };
+      // Element c of a row of `matrix` (q or k) at position t, rotated
+      // with rope; columns past the row read column 0 (their share of the
+      // dot product is dropped).
+      auto rotated = [&](Value matrix, Value t, Value column0,
+                         Value c) -> Value {
+        Value safe = arith::SelectOp::create(b, loc, below(c, dk), c, index(0));
+        auto at = [&](Value cc) -> Value {
+          return memref::LoadOp::create(
+              b, loc, matrix,
+              ValueRange{batch, t, arith::AddIOp::create(b, loc, column0, cc)});
+        };
+        Value x = at(safe);
+        if (!ropeCos)
+          return x;
+        int64_t half = dk / 2;
+        Value first = below(safe, half);
+        Value ropeColumn = arith::RemUIOp::create(b, loc, safe, index(half));
+        Value partner = at(arith::SelectOp::create(
+            b, loc, first, arith::AddIOp::create(b, loc, safe, index(half)),
+            ropeColumn));
+        partner = arith::SelectOp::create(
+            b, loc, first, arith::NegFOp::create(b, loc, partner), partner);
+        Value cos =
+            memref::LoadOp::create(b, loc, ropeCos, ValueRange{t, ropeColumn});
+        Value sin =
+            memref::LoadOp::create(b, loc, ropeSin, ValueRange{t, ropeColumn});
+        return arith::AddFOp::create(
+            b, loc, arith::MulFOp::create(b, loc, x, cos),
+            arith::MulFOp::create(b, loc, partner, sin));
+      };
+      SmallVector<Value> query;
+      for (int64_t i = 0; i < qPerLane; ++i)
+        query.push_back(rotated(q, row, columns.q, column(i)));
+      Value lo = lowerOf(row), len = lengthOf(batch, row);
+      Value keysToWalk =
+          arith::SelectOp::create(b, loc, marked, index(keys), index(0));
+      auto loop = scf::ForOp::create(
+          b, loc, index(0), keysToWalk, one, initialState(vPerLane),
+          [&](OpBuilder &nb, Location, Value j, ValueRange state) {
+            OpBuilder::InsertionGuard inner(b);
+            b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+            Value partial = f32(0.0f);
+            for (int64_t i = 0; i < qPerLane; ++i) {
+              Value term = arith::MulFOp::create(
+                  b, loc, query[i], rotated(k, j, columns.k, column(i)));
+              if (dk % warp != 0)
+                term = arith::SelectOp::create(b, loc, below(column(i), dk),
+                                               term, f32(0.0f));
+              partial = arith::AddFOp::create(b, loc, partial, term);
+            }
+            for (int64_t offset = warp / 2; offset >= 1; offset /= 2)
+              partial = arith::AddFOp::create(
+                  b, loc, partial,
+                  gpu::ShuffleOp::create(
+                      b, loc, partial, static_cast<int32_t>(offset),
+                      static_cast<int32_t>(warp), gpu::ShuffleMode::XOR)
+                      .getShuffleResult());
+            Value visible = arith::CmpIOp::create(
+                b, loc, arith::CmpIPredicate::slt, j, len);
+            if (lo)
+              visible = arith::AndIOp::create(
+                  b, loc, visible,
+                  arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, j,
+                                        lo));
+            Value s = arith::SelectOp::create(b, loc, visible, scaled(partial),
+                                              f32(kMaskedScore));
+            auto values = [&](int64_t c0, int64_t lanes) -> Value {
+              SmallVector<Value> elements;
+              for (int64_t i = c0; i < c0 + lanes; ++i) {
+                Value c = column(i);
+                Value safe =
+                    arith::SelectOp::create(b, loc, below(c, dv), c, index(0));
+                elements.push_back(memref::LoadOp::create(
+                    b, loc, v,
+                    ValueRange{batch, j,
+                               arith::AddIOp::create(b, loc, vColumn, safe)}));
+              }
+              return vector::FromElementsOp::create(
+                  b, loc, VectorType::get({lanes}, f32Type), elements);
+            };
+            scf::YieldOp::create(b, loc, update(state, s, values));
+          });
+      auto stores = scf::IfOp::create(b, loc, marked, false);
+      b.setInsertionPointToStart(stores.thenBlock());
+      for (int64_t i = 0; i < vPerLane; ++i) {
+        Value c = column(i);
+        OpBuilder::InsertionGuard inner(b);
+        if (dv % warp != 0) {
+          auto inside = scf::IfOp::create(b, loc, below(c, dv), false);
+          b.setInsertionPointToStart(inside.thenBlock());
+        }
+        Value acc = vector::ExtractOp::create(b, loc, loop.getResult(2), i);
+        memref::StoreOp::create(
+            b, loc, arith::DivFOp::create(b, loc, acc, loop.getResult(1)), out,
+            ValueRange{batch, row,
+                       arith::AddIOp::create(b, loc, outColumn, c)});
+      }
+      b.setInsertionPointToEnd(&launch.getBody().front());
+      gpu::TerminatorOp::create(b, loc);
+    }
+    memref::DeallocOp::create(b, loc, exactRows);
+  }
+
   void build() {
     Type f32Type = b.getF32Type();
     int64_t rowBlocks = llvm::divideCeil(queries, tile.queryRows);
@@ -430,6 +684,10 @@ struct Lowering {
                                      MemRefLayoutAttrInterface{}, workgroup);
     auto vTileType = MemRefType::get({tile.keyRows, dv}, f32Type,
                                      MemRefLayoutAttrInterface{}, workgroup);
+    bool split = tile.slices > 1;
+    if (split)
+      exactRows = memref::AllocOp::create(
+          b, loc, MemRefType::get({batches * heads * queries}, b.getI32Type()));
     Value one = index(1);
     auto launch = gpu::LaunchOp::create(
         b, loc, index(batches * heads * rowBlocks), one, one, index(threads),
@@ -449,21 +707,14 @@ struct Lowering {
         index(tile.queryRows));
     Value batch = arith::DivUIOp::create(b, loc, n, index(heads));
     Value head = arith::RemUIOp::create(b, loc, n, index(heads));
-    // Query head h reads kv head h / (H / G).
-    Value kvHead =
-        kvHeads == heads
-            ? head
-            : arith::DivUIOp::create(b, loc, head, index(heads / kvHeads));
-    Value qColumn = arith::MulIOp::create(b, loc, head, index(dk));
-    Value kColumn = kvHeads == heads
-                        ? qColumn
-                        : arith::MulIOp::create(b, loc, kvHead, index(dk));
-    Value vColumn0 = arith::MulIOp::create(b, loc, kvHead, index(dv));
+    HeadColumns columns = headColumns(head);
+    Value qColumn = columns.q, kColumn = columns.k, vColumn0 = columns.v;
     // The keys any row of the block sees: tiles [first, last).
     Value blockEnd =
         arith::MaxSIOp::create(b, loc, blockLength(batch, row0), index(0));
     Value firstTile = index(0);
-    if (Value blockLo = lowerOf(row0))
+    Value blockLo = lowerOf(row0);
+    if (blockLo)
       firstTile = arith::DivUIOp::create(b, loc, blockLo, index(tile.keyRows));
     Value lastTile = arith::DivUIOp::create(
         b, loc,
@@ -479,25 +730,40 @@ struct Lowering {
     Value row = arith::MinSIOp::create(b, loc, ownRow, index(queries - 1));
     Value sliceColumn =
         arith::MulIOp::create(b, loc, slice, index(tile.sliceWidth));
-    Value vColumn = arith::AddIOp::create(b, loc, vColumn0, sliceColumn);
-    Value outColumn =
-        kvHeads == heads
-            ? vColumn
-            : arith::AddIOp::create(
-                  b, loc, arith::MulIOp::create(b, loc, head, index(dv)),
-                  sliceColumn);
-    // Read before anything is written: `out` may be `q`'s buffer.
-    auto keyType = VectorType::get({dk}, f32Type);
-    Value qRow = vector::LoadOp::create(b, loc, keyType, q,
-                                        ValueRange{batch, row, qColumn});
-    // With rope, the rotated row.
-    Value query = ropeCos ? rotate(qRow, row) : qRow;
+    auto [vColumn, outColumn] = sliceColumns(head, columns, sliceColumn);
+    // A row split over slices: each thread holds its share of the query
+    // row, the threads of a row add their partial dot products with
+    // shuffles, so they walk the same keys: all of the block's (its loop
+    // bounds the same in every thread, as shuffles need every lane), each
+    // key a row does not see leaving its state as it was. Its exact pass is
+    // a launch of its own (buildExactLaunch), so that no thread of this one
+    // holds a whole query row.
+    int64_t share = dk / tile.slices;
+    Value shareColumn =
+        split ? arith::MulIOp::create(b, loc, slice, index(share)).getResult()
+              : Value();
+    // Read before anything is written: `out` may be `q`'s buffer (a split
+    // row's exact pass reads it again, before the barrier the stores wait
+    // at).
+    Value query;
+    if (split) {
+      query = queryShare(batch, row, qColumn, shareColumn, share);
+    } else {
+      Value qRow =
+          vector::LoadOp::create(b, loc, VectorType::get({dk}, f32Type), q,
+                                 ValueRange{batch, row, qColumn});
+      // With rope, the rotated row.
+      query = ropeCos ? rotate(qRow, row) : qRow;
+    }
+    auto queryLanes = [&](int64_t c0, int64_t lanes) -> Value {
+      return lanesOf(query, c0, lanes);
+    };
     Value len = lengthOf(batch, row);
     Value lo = lowerOf(row);
 
     auto accType = VectorType::get({tile.sliceWidth}, f32Type);
     auto tiles = scf::ForOp::create(
-        b, loc, firstTile, lastTile, one, initialState(),
+        b, loc, firstTile, lastTile, one, initialState(tile.sliceWidth),
         [&](OpBuilder &nb, Location, Value t, ValueRange state) {
           OpBuilder::InsertionGuard inner(b);
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
@@ -505,11 +771,12 @@ struct Lowering {
           stageTiles(thread, threads, batch, j0, kColumn, vColumn0, kTile,
                      vTile);
           gpu::BarrierOp::create(b, loc);
-          // This row's keys of the tile, in order.
-          Value from = lo ? arith::MaxSIOp::create(b, loc, j0, lo) : j0;
+          // This row's keys of the tile, in order (split: the block's).
+          Value rowLo = split ? blockLo : lo;
+          Value from = rowLo ? arith::MaxSIOp::create(b, loc, j0, rowLo) : j0;
           Value end = arith::MinSIOp::create(
               b, loc, arith::AddIOp::create(b, loc, j0, index(tile.keyRows)),
-              len);
+              split ? blockEnd : len);
           auto keysOfRow = scf::ForOp::create(
               b, loc, from, end, one, state,
               [&](OpBuilder &kb, Location, Value j, ValueRange current) {
@@ -517,19 +784,46 @@ struct Lowering {
                 b.setInsertionPoint(kb.getInsertionBlock(),
                                     kb.getInsertionPoint());
                 Value jj = arith::SubIOp::create(b, loc, j, j0);
-                int64_t lanes = chunkLanes(dk);
-                Value s = scaledDot(query, lanes, [&](int64_t c0) -> Value {
-                  return vector::LoadOp::create(
-                      b, loc, VectorType::get({lanes}, f32Type), kTile,
-                      ValueRange{jj, index(c0)});
-                });
+                int64_t lanes = chunkLanes(share);
+                Value d =
+                    dot(queryLanes, share, lanes, [&](int64_t c0) -> Value {
+                      Value column = split ? arith::AddIOp::create(
+                                                 b, loc, shareColumn, index(c0))
+                                                 .getResult()
+                                           : index(c0);
+                      return vector::LoadOp::create(
+                          b, loc, VectorType::get({lanes}, f32Type), kTile,
+                          ValueRange{jj, column});
+                    });
+                // The row's slices are neighbouring lanes: after the step
+                // of offset o each holds the sum of 2o of them.
+                for (int64_t offset = 1; offset < tile.slices; offset *= 2)
+                  d = arith::AddFOp::create(
+                      b, loc, d,
+                      gpu::ShuffleOp::create(
+                          b, loc, d, static_cast<int32_t>(offset),
+                          static_cast<int32_t>(target.warpSize),
+                          gpu::ShuffleMode::XOR)
+                          .getShuffleResult());
+                Value s = scaled(d);
                 auto values = [&](int64_t c0, int64_t lanes) -> Value {
                   return vector::LoadOp::create(
                       b, loc, VectorType::get({lanes}, f32Type), vTile,
                       ValueRange{jj, arith::AddIOp::create(b, loc, sliceColumn,
                                                            index(c0))});
                 };
-                scf::YieldOp::create(b, loc, update(current, s, values));
+                Value visible;
+                if (split) {
+                  visible = arith::CmpIOp::create(
+                      b, loc, arith::CmpIPredicate::slt, j, len);
+                  if (lo)
+                    visible = arith::AndIOp::create(
+                        b, loc, visible,
+                        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
+                                              j, lo));
+                }
+                scf::YieldOp::create(b, loc,
+                                     update(current, s, values, visible));
               });
           // The next tile overwrites these only when every thread is done.
           gpu::BarrierOp::create(b, loc);
@@ -543,14 +837,53 @@ struct Lowering {
         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE, first[0],
                               f32(kMaskedScore + kExpUnderflow));
     Value again = arith::OrIOp::create(b, loc, empty, underflows);
+    auto storesRow = [&]() -> Value {
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, ownRow,
+                                   index(queries));
+    };
+    if (split) {
+      Value stores = storesRow();
+      // The row's first slice says whether the exact launch recomputes it;
+      // such a row is not stored here (with `out` on `q`'s buffer, its query
+      // row stays for the exact launch to read).
+      Value marks = arith::AndIOp::create(
+          b, loc, stores,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, slice,
+                                index(0)));
+      {
+        OpBuilder::InsertionGuard inner(b);
+        auto branch = scf::IfOp::create(b, loc, marks, false);
+        b.setInsertionPointToStart(branch.thenBlock());
+        memref::StoreOp::create(
+            b, loc, arith::ExtUIOp::create(b, loc, b.getI32Type(), again),
+            exactRows, ValueRange{rowIndex(n, row)});
+      }
+      Value result = arith::DivFOp::create(
+          b, loc, first[2],
+          vector::BroadcastOp::create(b, loc, accType, first[1]));
+      // Every thread has read its share of the query row before any output
+      // row (maybe the query row) is written.
+      gpu::BarrierOp::create(b, loc);
+      Value keep = arith::XOrIOp::create(
+          b, loc, again, arith::ConstantIntOp::create(b, loc, 1, 1));
+      OpBuilder::InsertionGuard inner(b);
+      auto branch = scf::IfOp::create(
+          b, loc, arith::AndIOp::create(b, loc, stores, keep), false);
+      b.setInsertionPointToStart(branch.thenBlock());
+      vector::StoreOp::create(b, loc, result, out,
+                              ValueRange{batch, row, outColumn});
+      b.setInsertionPointAfter(branch);
+      gpu::TerminatorOp::create(b, loc);
+      return;
+    }
     auto exact = scf::IfOp::create(
         b, loc, TypeRange{first[1].getType(), first[2].getType()}, again,
         /*withElseRegion=*/true);
     {
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(exact.thenBlock());
-      SmallVector<Value> all =
-          exactPass(lo, len, batch, query, kColumn, vColumn);
+      SmallVector<Value> all = exactPass(lo, len, batch, queryLanes, kColumn,
+                                         vColumn, tile.sliceWidth);
       scf::YieldOp::create(b, loc, ValueRange{all[1], all[2]});
       b.setInsertionPointToStart(exact.elseBlock());
       scf::YieldOp::create(b, loc, ValueRange{first[1], first[2]});
@@ -558,8 +891,7 @@ struct Lowering {
     Value result = arith::DivFOp::create(
         b, loc, exact.getResult(1),
         vector::BroadcastOp::create(b, loc, accType, exact.getResult(0)));
-    Value stores = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                         ownRow, index(queries));
+    Value stores = storesRow();
     {
       OpBuilder::InsertionGuard inner(b);
       auto branch = scf::IfOp::create(b, loc, stores, false);
@@ -603,6 +935,8 @@ struct AttnGpuLowerFusedAttentionPass
         return signalPassFailure();
       }
       lowering.build();
+      if (lowering.exactRows)
+        lowering.buildExactLaunch();
       op.erase();
     }
   }

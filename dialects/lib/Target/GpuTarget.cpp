@@ -75,7 +75,7 @@ GpuAttentionTile mlir::attn::attentionTile(const GpuTargetDescription &target,
   int64_t widest = std::max<int64_t>(kAttentionRowFloats - keyWidth, 8);
   while (valueWidth / tile.slices > widest &&
          valueWidth % (2 * tile.slices) == 0 &&
-         2 * tile.slices <= target.maxThreadsPerBlock)
+         2 * tile.slices <= target.warpSize)
     tile.slices *= 2;
   tile.sliceWidth = valueWidth / tile.slices;
   int64_t rows = llvm::alignTo(std::max<int64_t>(queries, 1), target.warpSize);

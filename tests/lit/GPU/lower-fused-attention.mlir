@@ -105,16 +105,38 @@ func.func @two_d_lengths(%q: memref<1x3x8xf32>, %k: memref<1x100x8xf32>,
   return
 }
 
-// A head of 128 values: four threads per row, 32 columns each, all with the
-// whole query row (kAttentionRowFloats); 16 rows take a warp's worth (32
-// rows, 128 threads); key tiles of its 16 keys.
+// A head of 128 values: four threads per row (kAttentionRowFloats), each
+// with 32 of the query row's columns and 32 of the output's; their partial
+// dot products added by shuffles (xor 1, 2) inside the key loop, whose
+// bounds are the block's, not the row's. 16 rows take a warp's worth (32
+// rows, 128 threads); key tiles of its 16 keys. The rows to recompute are
+// marked in a buffer; a row not marked is stored after a barrier (`out` may
+// be `q`'s buffer), a marked one by a second launch of a warp per row
+// (48 = 3 x 16) whose lanes share the dot product (5 shuffles), which the
+// buffer's dealloc follows.
 // CHECK-LABEL: func.func @wide_head
+// CHECK:         %[[MARKS:.*]] = memref.alloc() : memref<48xi32>
 // CHECK:         gpu.launch async blocks({{.*}}) in (%{{.*}} = %c3{{[_0-9]*}}, {{.*}}) threads({{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, {{.*}}) workgroup(%{{.*}} : memref<16x128xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<16x128xf32, #gpu.address_space<workgroup>>)
 // CHECK:           %[[S:.*]] = arith.remui %{{.*}}, %c4{{[_0-9]*}} : index
 // CHECK:           %[[OFFSET:.*]] = arith.muli %[[S]], %c32{{[_0-9]*}} : index
-// CHECK:           vector.load %{{.*}} : memref<3x16x128xf32>, vector<128xf32>
+// CHECK:           vector.load %{{.*}} : memref<3x16x128xf32>, vector<32xf32>
 // CHECK:           scf.for {{.*}} -> (f32, f32, vector<32xf32>)
-// CHECK:           vector.store %{{.*}} : memref<3x16x128xf32>, vector<32xf32>
+// CHECK:             gpu.barrier
+// CHECK:             scf.for {{.*}} -> (f32, f32, vector<32xf32>)
+// CHECK-COUNT-4:       vector.load %{{.*}} : memref<16x128xf32, #gpu.address_space<workgroup>>, vector<8xf32>
+// CHECK:               gpu.shuffle xor %{{.*}}, %c1_i32
+// CHECK:               gpu.shuffle xor %{{.*}}, %c2_i32
+// CHECK:           memref.store %{{.*}}, %[[MARKS]]
+// CHECK:           gpu.barrier
+// CHECK:           scf.if
+// CHECK:             vector.store %{{.*}} : memref<3x16x128xf32>, vector<32xf32>
+// CHECK:         gpu.launch async blocks({{.*}}) in (%{{.*}} = %c48{{[_0-9]*}}, {{.*}}) threads({{.*}}) in (%{{.*}} = %c32{{[_0-9]*}},
+// CHECK:           memref.load %[[MARKS]]
+// CHECK:           scf.for {{.*}} -> (f32, f32, vector<4xf32>)
+// CHECK-COUNT-5:     gpu.shuffle xor
+// CHECK:           scf.if
+// CHECK-COUNT-4:     memref.store %{{.*}} : memref<3x16x128xf32>
+// CHECK:         memref.dealloc %[[MARKS]]
 func.func @wide_head(%q: memref<3x16x128xf32>, %k: memref<3x16x128xf32>,
                      %v: memref<3x16x128xf32>, %o: memref<3x16x128xf32>) {
   attn.fused_attention %q, %k, %v outs(%o) scale(8.838835e-02)

@@ -23,8 +23,9 @@ def AttnGpuLowerFusedAttention
     Replaces each `attn.fused_attention` (after bufferization, at the top
     level of its function) by a `gpu.launch async` of its own: one block
     per (batch entry x head, tile of query rows), one thread per query row
-    (a head wider than 64 values: per slice of its output row, each with
-    the whole query row), sizes from attn/Target/GpuTarget.h
+    (a head too wide for a thread's registers: per slice of the row, each
+    with its share of the query and output columns), sizes from
+    attn/Target/GpuTarget.h
     (`attentionTile`). The block walks the keys in tiles: its threads copy
     a tile's key and value rows (with rope, the keys rotated) into
     workgroup memory, `gpu.barrier`, and each thread updates its online
@@ -38,6 +39,14 @@ def AttnGpuLowerFusedAttention
     underflows), a second pass over every key from global memory with
     D2L's replacement gives D2L's result (the uniform row for
     `valid_len` 0).
+
+    A row split over slices adds its threads' partial dot products with
+    `gpu.shuffle xor`, so every thread walks all the keys of the block's
+    tiles, those its row does not see leaving its state as it was; its
+    second pass is a `gpu.launch async` of its own after the main one (a
+    block of one warp per row, the lanes sharing the dot product with
+    shuffles) for the rows the main launch marked in a buffer and did not
+    store.
 
     ```mlir
     attn.fused_attention %q, %k, %v valid_lens(%vl) outs(%o) scale(0.25)

@@ -60,10 +60,11 @@ struct GpuGemmTile {
 
 /// How a block of threads computes flash attention
 /// (attn-gpu-lower-fused-attention): `queryRows` query rows of one batch
-/// entry and head per block, each row's output split over `slices` threads
-/// of `sliceWidth` columns (every one with the whole query row), the keys
-/// walked in tiles of `keyRows`, each tile's keys and values staged in
-/// shared memory once for all of the block's rows.
+/// entry and head per block, each row split over `slices` neighbouring
+/// threads of a warp (`sliceWidth` value columns and as large a share of
+/// the query row each, their dot products' partial sums added with
+/// shuffles), the keys walked in tiles of `keyRows`, each tile's keys and
+/// values staged in shared memory once for all of the block's rows.
 struct GpuAttentionTile {
   int64_t queryRows;
   int64_t keyRows;
@@ -85,13 +86,16 @@ constexpr int64_t kAttentionTileBytes = 32 * 1024;
 /// Floats one attention thread keeps in registers for its query row and
 /// its accumulators together, at most (of the 255 registers a thread has:
 /// the rest hold a key chunk, the softmax state and addresses). A head of
-/// 64 keeps 64 + 64; one of 128 splits its output row over four threads,
-/// 128 + 32.
+/// 64 keeps 64 + 64; one of 128 splits its row over four threads, 32 + 32
+/// each (the rule still counts the whole query row, as when each slice
+/// thread held it: whether fewer, wider slices are faster is for a GPU to
+/// say).
 constexpr int64_t kAttentionRowFloats = 160;
 
 /// The attention tile for `queries` query rows, `keys` keys and heads of
 /// `keyWidth` key and `valueWidth` value columns: the value row halved until a
-/// slice and the query row fit kAttentionRowFloats (or a slice is 8 wide); up
+/// slice and the query row fit kAttentionRowFloats (or a slice is 8 wide, or
+/// a row's slices fill a warp); up
 /// to kAttentionMaxQueryRows rows (a whole number of warps, fewer when there
 /// are fewer queries or when the block would have too many threads for each to
 /// get all of its registers); up to kAttentionMaxKeyRows keys (fewer when there
