@@ -337,6 +337,25 @@ struct Lowering {
     return {newMax, l, acc};
   }
 
+  /// Element c of a row at position t rotated by rope, the row's elements
+  /// given by `at`: x[c] cos[c mod d/2] -+ x[c +- d/2] sin[c mod d/2], the
+  /// first half's partner negated (rotate_half).
+  Value rotatedElement(function_ref<Value(Value)> at, Value t, Value c) {
+    Value x = at(c);
+    int64_t half = dk / 2;
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, c,
+                                        index(half));
+    Value column = arith::RemUIOp::create(b, loc, c, index(half));
+    Value other = at(arith::SelectOp::create(
+        b, loc, first, arith::AddIOp::create(b, loc, c, index(half)), column));
+    other = arith::SelectOp::create(
+        b, loc, first, arith::NegFOp::create(b, loc, other), other);
+    Value cos = memref::LoadOp::create(b, loc, ropeCos, ValueRange{t, column});
+    Value sin = memref::LoadOp::create(b, loc, ropeSin, ValueRange{t, column});
+    return arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, x, cos),
+                                 arith::MulFOp::create(b, loc, other, sin));
+  }
+
   /// The dot product of `width` lanes of the query and a key row, both
   /// given `lanes` at a time (`queryChunk(c0, lanes)`, `keyChunk(c0)`), so
   /// that a thread holds no more than its query row and a chunk of the key
@@ -465,28 +484,10 @@ struct Lowering {
     copy(
         dk,
         [&](Value key, Value c) -> Value {
-          Value x = at(k, key, kColumn0, c);
-          if (!ropeCos)
-            return x;
-          // x[c] cos[c mod d/2] -+ x[c +- d/2] sin[c mod d/2]: the first
-          // half's partner is negated (rotate_half).
-          int64_t half = dk / 2;
-          Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                              c, index(half));
-          Value column = arith::RemUIOp::create(b, loc, c, index(half));
-          Value partner = arith::SelectOp::create(
-              b, loc, first, arith::AddIOp::create(b, loc, c, index(half)),
-              column);
-          Value other = at(k, key, kColumn0, partner);
-          other = arith::SelectOp::create(
-              b, loc, first, arith::NegFOp::create(b, loc, other), other);
-          Value cos =
-              memref::LoadOp::create(b, loc, ropeCos, ValueRange{key, column});
-          Value sin =
-              memref::LoadOp::create(b, loc, ropeSin, ValueRange{key, column});
-          return arith::AddFOp::create(
-              b, loc, arith::MulFOp::create(b, loc, x, cos),
-              arith::MulFOp::create(b, loc, other, sin));
+          auto element = [&](Value cc) -> Value {
+            return at(k, key, kColumn0, cc);
+          };
+          return ropeCos ? rotatedElement(element, key, c) : element(c);
         },
         kTile);
     copy(
@@ -582,24 +583,7 @@ struct Lowering {
               b, loc, matrix,
               ValueRange{batch, t, arith::AddIOp::create(b, loc, column0, cc)});
         };
-        Value x = at(safe);
-        if (!ropeCos)
-          return x;
-        int64_t half = dk / 2;
-        Value first = below(safe, half);
-        Value ropeColumn = arith::RemUIOp::create(b, loc, safe, index(half));
-        Value partner = at(arith::SelectOp::create(
-            b, loc, first, arith::AddIOp::create(b, loc, safe, index(half)),
-            ropeColumn));
-        partner = arith::SelectOp::create(
-            b, loc, first, arith::NegFOp::create(b, loc, partner), partner);
-        Value cos =
-            memref::LoadOp::create(b, loc, ropeCos, ValueRange{t, ropeColumn});
-        Value sin =
-            memref::LoadOp::create(b, loc, ropeSin, ValueRange{t, ropeColumn});
-        return arith::AddFOp::create(
-            b, loc, arith::MulFOp::create(b, loc, x, cos),
-            arith::MulFOp::create(b, loc, partner, sin));
+        return ropeCos ? rotatedElement(at, t, safe) : at(safe);
       };
       SmallVector<Value> query;
       for (int64_t i = 0; i < qPerLane; ++i)
