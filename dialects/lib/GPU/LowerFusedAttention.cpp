@@ -20,21 +20,23 @@
 //       s = q · k[j] * scale; m' = max(m, s); c = exp(m - m');
 //       p = exp(s - m'); l = l c + p; acc = acc c + p v[j]; m = m'
 //     barrier
-//   when len <= lo or m <= -1e6 + 104: pass(0, Tk) over global memory, the
-//     keys outside [lo, len) scored -1e6
-//   out[i] = acc / l
+//   out[i] = acc / l, unless len <= lo or m <= -1e6 + 104: then the row is
+//     marked for the exact launch
 //
 // With kv_heads(G), query head h reads k and v of kv head h / (H / G) where
 // they are (no copy per query head). With rope, the thread rotates its
 // query row once, and the block rotates each key row as it copies it
-// (Hugging Face Llama's rotate_half, the tables of attn/IR/Rope.h); the
-// second pass rotates each chunk of a key row it reads instead (see
-// exactScore).
+// (Hugging Face Llama's rotate_half, the tables of attn/IR/Rope.h).
 //
 // Skipping the keys at and past len is exact while exp(-1e6 - m)
 // underflows; otherwise (every visible score below -1e6 + 104, or no
-// visible key: D2L's uniform row) the second pass over every key with D2L's
-// replacement gives what D2L computes.
+// visible key: D2L's uniform row) a pass over every key with D2L's
+// replacement gives what D2L computes. That pass is a launch of its own:
+// the main launch marks the rows that need it (and does not store them:
+// `out` may be `q`'s buffer), then a block of one warp per row recomputes
+// each marked one, its lanes on the columns l, l + 32, ... of the query, key
+// and value rows, so that no thread of the main launch holds the registers
+// of a second pass.
 //
 // A head too wide for one thread's registers (GpuAttentionTile::slices > 1)
 // splits each row over neighbouring threads of a warp: each holds its share
@@ -43,10 +45,7 @@
 // all see the same score), and, as a shuffle needs the whole warp, every
 // thread walks the keys of the block's tiles from its first row's window
 // to its longest row, a key its row does not see leaving its state as it
-// was. Such a row's second pass is a launch of its own: the main launch
-// marks the rows that need it (and does not store them: `out` may be `q`'s
-// buffer), then a block of one warp per row recomputes each marked one, its
-// lanes on the columns l, l + 32, ... of the query, key and value rows.
+// was.
 //
 //===----------------------------------------------------------------------===//
 
@@ -90,8 +89,8 @@ struct Lowering {
   /// The block's rows, key tile and slices of an output row.
   GpuAttentionTile tile;
   GpuTargetDescription target;
-  /// Split rows: which rows the exact pass recomputes (i32 per batch
-  /// entry, head and row), set by the main launch, read by the exact one.
+  /// Which rows the exact pass recomputes (i32 per batch entry, head and
+  /// row), set by the main launch, read by the exact one.
   Value exactRows;
 
   Lowering(FusedAttentionOp op, OpBuilder &b,
@@ -215,60 +214,6 @@ struct Lowering {
                                  arith::MulFOp::create(b, loc, rotated, sin));
   }
 
-  /// The rotated chunk [x1 cos - x2 sin, x2 cos + x1 sin] of a row's halves
-  /// x1, x2 (lanes [c0, c0 + lanes) of each) at position `t`.
-  std::pair<Value, Value> rotateChunk(Value x1, Value x2, Value t, int64_t c0,
-                                      int64_t lanes) {
-    auto chunkType = VectorType::get({lanes}, b.getF32Type());
-    Value cos = vector::LoadOp::create(b, loc, chunkType, ropeCos,
-                                       ValueRange{t, index(c0)});
-    Value sin = vector::LoadOp::create(b, loc, chunkType, ropeSin,
-                                       ValueRange{t, index(c0)});
-    auto mul = [&](Value x, Value y) -> Value {
-      return arith::MulFOp::create(b, loc, x, y);
-    };
-    return {arith::SubFOp::create(b, loc, mul(x1, cos), mul(x2, sin)),
-            arith::AddFOp::create(b, loc, mul(x2, cos), mul(x1, sin))};
-  }
-
-  /// q · k[j] * scale for the (rotated) query row, whose lanes [c0, c0 +
-  /// lanes) `queryChunk` gives, k's row read from global memory in chunks
-  /// of a few lanes (with rope, each chunk rotated) so that a thread holds
-  /// little beside its share of the query row and its accumulators.
-  Value exactScore(function_ref<Value(int64_t, int64_t)> queryChunk, Value j,
-                   Value batch, Value kColumn) {
-    int64_t width = ropeCos ? dk / 2 : dk;
-    // With rope, four rows' chunks (k's halves, cos, sin) at a time.
-    int64_t lanes =
-        ropeCos ? std::min<int64_t>(chunkLanes(width), 2) : chunkLanes(width);
-    auto chunkType = VectorType::get({lanes}, b.getF32Type());
-    auto keyChunk = [&](int64_t c0) -> Value {
-      return vector::LoadOp::create(
-          b, loc, chunkType, k,
-          ValueRange{batch, j,
-                     arith::AddIOp::create(b, loc, kColumn, index(c0))});
-    };
-    if (!ropeCos)
-      return scaled(dot(queryChunk, dk, lanes, keyChunk));
-    auto dotOf = [&](Value x, Value y) -> Value {
-      return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
-                                         arith::MulFOp::create(b, loc, x, y),
-                                         Value(),
-                                         arith::FastMathFlags::reassoc);
-    };
-    Value dot;
-    for (int64_t c0 = 0; c0 < width; c0 += lanes) {
-      auto [k1, k2] =
-          rotateChunk(keyChunk(c0), keyChunk(c0 + width), j, c0, lanes);
-      Value partial =
-          arith::AddFOp::create(b, loc, dotOf(queryChunk(c0, lanes), k1),
-                                dotOf(queryChunk(c0 + width, lanes), k2));
-      dot = dot ? arith::AddFOp::create(b, loc, dot, partial).getResult()
-                : partial;
-    }
-    return scaled(dot);
-  }
-
   /// Lanes per chunk of a row of `width` a thread walks a few at a time.
   static int64_t chunkLanes(int64_t width) {
     int64_t lanes = std::min<int64_t>(width, 8);
@@ -382,38 +327,6 @@ struct Lowering {
   SmallVector<Value> initialState(int64_t width) {
     return {f32(-std::numeric_limits<float>::infinity()), f32(0.0f),
             splat(0.0f, width)};
-  }
-
-  /// The online-softmax pass over every key from global memory (those
-  /// outside [lo, len) scored -1e6; lo null: 0): (m, l, acc of `width`
-  /// value columns from vColumn).
-  SmallVector<Value> exactPass(Value lo, Value len, Value batch,
-                               function_ref<Value(int64_t, int64_t)> queryChunk,
-                               Value kColumn, Value vColumn, int64_t width) {
-    auto loop = scf::ForOp::create(
-        b, loc, index(0), index(keys), index(1), initialState(width),
-        [&](OpBuilder &nb, Location nl, Value j, ValueRange state) {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-          Value score = exactScore(queryChunk, j, batch, kColumn);
-          Value visible =
-              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, j, len);
-          if (lo)
-            visible = arith::AndIOp::create(
-                b, loc, visible,
-                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, j,
-                                      lo));
-          Value s = arith::SelectOp::create(b, loc, visible, score,
-                                            f32(kMaskedScore));
-          auto values = [&](int64_t c0, int64_t lanes) -> Value {
-            return vector::LoadOp::create(
-                b, loc, VectorType::get({lanes}, b.getF32Type()), v,
-                ValueRange{batch, j,
-                           arith::AddIOp::create(b, loc, vColumn, index(c0))});
-          };
-          scf::YieldOp::create(b, loc, update(state, s, values));
-        });
-    return SmallVector<Value>(loop.getResults());
   }
 
   /// The longest visible length of the block's rows [row0, row0 +
@@ -533,7 +446,7 @@ struct Lowering {
         b, loc, arith::MulIOp::create(b, loc, n, index(queries)), row);
   }
 
-  /// Split rows: a launch of a block of one warp per (batch entry x head,
+  /// A launch of a block of one warp per (batch entry x head,
   /// row) that recomputes the rows exactRows marks with D2L's -1e6 for
   /// every key, and frees exactRows. Lane l holds the (rotated) query
   /// columns l, l + 32, ... and accumulates the value columns l, l + 32,
@@ -669,9 +582,8 @@ struct Lowering {
     auto vTileType = MemRefType::get({tile.keyRows, dv}, f32Type,
                                      MemRefLayoutAttrInterface{}, workgroup);
     bool split = tile.slices > 1;
-    if (split)
-      exactRows = memref::AllocOp::create(
-          b, loc, MemRefType::get({batches * heads * queries}, b.getI32Type()));
+    exactRows = memref::AllocOp::create(
+        b, loc, MemRefType::get({batches * heads * queries}, b.getI32Type()));
     Value one = index(1);
     auto launch = gpu::LaunchOp::create(
         b, loc, index(batches * heads * rowBlocks), one, one, index(threads),
@@ -825,60 +737,35 @@ struct Lowering {
       return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, ownRow,
                                    index(queries));
     };
-    if (split) {
-      Value stores = storesRow();
-      // The row's first slice says whether the exact launch recomputes it;
-      // such a row is not stored here (with `out` on `q`'s buffer, its query
-      // row stays for the exact launch to read).
-      Value marks = arith::AndIOp::create(
-          b, loc, stores,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, slice,
-                                index(0)));
-      {
-        OpBuilder::InsertionGuard inner(b);
-        auto branch = scf::IfOp::create(b, loc, marks, false);
-        b.setInsertionPointToStart(branch.thenBlock());
-        memref::StoreOp::create(
-            b, loc, arith::ExtUIOp::create(b, loc, b.getI32Type(), again),
-            exactRows, ValueRange{rowIndex(n, row)});
-      }
-      Value result = arith::DivFOp::create(
-          b, loc, first[2],
-          vector::BroadcastOp::create(b, loc, accType, first[1]));
-      // Every thread has read its share of the query row before any output
-      // row (maybe the query row) is written.
+    Value stores = storesRow();
+    // The row's first slice says whether the exact launch recomputes it;
+    // such a row is not stored here (with `out` on `q`'s buffer, its query
+    // row stays for the exact launch to read).
+    Value marks = arith::AndIOp::create(
+        b, loc, stores,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, slice,
+                              index(0)));
+    {
+      OpBuilder::InsertionGuard inner(b);
+      auto branch = scf::IfOp::create(b, loc, marks, false);
+      b.setInsertionPointToStart(branch.thenBlock());
+      memref::StoreOp::create(
+          b, loc, arith::ExtUIOp::create(b, loc, b.getI32Type(), again),
+          exactRows, ValueRange{rowIndex(n, row)});
+    }
+    Value result = arith::DivFOp::create(
+        b, loc, first[2],
+        vector::BroadcastOp::create(b, loc, accType, first[1]));
+    // Split: every thread has read its share of the query row before any
+    // output row (maybe the query row, in other columns) is written.
+    if (split)
       gpu::BarrierOp::create(b, loc);
-      Value keep = arith::XOrIOp::create(
-          b, loc, again, arith::ConstantIntOp::create(b, loc, 1, 1));
+    Value keep = arith::XOrIOp::create(
+        b, loc, again, arith::ConstantIntOp::create(b, loc, 1, 1));
+    {
       OpBuilder::InsertionGuard inner(b);
       auto branch = scf::IfOp::create(
           b, loc, arith::AndIOp::create(b, loc, stores, keep), false);
-      b.setInsertionPointToStart(branch.thenBlock());
-      vector::StoreOp::create(b, loc, result, out,
-                              ValueRange{batch, row, outColumn});
-      b.setInsertionPointAfter(branch);
-      gpu::TerminatorOp::create(b, loc);
-      return;
-    }
-    auto exact = scf::IfOp::create(
-        b, loc, TypeRange{first[1].getType(), first[2].getType()}, again,
-        /*withElseRegion=*/true);
-    {
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(exact.thenBlock());
-      SmallVector<Value> all = exactPass(lo, len, batch, queryLanes, kColumn,
-                                         vColumn, tile.sliceWidth);
-      scf::YieldOp::create(b, loc, ValueRange{all[1], all[2]});
-      b.setInsertionPointToStart(exact.elseBlock());
-      scf::YieldOp::create(b, loc, ValueRange{first[1], first[2]});
-    }
-    Value result = arith::DivFOp::create(
-        b, loc, exact.getResult(1),
-        vector::BroadcastOp::create(b, loc, accType, exact.getResult(0)));
-    Value stores = storesRow();
-    {
-      OpBuilder::InsertionGuard inner(b);
-      auto branch = scf::IfOp::create(b, loc, stores, false);
       b.setInsertionPointToStart(branch.thenBlock());
       vector::StoreOp::create(b, loc, result, out,
                               ValueRange{batch, row, outColumn});
@@ -919,8 +806,7 @@ struct AttnGpuLowerFusedAttentionPass
         return signalPassFailure();
       }
       lowering.build();
-      if (lowering.exactRows)
-        lowering.buildExactLaunch();
+      lowering.buildExactLaunch();
       op.erase();
     }
   }

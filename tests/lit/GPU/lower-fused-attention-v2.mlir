@@ -3,7 +3,7 @@
 // walks the key tiles from its first row's window on and each thread its
 // row's window within a tile (a causal window); rope rotates the query row
 // once, and each key row as the block copies it into the key tile (the
-// exact pass rotates the key chunks it reads instead).
+// exact launch rotates each key element it reads instead).
 // RUN: attn-opt %s --pass-pipeline='builtin.module(func.func(attn-gpu-lower-fused-attention))' \
 // RUN:   | FileCheck %s
 
@@ -70,24 +70,36 @@ func.func @v2(%q: memref<1x6x16xf32>, %k: memref<1x6x8xf32>, %v: memref<1x6x8xf3
   // CHECK: vector.load %[[KT]]
   // CHECK: vector.load %[[VT]]
   // CHECK: gpu.barrier
-  // a row that sees nothing (len <= lo) takes the pass over every key, each
-  // key chunk rotated: [k1 cos - k2 sin, k2 cos + k1 sin]
-  // CHECK: arith.cmpi sle, %[[LEN]], %[[LO]] : index
-  // CHECK: scf.for %[[J:.*]] = %{{.*}} to %c6{{[_0-9]*}}
-  // CHECK: %[[K1:.*]] = vector.load %[[K]][%[[B]], %[[J]], %{{.*}}] : memref<1x6x8xf32>, vector<2xf32>
-  // CHECK: %[[K2:.*]] = vector.load %[[K]][%[[B]], %[[J]], %{{.*}}] : memref<1x6x8xf32>, vector<2xf32>
-  // CHECK: %[[JC:.*]] = vector.load %[[COS]][%[[J]], %{{.*}}]
-  // CHECK: %[[JS:.*]] = vector.load %[[SIN]][%[[J]], %{{.*}}]
-  // CHECK: %[[A:.*]] = arith.mulf %[[K1]], %[[JC]] : vector<2xf32>
-  // CHECK: %[[BB:.*]] = arith.mulf %[[K2]], %[[JS]] : vector<2xf32>
-  // CHECK: arith.subf %[[A]], %[[BB]] : vector<2xf32>
-  // CHECK: vector.reduction <add>, %{{.*}} fastmath<reassoc> : vector<2xf32> into f32
-  // keys outside [lo, len) are D2L's -1e6
-  // CHECK: %[[BELOW:.*]] = arith.cmpi slt, %[[J]], %[[LEN]] : index
-  // CHECK: %[[ABOVE:.*]] = arith.cmpi sge, %[[J]], %[[LO]] : index
-  // CHECK: arith.andi %[[BELOW]], %[[ABOVE]] : i1
-  // CHECK: vector.load %[[V]][%[[B]], %[[J]], %{{.*}}] : memref<1x6x8xf32>, vector<4xf32>
+  // a row that sees nothing (len <= lo) is marked, and stored only when not
+  // CHECK: %[[EMPTY:.*]] = arith.cmpi sle, %[[LEN]], %[[LO]] : index
+  // CHECK: %[[AGAIN:.*]] = arith.ori %[[EMPTY]], %{{.*}} : i1
+  // CHECK: memref.store %{{.*}}, %[[MARKS:.*]][%{{.*}}] : memref<24xi32>
+  // CHECK: arith.xori %[[AGAIN]], %{{.*}} : i1
   // CHECK: vector.store %{{.*}}, %[[O]][%[[B]], %[[I]], %{{.*}}] : memref<1x6x16xf32>, vector<4xf32>
+  // CHECK: gpu.terminator
+  // the exact launch: a warp per (batch x query head, row), the marked
+  // row's every key, each key element rotated as the tiles' are, kv head
+  // h / 2's columns
+  // CHECK: gpu.launch async blocks({{.*}}) in (%{{.*}} = %c24{{[_0-9]*}}, {{.*}}) threads(%[[LANE:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c32{{[_0-9]*}},
+  // CHECK: %[[EH:.*]] = arith.remui %{{.*}}, %c4{{[_0-9]*}} : index
+  // CHECK: %[[EG:.*]] = arith.divui %[[EH]], %c2{{[_0-9]*}} : index
+  // CHECK: memref.load %[[MARKS]]
+  // CHECK: %[[WALK:.*]] = arith.select %{{.*}}, %c6{{[_0-9]*}}, %{{.*}} : index
+  // CHECK: scf.for %[[J:.*]] = %{{.*}} to %[[WALK]]
+  // CHECK: memref.load %[[K]][%{{.*}}, %[[J]], %{{.*}}] : memref<1x6x8xf32>
+  // CHECK: memref.load %[[K]][%{{.*}}, %[[J]], %{{.*}}] : memref<1x6x8xf32>
+  // CHECK: arith.negf %{{.*}} : f32
+  // CHECK: memref.load %[[COS]][%[[J]], %{{.*}}] : memref<6x2xf32>
+  // CHECK: memref.load %[[SIN]][%[[J]], %{{.*}}] : memref<6x2xf32>
+  // CHECK-COUNT-5: gpu.shuffle xor
+  // keys outside [lo, len) are D2L's -1e6
+  // CHECK: %[[BELOW:.*]] = arith.cmpi slt, %[[J]], %{{.*}} : index
+  // CHECK: %[[ABOVE:.*]] = arith.cmpi sge, %[[J]], %{{.*}} : index
+  // CHECK: %[[SEES:.*]] = arith.andi %[[BELOW]], %[[ABOVE]] : i1
+  // CHECK: arith.select %[[SEES]], %{{.*}}, %cst{{[_0-9]*}} : f32
+  // CHECK: memref.load %[[V]][%{{.*}}, %[[J]], %{{.*}}] : memref<1x6x8xf32>
+  // CHECK: memref.store %{{.*}}, %[[O]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<1x6x16xf32>
+  // CHECK: memref.dealloc %[[MARKS]]
   // CHECK-NOT: attn.fused_attention
   attn.fused_attention %q, %k, %v valid_lens(%vl) rope(%c, %s) outs(%o) causal window(2) heads(4) kv_heads(2) scale(0.5)
       : (memref<1x6x16xf32>, memref<1x6x8xf32>, memref<1x6x8xf32>, memref<1xi32>, memref<6x2xf32>, memref<6x2xf32>, memref<1x6x16xf32>) -> ()

@@ -2,9 +2,9 @@
 // tile of query rows), a thread per row; the block copies each key tile and
 // value tile into workgroup memory between barriers, walks the tiles below
 // its longest row, and each thread takes the tile's keys its row sees; the
-// row's length from valid_lens (clamped, causal), and a second pass over
-// every key (D2L's -1e6 for the masked ones) when the row is empty or
-// underflows.
+// row's length from valid_lens (clamped, causal); a row that is empty or
+// underflows is marked, not stored, and a second launch (a warp per row)
+// walks every key of each marked row (D2L's -1e6 for the masked ones).
 // RUN: attn-opt %s --pass-pipeline='builtin.module(func.func(attn-gpu-lower-fused-attention))' \
 // RUN:   | FileCheck %s
 
@@ -14,6 +14,7 @@
 // CHECK-SAME: (%[[Q:.*]]: memref<2x64x32xf32>, %[[K:.*]]: memref<2x64x32xf32>, %[[V:.*]]: memref<2x64x32xf32>, %[[VL:.*]]: memref<2xi32>, %[[O:.*]]: memref<2x64x32xf32>)
 // CHECK-DAG:     %[[C4:.*]] = arith.constant 4 : index
 // CHECK-DAG:     %[[C64:.*]] = arith.constant 64 : index
+// CHECK-DAG:     %[[MARKS:.*]] = memref.alloc() : memref<256xi32>
 // CHECK:         gpu.launch async blocks(%[[BLOCK:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C4]], {{.*}}) threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C64]], {{.*}}) workgroup(%[[KT:.*]] : memref<64x16xf32, #gpu.address_space<workgroup>>, %[[VT:.*]] : memref<64x16xf32, #gpu.address_space<workgroup>>)
 // the block's entry, head and first row, and the keys its last row sees
 // CHECK:           %[[N:.*]] = arith.divui %[[BLOCK]], %{{.*}} : index
@@ -61,20 +62,32 @@
 // CHECK:               scf.yield
 // CHECK:             gpu.barrier
 // CHECK:             scf.yield
-// an empty or underflowing row: every key again from global memory
-// CHECK:           arith.cmpi sle, %[[LEN]], %{{.*}} : index
-// CHECK:           arith.cmpf ole, %{{.*}}, %{{.*}} : f32
-// CHECK:           scf.if %{{.*}} -> (f32, vector<16xf32>)
-// CHECK:             scf.for %[[JE:.*]] = %{{.*}} to %[[C64]]{{.*}} step
-// CHECK:               vector.load %[[K]][%[[B]], %[[JE]], %{{.*}}] : memref<2x64x32xf32>, vector<8xf32>
-// CHECK:               arith.cmpi slt, %[[JE]], %[[LEN]] : index
-// CHECK:               arith.select %{{.*}}, %{{.*}}, %{{.*}} : f32
-// CHECK:           arith.divf %{{.*}}, %{{.*}} : vector<16xf32>
-// rows past Tq store nothing
+// an empty or underflowing row is marked, and stored only when not marked
+// (rows past Tq store nothing)
+// CHECK:           %[[EMPTY:.*]] = arith.cmpi sle, %[[LEN]], %{{.*}} : index
+// CHECK:           %[[UNDER:.*]] = arith.cmpf ole, %{{.*}}, %{{.*}} : f32
+// CHECK:           %[[AGAIN:.*]] = arith.ori %[[EMPTY]], %[[UNDER]] : i1
 // CHECK:           %[[MINE:.*]] = arith.cmpi ult, %[[OWN]], %{{.*}} : index
-// CHECK:           scf.if %[[MINE]] {
+// CHECK:           scf.if %{{.*}} {
+// CHECK:             %[[MARK:.*]] = arith.extui %[[AGAIN]] : i1 to i32
+// CHECK:             memref.store %[[MARK]], %[[MARKS]][%{{.*}}] : memref<256xi32>
+// CHECK:           arith.divf %{{.*}}, %{{.*}} : vector<16xf32>
+// CHECK-NOT:       gpu.barrier
+// CHECK:           %[[KEEP:.*]] = arith.xori %[[AGAIN]], %{{.*}} : i1
+// CHECK:           %[[STORE:.*]] = arith.andi %[[MINE]], %[[KEEP]] : i1
+// CHECK:           scf.if %[[STORE]] {
 // CHECK:             vector.store %{{.*}}, %[[O]][%[[B]], %[[I]], %{{.*}}] : memref<2x64x32xf32>, vector<16xf32>
 // CHECK:           gpu.terminator
+// the exact launch: a warp per (entry x head, row), every key of a marked
+// row from global memory, D2L's -1e6 for the keys the row does not see
+// CHECK:         gpu.launch async blocks({{.*}}) in (%{{.*}} = %c256{{[_0-9]*}}, {{.*}}) threads({{.*}}) in (%{{.*}} = %c32{{[_0-9]*}},
+// CHECK:           memref.load %[[MARKS]]
+// CHECK:           scf.for %[[JE:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args({{.*}}) -> (f32, f32, vector<1xf32>)
+// CHECK:             memref.load %[[K]][%[[B2:.*]], %[[JE]], %{{.*}}] : memref<2x64x32xf32>
+// CHECK-COUNT-5:     gpu.shuffle xor
+// CHECK:             arith.cmpi slt, %[[JE]], %{{.*}} : index
+// CHECK:             arith.select %{{.*}}, %{{.*}}, %{{.*}} : f32
+// CHECK:         memref.dealloc %[[MARKS]]
 // CHECK-NOT:     attn.fused_attention
 func.func @heads(%q: memref<2x64x32xf32>, %k: memref<2x64x32xf32>,
                  %v: memref<2x64x32xf32>, %vl: memref<2xi32>,
