@@ -29,7 +29,7 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 # FileCheck, not, count come from LLVM 22; the project's tools from the build.
 tool_dirs = [config.attnc_tools_dir, config.llvm_tools_dir]
 tools = ["attn-opt", "attnc", "FileCheck", "not", "count", "llvm-nm",
-         "mlir-runner"]
+         "mlir-runner", "mlir-opt"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 # What mlir-runner links a test with to print memrefs (mlir-22-tools and
 # libmlir-22-dev, next to the tools).

@@ -193,6 +193,7 @@ void attnc::buildGpuLoweringPipeline(OpPassManager &pm,
     nvvmTarget.linkLibs.push_back(options.libdevice);
   pm.addPass(createGpuNVVMAttachTarget(nvvmTarget));
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
+  device.addPass(attn::createAttnGpuAlignWorkgroupMemory());
   device.addPass(createSCFToControlFlowPass());
   device.addPass(createConvertGpuOpsToNVVMOps());
   device.addPass(createCanonicalizerPass());

@@ -260,6 +260,25 @@ def AttnGpuMergeKernelModules
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def AttnGpuAlignWorkgroupMemory
+    : Pass<"attn-gpu-align-workgroup-memory", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Give every kernel's workgroup buffers the alignment of the "
+                "widest shared-memory access";
+  let description = [{
+    Sets `llvm.align` (kWorkgroupAlignment, attn/Target/GpuTarget.h) on
+    every workgroup attribution of every `gpu.func`, which the NVVM
+    lowering makes the alignment of the buffer's `.shared` variable.
+    Without it the variable is declared with its element's alignment
+    (`.align 4` for f32) while LLVM's optimizer assumes a global without an
+    explicit alignment has the data layout's preferred one (16 bytes for an
+    array of more than 128 bits) and merges neighbouring loads into
+    `ld.shared.v4`, which faults or reads the wrong bytes if ptxas places
+    the buffer at an address that is not a multiple of 16. An attribution
+    that already has a larger alignment keeps it.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def AttnGpuEmulateLaunches
     : Pass<"attn-gpu-emulate-launches", "::mlir::func::FuncOp"> {
   let summary = "Run each gpu.launch as loops on the CPU (a test of the GPU "
@@ -272,7 +291,11 @@ def AttnGpuEmulateLaunches
     shared memory and no warp operation, so running their threads one after
     another computes what the GPU computes: the CPU back end can then check
     the mapping (indices, guards, one-thread runs) against the goldens.
-    A launch with a barrier, shuffle or workgroup memory is an error.
+    Barriers, workgroup memory and `gpu.shuffle` are run too: each stretch
+    of a block between barriers (or shuffles) is a loop over its threads,
+    values that cross one kept per thread; a barrier or shuffle under
+    control flow that is not uniform in the block, `gpu.subgroup_reduce`
+    and `gpu.all_reduce` are located errors.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -92,6 +92,11 @@ constexpr int64_t kAttentionTileBytes = 32 * 1024;
 /// say).
 constexpr int64_t kAttentionRowFloats = 160;
 
+/// Bytes every workgroup (shared-memory) buffer is aligned to: the widest
+/// access the kernels make of one, a 4-float `ld.shared.v4`
+/// (attn-gpu-align-workgroup-memory).
+constexpr int64_t kWorkgroupAlignment = 16;
+
 /// The attention tile for `queries` query rows, `keys` keys and heads of
 /// `keyWidth` key and `valueWidth` value columns: the value row halved until a
 /// slice and the query row fit kAttentionRowFloats (or a slice is 8 wide, or
