@@ -888,6 +888,9 @@ void attentionCases(Cases &cases) {
       // 100 (two slices of 50).
       {2, 9, 70, 128, 128},
       {1, 5, 40, 100, 100},
+      // Values split over four slices (128), keys of 102 columns, which
+      // four do not divide.
+      {1, 6, 20, 102, 128},
       {cases.small(), cases.size(), cases.size(), cases.size(), cases.size()}};
   for (size_t i = 0; i < shapes.size(); ++i) {
     int64_t n = shapes[i][0], tq = shapes[i][1], tk = shapes[i][2],

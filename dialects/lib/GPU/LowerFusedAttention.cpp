@@ -40,7 +40,8 @@
 //
 // A head too wide for one thread's registers (GpuAttentionTile::slices > 1)
 // splits each row over neighbouring threads of a warp: each holds its share
-// of the query row and of the output row, the partial dot products are
+// of the query row and of the output row (chunks interleaved with the other
+// slices', GpuAttentionTile says why), the partial dot products are
 // added with xor shuffles (in the same order in every thread of the row, so
 // all see the same score), and, as a shuffle needs the whole warp, every
 // thread walks the keys of the block's tiles from its first row's window
@@ -114,40 +115,60 @@ struct Lowering {
     this->target = target;
   }
 
-  /// Columns [column, column + width) of the query row (with rope,
-  /// rotated: rotate() of the lanes a thread holds, from the partner columns
-  /// in the other half, as the width lies within one half).
-  Value queryShare(Value batch, Value row, Value qColumn, Value column,
-                   int64_t width) {
-    auto type = VectorType::get({width}, b.getF32Type());
+  /// A split row's share of its query row, the chunks of `chunk` columns
+  /// at sliceOffset + c0 * slices for c0 = 0, chunk, ... < share (the
+  /// interleaving of GpuAttentionTile); with rope, each chunk rotated from
+  /// its partner chunk in the other half (a chunk lies within one half).
+  Value queryShare(Value batch, Value row, Value qColumn, Value sliceOffset) {
+    int64_t chunk = tile.keyChunk;
+    auto type = VectorType::get({chunk}, b.getF32Type());
     auto at = [&](Value c) -> Value {
       return vector::LoadOp::create(
           b, loc, type, q,
           ValueRange{batch, row, arith::AddIOp::create(b, loc, qColumn, c)});
     };
-    Value x = at(column);
-    if (!ropeCos)
-      return x;
-    int64_t half = dk / 2;
-    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                        column, index(half));
-    Value partner = at(arith::SelectOp::create(
-        b, loc, first, arith::AddIOp::create(b, loc, column, index(half)),
-        arith::SubIOp::create(b, loc, column, index(half))));
-    Value ropeColumn = arith::SelectOp::create(
-        b, loc, first, column,
-        arith::SubIOp::create(b, loc, column, index(half)));
-    Value cos = vector::LoadOp::create(b, loc, type, ropeCos,
-                                       ValueRange{row, ropeColumn});
-    Value sin = vector::LoadOp::create(b, loc, type, ropeSin,
-                                       ValueRange{row, ropeColumn});
-    // rotate_half: the first half's partner is negated.
-    Value sign = arith::SelectOp::create(b, loc, first, splat(-1.0f, width),
-                                         splat(1.0f, width));
-    return arith::AddFOp::create(
-        b, loc, arith::MulFOp::create(b, loc, x, cos),
-        arith::MulFOp::create(b, loc, partner,
-                              arith::MulFOp::create(b, loc, sin, sign)));
+    Value share;
+    for (int64_t c0 = 0; c0 < tile.share; c0 += chunk) {
+      Value column =
+          arith::AddIOp::create(b, loc, sliceOffset, index(c0 * tile.slices));
+      Value x = at(column);
+      if (ropeCos) {
+        int64_t half = dk / 2;
+        Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                            column, index(half));
+        Value partner = at(arith::SelectOp::create(
+            b, loc, first, arith::AddIOp::create(b, loc, column, index(half)),
+            arith::SubIOp::create(b, loc, column, index(half))));
+        Value ropeColumn = arith::SelectOp::create(
+            b, loc, first, column,
+            arith::SubIOp::create(b, loc, column, index(half)));
+        Value cos = vector::LoadOp::create(b, loc, type, ropeCos,
+                                           ValueRange{row, ropeColumn});
+        Value sin = vector::LoadOp::create(b, loc, type, ropeSin,
+                                           ValueRange{row, ropeColumn});
+        // rotate_half: the first half's partner is negated.
+        Value sign = arith::SelectOp::create(b, loc, first, splat(-1.0f, chunk),
+                                             splat(1.0f, chunk));
+        x = arith::AddFOp::create(
+            b, loc, arith::MulFOp::create(b, loc, x, cos),
+            arith::MulFOp::create(b, loc, partner,
+                                  arith::MulFOp::create(b, loc, sin, sign)));
+      }
+      share = append(share, x);
+    }
+    return share;
+  }
+
+  /// `front` ++ `back` (vectors; front null: back).
+  Value append(Value front, Value back) {
+    if (!front)
+      return back;
+    int64_t lanes = cast<VectorType>(front.getType()).getDimSize(0) +
+                    cast<VectorType>(back.getType()).getDimSize(0);
+    SmallVector<int64_t> both;
+    for (int64_t i = 0; i < lanes; ++i)
+      both.push_back(i);
+    return vector::ShuffleOp::create(b, loc, front, back, both);
   }
 
   Value index(int64_t value) {
@@ -232,7 +253,8 @@ struct Lowering {
   }
 
   /// The online-softmax state (m, l, acc) after one more key, of score `s`;
-  /// `values(c0, lanes)` loads lanes [c0, c0 + lanes) of its value slice.
+  /// `values(c0, lanes)` loads lanes [c0, c0 + lanes) of its value slice
+  /// (`lanes` at a time: chunkLanes of the slice unless given).
   /// The accumulators are updated a chunk at a time, so that a thread never
   /// holds a whole value row beside them. When `visible` (if given) is
   /// false the state stays as it was: m, and l and acc scaled by 1 plus 0
@@ -240,7 +262,7 @@ struct Lowering {
   /// rows in registers).
   SmallVector<Value> update(ValueRange state, Value s,
                             function_ref<Value(int64_t, int64_t)> values,
-                            Value visible = Value()) {
+                            Value visible = Value(), int64_t lanes = 0) {
     Value m = state[0];
     if (visible)
       s = arith::SelectOp::create(b, loc, visible, s,
@@ -259,7 +281,8 @@ struct Lowering {
     Value l = arith::AddFOp::create(
         b, loc, arith::MulFOp::create(b, loc, state[1], correction), p);
     int64_t width = cast<VectorType>(state[2].getType()).getDimSize(0);
-    int64_t lanes = chunkLanes(width);
+    if (lanes == 0)
+      lanes = chunkLanes(width);
     auto chunkType = VectorType::get({lanes}, b.getF32Type());
     Value c = vector::BroadcastOp::create(b, loc, chunkType, correction);
     Value weight = vector::BroadcastOp::create(b, loc, chunkType, p);
@@ -267,17 +290,8 @@ struct Lowering {
     for (int64_t c0 = 0; c0 < width; c0 += lanes) {
       Value scaled =
           arith::MulFOp::create(b, loc, lanesOf(state[2], c0, lanes), c);
-      Value chunk =
-          vector::FMAOp::create(b, loc, weight, values(c0, lanes), scaled);
-      if (!acc) {
-        acc = chunk;
-        continue;
-      }
-      // acc ++ chunk.
-      SmallVector<int64_t> both;
-      for (int64_t i = 0; i < c0 + lanes; ++i)
-        both.push_back(i);
-      acc = vector::ShuffleOp::create(b, loc, acc, chunk, both);
+      acc = append(acc, vector::FMAOp::create(b, loc, weight, values(c0, lanes),
+                                              scaled));
     }
     return {newMax, l, acc};
   }
@@ -624,26 +638,41 @@ struct Lowering {
         arith::DivUIOp::create(b, loc, thread, index(tile.slices));
     Value ownRow = arith::AddIOp::create(b, loc, row0, rowInTile);
     Value row = arith::MinSIOp::create(b, loc, ownRow, index(queries - 1));
-    Value sliceColumn =
-        arith::MulIOp::create(b, loc, slice, index(tile.sliceWidth));
-    auto [vColumn, outColumn] = sliceColumns(head, columns, sliceColumn);
     // A row split over slices: each thread holds its share of the query
-    // row, the threads of a row add their partial dot products with
-    // shuffles, so they walk the same keys: all of the block's (its loop
-    // bounds the same in every thread, as shuffles need every lane), each
-    // key a row does not see leaving its state as it was. Its exact pass is
-    // a launch of its own (buildExactLaunch), so that no thread of this one
-    // holds a whole query row.
-    int64_t share = dk / tile.slices;
-    Value shareColumn =
-        split ? arith::MulIOp::create(b, loc, slice, index(share)).getResult()
-              : Value();
+    // row and of the output row, interleaved with the row's other slices in
+    // chunks (GpuAttentionTile: logical chunk c0 of slice s is column
+    // s * chunk + c0 * slices), the threads of a row add their partial dot
+    // products with shuffles, so they walk the same keys: all of the
+    // block's (its loop bounds the same in every thread, as shuffles need
+    // every lane), each key a row does not see leaving its state as it was.
+    int64_t share = tile.share;
+    Value keyOffset = index(0), valueOffset = index(0);
+    if (split) {
+      keyOffset = arith::MulIOp::create(b, loc, slice, index(tile.keyChunk));
+      valueOffset =
+          arith::MulIOp::create(b, loc, slice, index(tile.valueChunk));
+    }
+    // Column c0 of this thread's share of a key row (value row), in the
+    // head's columns.
+    auto keyColumn = [&](int64_t c0) -> Value {
+      return split ? arith::AddIOp::create(b, loc, keyOffset,
+                                           index(c0 * tile.slices))
+                         .getResult()
+                   : index(c0);
+    };
+    auto valueColumn = [&](int64_t c0) -> Value {
+      return split ? arith::AddIOp::create(b, loc, valueOffset,
+                                           index(c0 * tile.slices))
+                         .getResult()
+                   : index(c0);
+    };
+    Value outColumn = sliceColumns(head, columns, index(0)).second;
     // Read before anything is written: `out` may be `q`'s buffer (a split
     // row's exact pass reads it again, before the barrier the stores wait
     // at).
     Value query;
     if (split) {
-      query = queryShare(batch, row, qColumn, shareColumn, share);
+      query = queryShare(batch, row, qColumn, keyOffset);
     } else {
       Value qRow =
           vector::LoadOp::create(b, loc, VectorType::get({dk}, f32Type), q,
@@ -680,16 +709,12 @@ struct Lowering {
                 b.setInsertionPoint(kb.getInsertionBlock(),
                                     kb.getInsertionPoint());
                 Value jj = arith::SubIOp::create(b, loc, j, j0);
-                int64_t lanes = chunkLanes(share);
+                int64_t lanes = split ? tile.keyChunk : chunkLanes(share);
                 Value d =
                     dot(queryLanes, share, lanes, [&](int64_t c0) -> Value {
-                      Value column = split ? arith::AddIOp::create(
-                                                 b, loc, shareColumn, index(c0))
-                                                 .getResult()
-                                           : index(c0);
                       return vector::LoadOp::create(
                           b, loc, VectorType::get({lanes}, f32Type), kTile,
-                          ValueRange{jj, column});
+                          ValueRange{jj, keyColumn(c0)});
                     });
                 // The row's slices are neighbouring lanes: after the step
                 // of offset o each holds the sum of 2o of them.
@@ -705,8 +730,7 @@ struct Lowering {
                 auto values = [&](int64_t c0, int64_t lanes) -> Value {
                   return vector::LoadOp::create(
                       b, loc, VectorType::get({lanes}, f32Type), vTile,
-                      ValueRange{jj, arith::AddIOp::create(b, loc, sliceColumn,
-                                                           index(c0))});
+                      ValueRange{jj, valueColumn(c0)});
                 };
                 Value visible;
                 if (split) {
@@ -719,7 +743,8 @@ struct Lowering {
                                               j, lo));
                 }
                 scf::YieldOp::create(b, loc,
-                                     update(current, s, values, visible));
+                                     update(current, s, values, visible,
+                                            split ? tile.valueChunk : 0));
               });
           // The next tile overwrites these only when every thread is done.
           gpu::BarrierOp::create(b, loc);
@@ -767,8 +792,13 @@ struct Lowering {
       auto branch = scf::IfOp::create(
           b, loc, arith::AndIOp::create(b, loc, stores, keep), false);
       b.setInsertionPointToStart(branch.thenBlock());
-      vector::StoreOp::create(b, loc, result, out,
-                              ValueRange{batch, row, outColumn});
+      int64_t lanes = split ? tile.valueChunk : tile.sliceWidth;
+      for (int64_t c0 = 0; c0 < tile.sliceWidth; c0 += lanes)
+        vector::StoreOp::create(
+            b, loc, split ? lanesOf(result, c0, lanes) : result, out,
+            ValueRange{
+                batch, row,
+                arith::AddIOp::create(b, loc, outColumn, valueColumn(c0))});
     }
     gpu::TerminatorOp::create(b, loc);
   }

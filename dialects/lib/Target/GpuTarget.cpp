@@ -75,9 +75,19 @@ GpuAttentionTile mlir::attn::attentionTile(const GpuTargetDescription &target,
   int64_t widest = std::max<int64_t>(kAttentionRowFloats - keyWidth, 8);
   while (valueWidth / tile.slices > widest &&
          valueWidth % (2 * tile.slices) == 0 &&
+         keyWidth % (2 * tile.slices) == 0 &&
          2 * tile.slices <= target.warpSize)
     tile.slices *= 2;
   tile.sliceWidth = valueWidth / tile.slices;
+  tile.share = keyWidth / tile.slices;
+  auto chunkOf = [](int64_t width) -> int64_t {
+    for (int64_t chunk : {4, 2})
+      if (width % chunk == 0)
+        return chunk;
+    return 1;
+  };
+  tile.keyChunk = chunkOf(tile.share);
+  tile.valueChunk = chunkOf(tile.sliceWidth);
   int64_t rows = llvm::alignTo(std::max<int64_t>(queries, 1), target.warpSize);
   // Threads that may each use every register a thread can have.
   int64_t threads =

@@ -119,7 +119,9 @@ func.func @two_d_lengths(%q: memref<1x3x8xf32>, %k: memref<1x100x8xf32>,
 }
 
 // A head of 128 values: four threads per row (kAttentionRowFloats), each
-// with 32 of the query row's columns and 32 of the output's; their partial
+// with 32 of the query row's columns and 32 of the output's, interleaved in
+// chunks of 4 (slice s: columns 4 s + 16 c, so that the four read
+// neighbouring chunks of a key row, in different banks); their partial
 // dot products added by shuffles (xor 1, 2) inside the key loop, whose
 // bounds are the block's, not the row's. 16 rows take a warp's worth (32
 // rows, 128 threads); key tiles of its 16 keys. The rows to recompute are
@@ -131,18 +133,27 @@ func.func @two_d_lengths(%q: memref<1x3x8xf32>, %k: memref<1x100x8xf32>,
 // CHECK:         %[[MARKS:.*]] = memref.alloc() : memref<48xi32>
 // CHECK:         gpu.launch async blocks({{.*}}) in (%{{.*}} = %c3{{[_0-9]*}}, {{.*}}) threads({{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, {{.*}}) workgroup(%{{.*}} : memref<16x128xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<16x128xf32, #gpu.address_space<workgroup>>)
 // CHECK:           %[[S:.*]] = arith.remui %{{.*}}, %c4{{[_0-9]*}} : index
-// CHECK:           %[[OFFSET:.*]] = arith.muli %[[S]], %c32{{[_0-9]*}} : index
-// CHECK:           vector.load %{{.*}} : memref<3x16x128xf32>, vector<32xf32>
+// CHECK:           %[[OFFSET:.*]] = arith.muli %[[S]], %c4{{[_0-9]*}} : index
+// CHECK:           %[[QC0:.*]] = arith.addi %[[OFFSET]], %c0{{[_0-9]*}} : index
+// CHECK:           %[[QCOL0:.*]] = arith.addi %{{.*}}, %[[QC0]] : index
+// CHECK:           vector.load %{{.*}}[%{{.*}}, %{{.*}}, %[[QCOL0]]] : memref<3x16x128xf32>, vector<4xf32>
+// CHECK:           %[[QC1:.*]] = arith.addi %[[OFFSET]], %c16{{[_0-9]*}} : index
+// CHECK:           %[[QCOL1:.*]] = arith.addi %{{.*}}, %[[QC1]] : index
+// CHECK:           vector.load %{{.*}}[%{{.*}}, %{{.*}}, %[[QCOL1]]] : memref<3x16x128xf32>, vector<4xf32>
 // CHECK:           scf.for {{.*}} -> (f32, f32, vector<32xf32>)
 // CHECK:             gpu.barrier
 // CHECK:             scf.for {{.*}} -> (f32, f32, vector<32xf32>)
-// CHECK-COUNT-4:       vector.load %{{.*}} : memref<16x128xf32, #gpu.address_space<workgroup>>, vector<8xf32>
+// CHECK:               %[[KC0:.*]] = arith.addi %[[OFFSET]], %c0{{[_0-9]*}} : index
+// CHECK:               vector.load %{{.*}}[%{{.*}}, %[[KC0]]] : memref<16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK:               %[[KC1:.*]] = arith.addi %[[OFFSET]], %c16{{[_0-9]*}} : index
+// CHECK:               vector.load %{{.*}}[%{{.*}}, %[[KC1]]] : memref<16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK-COUNT-6:       vector.load %{{.*}} : memref<16x128xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // CHECK:               gpu.shuffle xor %{{.*}}, %c1_i32
 // CHECK:               gpu.shuffle xor %{{.*}}, %c2_i32
 // CHECK:           memref.store %{{.*}}, %[[MARKS]]
 // CHECK:           gpu.barrier
 // CHECK:           scf.if
-// CHECK:             vector.store %{{.*}} : memref<3x16x128xf32>, vector<32xf32>
+// CHECK-COUNT-8:     vector.store %{{.*}} : memref<3x16x128xf32>, vector<4xf32>
 // CHECK:         gpu.launch async blocks({{.*}}) in (%{{.*}} = %c48{{[_0-9]*}}, {{.*}}) threads({{.*}}) in (%{{.*}} = %c32{{[_0-9]*}},
 // CHECK:           memref.load %[[MARKS]]
 // CHECK:           scf.for {{.*}} -> (f32, f32, vector<4xf32>)

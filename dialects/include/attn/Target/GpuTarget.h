@@ -61,15 +61,26 @@ struct GpuGemmTile {
 /// How a block of threads computes flash attention
 /// (attn-gpu-lower-fused-attention): `queryRows` query rows of one batch
 /// entry and head per block, each row split over `slices` neighbouring
-/// threads of a warp (`sliceWidth` value columns and as large a share of
-/// the query row each, their dot products' partial sums added with
-/// shuffles), the keys walked in tiles of `keyRows`, each tile's keys and
-/// values staged in shared memory once for all of the block's rows.
+/// threads of a warp (`sliceWidth` value columns and `share` query and key
+/// columns each, their dot products' partial sums added with shuffles), the
+/// keys walked in tiles of `keyRows`, each tile's keys and values staged in
+/// shared memory once for all of the block's rows.
+///
+/// The slices of a row hold interleaved columns: slice s takes the chunks s,
+/// s + slices, s + 2 slices, ... of `keyChunk` (`valueChunk`) columns of the
+/// key (value) row. The slices read the same chunk index of the same key
+/// row at the same time, so their addresses are neighbouring chunks, in
+/// different banks of shared memory; contiguous shares would put them a
+/// share apart (32 floats at head dim 128: the same banks, a 4-way bank
+/// conflict on every load of a key or value).
 struct GpuAttentionTile {
   int64_t queryRows;
   int64_t keyRows;
   int64_t slices;
   int64_t sliceWidth;
+  int64_t share;
+  int64_t keyChunk;
+  int64_t valueChunk;
 
   int64_t threads() const { return queryRows * slices; }
 };
@@ -98,14 +109,16 @@ constexpr int64_t kAttentionRowFloats = 160;
 constexpr int64_t kWorkgroupAlignment = 16;
 
 /// The attention tile for `queries` query rows, `keys` keys and heads of
-/// `keyWidth` key and `valueWidth` value columns: the value row halved until a
-/// slice and the query row fit kAttentionRowFloats (or a slice is 8 wide, or
-/// a row's slices fill a warp); up
-/// to kAttentionMaxQueryRows rows (a whole number of warps, fewer when there
-/// are fewer queries or when the block would have too many threads for each to
-/// get all of its registers); up to kAttentionMaxKeyRows keys (fewer when there
-/// are fewer), a power of two whose f32 keys and values fit
-/// kAttentionTileBytes (0 when not even one key row does).
+/// `keyWidth` key and `valueWidth` value columns: the rows halved (into 2,
+/// 4, ... slices, each dividing both widths) until a value slice and the
+/// query row fit kAttentionRowFloats (or a slice is 8 wide, or a row's
+/// slices fill a warp), in chunks of the largest of 4, 2, 1 columns that
+/// divides a slice's share; up to kAttentionMaxQueryRows rows (a whole
+/// number of warps, fewer when there are fewer queries or when the block
+/// would have too many threads for each to get all of its registers); up to
+/// kAttentionMaxKeyRows keys (fewer when there are fewer), a power of two
+/// whose f32 keys and values fit kAttentionTileBytes (0 when not even one
+/// key row does).
 GpuAttentionTile attentionTile(const GpuTargetDescription &target,
                                int64_t queries, int64_t keys, int64_t keyWidth,
                                int64_t valueWidth);
