@@ -410,6 +410,25 @@ const MhaCase kMhaCases[] = {
      0,
      false,
      2000.0f},
+    // Every row of 4301 recomputed exactly: more rows than an H200's
+    // one-warp blocks, so each warp of the exact launch takes two
+    // (exactRowsPerWarp), the last warp's second past the end.
+    {"exact_rows_two_per_warp",
+     1,
+     4301,
+     8,
+     1,
+     0,
+     8,
+     0,
+     {},
+     false,
+     0,
+     false,
+     0,
+     0,
+     false,
+     2000.0f},
     // Every score below -1e6: rows recomputed exactly, window included.
     {"scores_below_masked_value_window",
      2,

@@ -460,8 +460,9 @@ struct Lowering {
         b, loc, arith::MulIOp::create(b, loc, n, index(queries)), row);
   }
 
-  /// A launch of a block of one warp per (batch entry x head,
-  /// row) that recomputes the rows exactRows marks with D2L's -1e6 for
+  /// A launch of blocks of one warp, each checking exactRowsPerWarp rows
+  /// (of batch entry x head, row) in turn, that recomputes the rows
+  /// exactRows marks with D2L's -1e6 for
   /// every key, and frees exactRows. Lane l holds the (rotated) query
   /// columns l, l + 32, ... and accumulates the value columns l, l + 32,
   /// ...; the warp adds its lanes' partial dot products with shuffles, so
@@ -470,16 +471,30 @@ struct Lowering {
     int64_t warp = target.warpSize;
     int64_t qPerLane = llvm::divideCeil(dk, warp);
     int64_t vPerLane = llvm::divideCeil(dv, warp);
+    int64_t rows = batches * heads * queries;
+    int64_t rowsPerWarp = exactRowsPerWarp(target, rows);
     Value one = index(1);
     auto launch = gpu::LaunchOp::create(
-        b, loc, index(batches * heads * queries), one, one, index(warp), one,
-        one, /*dynamicSharedMemorySize=*/nullptr,
+        b, loc, index(llvm::divideCeil(rows, rowsPerWarp)), one, one,
+        index(warp), one, one, /*dynamicSharedMemorySize=*/nullptr,
         b.getType<gpu::AsyncTokenType>(), /*asyncDependencies=*/ValueRange{});
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(&launch.getBody().front());
       Type f32Type = b.getF32Type();
-      Value block = launch.getBlockIds().x, lane = launch.getThreadIds().x;
+      Value lane = launch.getThreadIds().x;
+      // The warp's rows, one after another (a row past the last one reads
+      // row 0's mark and is not walked).
+      Value firstRow = arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                                             index(rowsPerWarp));
+      auto rowLoop =
+          scf::ForOp::create(b, loc, index(0), index(rowsPerWarp), one);
+      b.setInsertionPoint(rowLoop.getBody()->getTerminator());
+      Value warpRow =
+          arith::AddIOp::create(b, loc, firstRow, rowLoop.getInductionVar());
+      Value live = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         warpRow, index(rows));
+      Value block = arith::SelectOp::create(b, loc, live, warpRow, index(0));
       Value row = arith::RemUIOp::create(b, loc, block, index(queries));
       Value n = arith::DivUIOp::create(b, loc, block, index(queries));
       Value batch = arith::DivUIOp::create(b, loc, n, index(heads));
@@ -487,10 +502,12 @@ struct Lowering {
       HeadColumns columns = headColumns(head);
       Value vColumn, outColumn;
       std::tie(vColumn, outColumn) = sliceColumns(head, columns, index(0));
-      Value marked = arith::CmpIOp::create(
-          b, loc, arith::CmpIPredicate::ne,
-          memref::LoadOp::create(b, loc, exactRows, ValueRange{block}),
-          arith::ConstantIntOp::create(b, loc, 0, 32));
+      Value marked = arith::AndIOp::create(
+          b, loc, live,
+          arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::ne,
+              memref::LoadOp::create(b, loc, exactRows, ValueRange{block}),
+              arith::ConstantIntOp::create(b, loc, 0, 32)));
       // Column i of this lane's share (l + 32 i) and whether it exists.
       auto column = [&](int64_t i) -> Value {
         return arith::AddIOp::create(b, loc, lane, index(i * warp));

@@ -40,6 +40,12 @@ GpuTargetDescription mlir::attn::describeGpu(llvm::StringRef chip) {
     target.multiprocessors = 108;
   else
     target.multiprocessors = 40;
+  // NVIDIA's CUDA C++ Programming Guide, "Technical Specifications per
+  // Compute Capability".
+  if (cc == 75 || cc == 86 || cc == 87)
+    target.maxBlocksPerMultiprocessor = 16;
+  else if (cc == 89)
+    target.maxBlocksPerMultiprocessor = 24;
   return target;
 }
 
@@ -60,6 +66,12 @@ int64_t mlir::attn::warpPerRowMinLength(const GpuTargetDescription &target) {
 bool mlir::attn::usesWarpPerRow(const GpuTargetDescription &target,
                                 int64_t length) {
   return length >= warpPerRowMinLength(target);
+}
+
+int64_t mlir::attn::exactRowsPerWarp(const GpuTargetDescription &target,
+                                     int64_t rows) {
+  int64_t warps = target.multiprocessors * target.maxBlocksPerMultiprocessor;
+  return std::max<int64_t>(1, llvm::divideCeil(rows, warps));
 }
 
 GpuGemmTile mlir::attn::gemmTile(const GpuTargetDescription &) {

@@ -34,6 +34,9 @@ struct GpuTargetDescription {
   int64_t maxRegistersPerThread = 255;
   /// Threads per block of a launch with iterations to spare: 8 warps.
   int64_t preferredBlockSize = 256;
+  /// Blocks a multiprocessor holds at once, at most (32; 16 on sm_75,
+  /// sm_86 and sm_87, 24 on sm_89).
+  int64_t maxBlocksPerMultiprocessor = 32;
 
   /// `sm_90a: 132 multiprocessors, warps of 32`.
   std::string summary() const;
@@ -122,6 +125,14 @@ constexpr int64_t kWorkgroupAlignment = 16;
 GpuAttentionTile attentionTile(const GpuTargetDescription &target,
                                int64_t queries, int64_t keys, int64_t keyWidth,
                                int64_t valueWidth);
+
+/// Rows (of batch entry x head, query) each warp of the attention's exact
+/// launch checks, and recomputes when the main launch marked them, one
+/// after another: enough rows that the launch has about as many one-warp
+/// blocks as `target`'s multiprocessors hold at once
+/// (maxBlocksPerMultiprocessor each), rather than a block per row, most of
+/// which would only read a mark.
+int64_t exactRowsPerWarp(const GpuTargetDescription &target, int64_t rows);
 
 /// The shared-memory GEMM tile for `target`.
 GpuGemmTile gemmTile(const GpuTargetDescription &target);
