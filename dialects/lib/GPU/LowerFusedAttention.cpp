@@ -440,18 +440,12 @@ struct Lowering {
     return {qColumn, kColumn, arith::MulIOp::create(b, loc, kvHead, index(dv))};
   }
 
-  /// The first columns of an output slice (from `sliceColumn` of the
-  /// head's value row) in v and in out.
-  std::pair<Value, Value> sliceColumns(Value head, const HeadColumns &columns,
-                                       Value sliceColumn) {
-    Value vColumn = arith::AddIOp::create(b, loc, columns.v, sliceColumn);
-    Value outColumn =
-        kvHeads == heads
-            ? vColumn
-            : arith::AddIOp::create(
-                  b, loc, arith::MulIOp::create(b, loc, head, index(dv)),
-                  sliceColumn);
-    return {vColumn, outColumn};
+  /// The first column of query head `head`'s output row in out (its kv
+  /// head's value columns, when every head has its own).
+  Value outputColumn(Value head, const HeadColumns &columns) {
+    return kvHeads == heads
+               ? columns.v
+               : arith::MulIOp::create(b, loc, head, index(dv)).getResult();
   }
 
   /// Row `row` of batch entry x head `n` in exactRows.
@@ -500,8 +494,7 @@ struct Lowering {
       Value batch = arith::DivUIOp::create(b, loc, n, index(heads));
       Value head = arith::RemUIOp::create(b, loc, n, index(heads));
       HeadColumns columns = headColumns(head);
-      Value vColumn, outColumn;
-      std::tie(vColumn, outColumn) = sliceColumns(head, columns, index(0));
+      Value vColumn = columns.v, outColumn = outputColumn(head, columns);
       Value marked = arith::AndIOp::create(
           b, loc, live,
           arith::CmpIOp::create(
@@ -683,7 +676,7 @@ struct Lowering {
                          .getResult()
                    : index(c0);
     };
-    Value outColumn = sliceColumns(head, columns, index(0)).second;
+    Value outColumn = outputColumn(head, columns);
     // Read before anything is written: `out` may be `q`'s buffer (a split
     // row's exact pass reads it again, before the barrier the stores wait
     // at).
