@@ -33,10 +33,10 @@
 // visible key: D2L's uniform row) a pass over every key with D2L's
 // replacement gives what D2L computes. That pass is a launch of its own:
 // the main launch marks the rows that need it (and does not store them:
-// `out` may be `q`'s buffer), then a block of one warp per row recomputes
-// each marked one, its lanes on the columns l, l + 32, ... of the query, key
-// and value rows, so that no thread of the main launch holds the registers
-// of a second pass.
+// `out` may be `q`'s buffer), then a warp per marked row (a few rows per
+// warp in turn) recomputes it, its lanes on the columns l, l + 32, ... of
+// the query, key and value rows, so that no thread of the main launch holds the
+// registers of a second pass.
 //
 // A head too wide for one thread's registers (GpuAttentionTile::slices > 1)
 // splits each row over neighbouring threads of a warp: each holds its share
@@ -456,9 +456,9 @@ struct Lowering {
 
   /// A launch of blocks of one warp, each checking exactRowsPerWarp rows
   /// (of batch entry x head, row) in turn, that recomputes the rows
-  /// exactRows marks with D2L's -1e6 for
-  /// every key, and frees exactRows. Lane l holds the (rotated) query
-  /// columns l, l + 32, ... and accumulates the value columns l, l + 32,
+  /// exactRows marks with D2L's -1e6 for every key, and frees exactRows. Lane l
+  /// holds the (rotated) query columns l, l + 32, ... and accumulates the value
+  /// columns l, l + 32,
   /// ...; the warp adds its lanes' partial dot products with shuffles, so
   /// every lane has every score. A row not marked walks no key.
   void buildExactLaunch() {
@@ -488,9 +488,9 @@ struct Lowering {
           arith::AddIOp::create(b, loc, firstRow, rowLoop.getInductionVar());
       Value live = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                          warpRow, index(rows));
-      Value block = arith::SelectOp::create(b, loc, live, warpRow, index(0));
-      Value row = arith::RemUIOp::create(b, loc, block, index(queries));
-      Value n = arith::DivUIOp::create(b, loc, block, index(queries));
+      Value flatRow = arith::SelectOp::create(b, loc, live, warpRow, index(0));
+      Value row = arith::RemUIOp::create(b, loc, flatRow, index(queries));
+      Value n = arith::DivUIOp::create(b, loc, flatRow, index(queries));
       Value batch = arith::DivUIOp::create(b, loc, n, index(heads));
       Value head = arith::RemUIOp::create(b, loc, n, index(heads));
       HeadColumns columns = headColumns(head);
@@ -499,7 +499,7 @@ struct Lowering {
           b, loc, live,
           arith::CmpIOp::create(
               b, loc, arith::CmpIPredicate::ne,
-              memref::LoadOp::create(b, loc, exactRows, ValueRange{block}),
+              memref::LoadOp::create(b, loc, exactRows, ValueRange{flatRow}),
               arith::ConstantIntOp::create(b, loc, 0, 32)));
       // Column i of this lane's share (l + 32 i) and whether it exists.
       auto column = [&](int64_t i) -> Value {
@@ -662,24 +662,18 @@ struct Lowering {
       valueOffset =
           arith::MulIOp::create(b, loc, slice, index(tile.valueChunk));
     }
-    // Column c0 of this thread's share of a key row (value row), in the
-    // head's columns.
-    auto keyColumn = [&](int64_t c0) -> Value {
-      return split ? arith::AddIOp::create(b, loc, keyOffset,
-                                           index(c0 * tile.slices))
-                         .getResult()
-                   : index(c0);
-    };
-    auto valueColumn = [&](int64_t c0) -> Value {
-      return split ? arith::AddIOp::create(b, loc, valueOffset,
+    // Column c0 of this thread's share of a key or value row (`offset`:
+    // keyOffset, valueOffset), in the head's columns.
+    auto shareColumn = [&](Value offset, int64_t c0) -> Value {
+      return split ? arith::AddIOp::create(b, loc, offset,
                                            index(c0 * tile.slices))
                          .getResult()
                    : index(c0);
     };
     Value outColumn = outputColumn(head, columns);
-    // Read before anything is written: `out` may be `q`'s buffer (a split
-    // row's exact pass reads it again, before the barrier the stores wait
-    // at).
+    // Read before anything is written: `out` may be `q`'s buffer (the
+    // exact launch reads a marked row's again; a split row's stores wait at
+    // a barrier for its other slices' reads).
     Value query;
     if (split) {
       query = queryShare(batch, row, qColumn, keyOffset);
@@ -724,7 +718,7 @@ struct Lowering {
                     dot(queryLanes, share, lanes, [&](int64_t c0) -> Value {
                       return vector::LoadOp::create(
                           b, loc, VectorType::get({lanes}, f32Type), kTile,
-                          ValueRange{jj, keyColumn(c0)});
+                          ValueRange{jj, shareColumn(keyOffset, c0)});
                     });
                 // The row's slices are neighbouring lanes: after the step
                 // of offset o each holds the sum of 2o of them.
@@ -740,7 +734,7 @@ struct Lowering {
                 auto values = [&](int64_t c0, int64_t lanes) -> Value {
                   return vector::LoadOp::create(
                       b, loc, VectorType::get({lanes}, f32Type), vTile,
-                      ValueRange{jj, valueColumn(c0)});
+                      ValueRange{jj, shareColumn(valueOffset, c0)});
                 };
                 Value visible;
                 if (split) {
@@ -768,11 +762,9 @@ struct Lowering {
         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE, first[0],
                               f32(kMaskedScore + kExpUnderflow));
     Value again = arith::OrIOp::create(b, loc, empty, underflows);
-    auto storesRow = [&]() -> Value {
-      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, ownRow,
-                                   index(queries));
-    };
-    Value stores = storesRow();
+    // Rows past Tq store nothing.
+    Value stores = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         ownRow, index(queries));
     // The row's first slice says whether the exact launch recomputes it;
     // such a row is not stored here (with `out` on `q`'s buffer, its query
     // row stays for the exact launch to read).
@@ -806,9 +798,9 @@ struct Lowering {
       for (int64_t c0 = 0; c0 < tile.sliceWidth; c0 += lanes)
         vector::StoreOp::create(
             b, loc, split ? lanesOf(result, c0, lanes) : result, out,
-            ValueRange{
-                batch, row,
-                arith::AddIOp::create(b, loc, outColumn, valueColumn(c0))});
+            ValueRange{batch, row,
+                       arith::AddIOp::create(b, loc, outColumn,
+                                             shareColumn(valueOffset, c0))});
     }
     gpu::TerminatorOp::create(b, loc);
   }
