@@ -123,9 +123,8 @@ static int check(CUresult result, const char *what) {
     return 0;
   const char *name, *text;
   describe(result, &name, &text);
-  fail(ATTNC_CUDA_STATUS_CUDA_ERROR, "CUDA error in %s: %s (%s)", what, name,
-       text);
-  return ATTNC_CUDA_STATUS_CUDA_ERROR;
+  fail(ATTNC_STATUS_CUDA_ERROR, "CUDA error in %s: %s (%s)", what, name, text);
+  return ATTNC_STATUS_CUDA_ERROR;
 }
 
 static void driver_failure(int status, const char *format, ...) {
@@ -162,7 +161,7 @@ static void open_driver(void) {
   void *library = dlopen(driver && *driver ? driver : "libcuda.so.1",
                          RTLD_NOW | RTLD_LOCAL);
   if (!library) {
-    driver_failure(ATTNC_CUDA_STATUS_NO_DRIVER, "no CUDA driver/GPU: %s",
+    driver_failure(ATTNC_STATUS_NO_CUDA_DRIVER, "no CUDA driver/GPU: %s",
                    dlerror());
     return;
   }
@@ -170,7 +169,7 @@ static void open_driver(void) {
   do {                                                                         \
     *(void **)&cu.field = dlsym(library, name);                                \
     if (!cu.field && (required)) {                                             \
-      driver_failure(ATTNC_CUDA_STATUS_NO_DRIVER,                              \
+      driver_failure(ATTNC_STATUS_NO_CUDA_DRIVER,                              \
                      "no CUDA driver/GPU: the driver has no %s (older than "   \
                      "CUDA 11.2?)",                                            \
                      name);                                                    \
@@ -203,13 +202,13 @@ static void open_driver(void) {
   CUresult result = cu.init(0);
   if (result != 0) {
     describe(result, &name, &text);
-    driver_failure(ATTNC_CUDA_STATUS_NO_DRIVER,
+    driver_failure(ATTNC_STATUS_NO_CUDA_DRIVER,
                    "no CUDA driver/GPU: cuInit failed: %s (%s)", name, text);
     return;
   }
   int count = 0;
   if (cu.deviceGetCount(&count) != 0 || count == 0) {
-    driver_failure(ATTNC_CUDA_STATUS_NO_DRIVER,
+    driver_failure(ATTNC_STATUS_NO_CUDA_DRIVER,
                    "no CUDA driver/GPU: the driver sees no GPU");
     return;
   }
@@ -218,14 +217,14 @@ static void open_driver(void) {
   if (cu.deviceGet(&device, 0) != 0 ||
       cu.deviceGetAttribute(&major, kDeviceAttributeCcMajor, device) != 0 ||
       cu.deviceGetAttribute(&minor, kDeviceAttributeCcMinor, device) != 0) {
-    driver_failure(ATTNC_CUDA_STATUS_NO_DRIVER,
+    driver_failure(ATTNC_STATUS_NO_CUDA_DRIVER,
                    "no CUDA driver/GPU: GPU 0 cannot be queried");
     return;
   }
   int want_major, want_minor, specific;
   if (!parse_chip(attnc_cuda_object_chip, &want_major, &want_minor,
                   &specific)) {
-    driver_failure(ATTNC_CUDA_STATUS_WRONG_GPU,
+    driver_failure(ATTNC_STATUS_WRONG_GPU,
                    "the object names an unknown GPU '%s'",
                    attnc_cuda_object_chip);
     return;
@@ -234,7 +233,7 @@ static void open_driver(void) {
   int newer =
       major > want_major || (major == want_major && minor >= want_minor);
   if (specific ? !same : !newer) {
-    driver_failure(ATTNC_CUDA_STATUS_WRONG_GPU,
+    driver_failure(ATTNC_STATUS_WRONG_GPU,
                    "GPU 0 is sm_%d%d; this object was compiled for %s, which "
                    "%s (recompile with --mcpu=sm_%d%d)",
                    major, minor, attnc_cuda_object_chip,
@@ -246,7 +245,7 @@ static void open_driver(void) {
   result = cu.primaryCtxRetain(&context, device);
   if (result != 0) {
     describe(result, &name, &text);
-    driver_failure(ATTNC_CUDA_STATUS_CUDA_ERROR,
+    driver_failure(ATTNC_STATUS_CUDA_ERROR,
                    "CUDA error in cuDevicePrimaryCtxRetain: %s (%s)", name,
                    text);
     return;
@@ -317,7 +316,7 @@ static int start_call(void) {
   if (check(cu.ctxPushCurrent(context), "cuCtxPushCurrent")) {
     publish_failure();
     pthread_mutex_unlock(&call_lock);
-    return ATTNC_CUDA_STATUS_CUDA_ERROR;
+    return ATTNC_STATUS_CUDA_ERROR;
   }
   return 0;
 }
@@ -387,7 +386,7 @@ int attnc_cuda_call_host(const attnc_cuda_arguments *arguments,
   void **device_args = calloc((size_t)count + 1, sizeof(void *));
   int status = 0;
   if (!device || !device_args) {
-    fail(ATTNC_CUDA_STATUS_CUDA_ERROR, "out of host memory");
+    fail(ATTNC_STATUS_CUDA_ERROR, "out of host memory");
     status = call_status;
   }
   for (int i = 0; i < count && !status; ++i) {
@@ -458,7 +457,7 @@ void *mgpuModuleLoadJIT(void *data, int optLevel) {
   if (result != 0) {
     const char *name, *text;
     describe(result, &name, &text);
-    fail(ATTNC_CUDA_STATUS_CUDA_ERROR,
+    fail(ATTNC_STATUS_CUDA_ERROR,
          "CUDA error in cuModuleLoadDataEx (PTX JIT): %s (%s)%s%s", name, text,
          log[0] ? ": " : "", log);
   }

@@ -7,28 +7,20 @@
  * first call (ATTNC_CUDA_DRIVER in the environment names another library,
  * such as a test's fake driver), loads the object's GPU modules into device 0's
  * primary context, and provides the `mgpu*` functions that MLIR's `gpu-to-llvm`
- * host code calls. The status codes below are the one definition of the
- * values the header (`--emit=header`) and the runtime report.
+ * host code calls. Its status codes are attn/Target/KernelStatus.h's.
  *
  *===----------------------------------------------------------------------===*/
 
 #ifndef ATTNC_CUDA_H
 #define ATTNC_CUDA_H
 
+#include "attn/Target/KernelStatus.h"
+
 #include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* No CUDA driver (libcuda.so.1 not found) or no GPU. */
-#define ATTNC_CUDA_STATUS_NO_DRIVER (-2)
-/* The GPU cannot run the object's code (an older compute capability, or an
-   sm_90a object on another chip). */
-#define ATTNC_CUDA_STATUS_WRONG_GPU (-3)
-/* A CUDA call failed: out of device memory, a module that did not load, a
-   launch that failed. */
-#define ATTNC_CUDA_STATUS_CUDA_ERROR (-4)
 
 /* One kernel's arguments for the host-pointer entry NAME: argument i has
    bytes[i] bytes and is copied to the device before the call (inputs and

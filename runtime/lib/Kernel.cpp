@@ -2,7 +2,6 @@
 
 #include "LoadedObject.h"
 
-#include "attnc/Codegen/Dispatch.h"
 #include "attnc/Runtime/Runtime.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -28,7 +27,7 @@ llvm::Error statusError(llvm::StringRef kernel, int status,
   std::string gpuError = status < 0 ? object.lastError() : "";
   if (!gpuError.empty())
     return llvm::createStringError("kernel '" + kernel + "': " + gpuError);
-  if (status == kUnsupportedCpuStatus)
+  if (status == ATTNC_STATUS_UNSUPPORTED_CPU)
     return llvm::createStringError(
         "kernel '" + kernel +
         "': this machine lacks the instruction set the kernel was compiled "
@@ -36,6 +35,24 @@ llvm::Error statusError(llvm::StringRef kernel, int status,
         "ran");
   return llvm::createStringError("kernel '" + kernel + "' failed with status " +
                                  llvm::Twine(status));
+}
+
+/// The parameters of `entry` in its ABI order (attn/Target/KernelAbi.h),
+/// from the buffers' pointers (in the kernel's order), the packed params
+/// and the stream.
+std::vector<void *> entryParameters(const KernelSignature &signature,
+                                    mlir::attn::abi::Entry entry,
+                                    llvm::ArrayRef<void *> buffers,
+                                    void *packed, void *stream) {
+  using Kind = mlir::attn::abi::Parameter::Kind;
+  std::vector<void *> parameters;
+  for (mlir::attn::abi::Parameter parameter :
+       mlir::attn::abi::parametersOf(entry, signature.roles()))
+    parameters.push_back(parameter.kind == Kind::Buffer
+                             ? buffers[parameter.buffer]
+                         : parameter.kind == Kind::Packed ? packed
+                                                          : stream);
+  return parameters;
 }
 
 std::string shapeText(ElementType type, llvm::ArrayRef<int64_t> shape) {
@@ -135,15 +152,16 @@ std::vector<std::string> Kernel::unboundParams() const {
 llvm::Error Kernel::preparePacked() const {
   std::vector<void *> pointers;
   for (unsigned i = 0; i < kernelSignature.arguments.size(); ++i)
-    if (kernelSignature.arguments[i].role == ArgumentRole::Param)
-      pointers.push_back(const_cast<char *>(bound[i].data()));
+    pointers.push_back(const_cast<char *>(bound[i].data()));
   constexpr size_t kAlignment = 64 / sizeof(float);
   packedStorage.assign(kernelSignature.packedElements + kAlignment, 0.0f);
   auto address = reinterpret_cast<uintptr_t>(packedStorage.data());
   packed = packedStorage.data() +
            (kAlignment - address / sizeof(float) % kAlignment) % kAlignment;
-  pointers.push_back(packed);
-  if (int status = object->call(LoadedObject::Entry::Prepare, pointers.data()))
+  std::vector<void *> parameters = entryParameters(
+      kernelSignature, LoadedObject::Entry::Prepare, pointers, packed, nullptr);
+  if (int status =
+          object->call(LoadedObject::Entry::Prepare, parameters.data()))
     return statusError(kernelSignature.name, status, *object);
   prepared = true;
   return llvm::Error::success();
@@ -228,45 +246,38 @@ llvm::Error Kernel::run(llvm::ArrayRef<HostBuffer> buffers) const {
   if (llvm::Error error = checkEmbeddingIds(pointers))
     return error;
 
-  auto entry = LoadedObject::Entry::Kernel;
-  if (!paramGiven && prepared) {
-    // NAME_prepared takes `packed` between the params and the outputs.
-    auto firstOutput = llvm::find_if(args, [](const KernelArgument &a) {
-      return a.role == ArgumentRole::Output;
-    });
-    pointers.insert(pointers.begin() + (firstOutput - args.begin()), packed);
+  auto entry = LoadedObject::Entry::Run;
+  if (!paramGiven && prepared)
     entry = LoadedObject::Entry::Prepared;
-  }
-  if (int status = object->call(entry, pointers.data()))
+  std::vector<void *> parameters =
+      entryParameters(kernelSignature, entry, pointers, packed, nullptr);
+  if (int status = object->call(entry, parameters.data()))
     return statusError(kernelSignature.name, status, *object);
   return llvm::Error::success();
 }
 
 llvm::Error Kernel::runOnDevice(llvm::ArrayRef<HostBuffer> buffers,
                                 void *stream) const {
-  int (*entry)(void **) = object->deviceEntry();
-  if (!entry)
+  if (!object->has(LoadedObject::Entry::Cuda))
     return llvm::createStringError(
         "kernel '" + kernelSignature.name +
         "' is CPU code: device buffers need a kernel compiled for the GPU "
         "(--target=nvptx)");
   const auto &args = kernelSignature.arguments;
-  // args[0] is the stream.
-  std::vector<void *> pointers(args.size() + 1, nullptr);
-  pointers[0] = stream;
+  std::vector<void *> pointers(args.size(), nullptr);
   for (const HostBuffer &buffer : buffers) {
     llvm::Expected<unsigned> index = argumentIndex(buffer.name);
     if (!index)
       return index.takeError();
-    if (pointers[*index + 1])
+    if (pointers[*index])
       return bufferError("'" + buffer.name + "' is given more than once");
     if (llvm::Error error = check(*index, buffer))
       return error;
-    pointers[*index + 1] = buffer.data;
+    pointers[*index] = buffer.data;
   }
   std::vector<std::string> missing;
   for (unsigned i = 0; i < args.size(); ++i)
-    if (!pointers[i + 1])
+    if (!pointers[i])
       missing.push_back((roleName(args[i].role) + " '" + args[i].name + "' (" +
                          args[i].typeString() + ")")
                             .str());
@@ -277,7 +288,9 @@ llvm::Error Kernel::runOnDevice(llvm::ArrayRef<HostBuffer> buffers,
                        " (bound params are host memory: pass every param)");
   // Embedding ids are device memory here: the kernel checks them itself
   // (its status counts the ids out of range).
-  if (int status = entry(pointers.data()))
+  std::vector<void *> parameters = entryParameters(
+      kernelSignature, LoadedObject::Entry::Cuda, pointers, nullptr, stream);
+  if (int status = object->call(LoadedObject::Entry::Cuda, parameters.data()))
     return statusError(kernelSignature.name, status, *object);
   return llvm::Error::success();
 }

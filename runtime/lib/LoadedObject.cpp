@@ -18,7 +18,8 @@ using namespace attnc;
 LoadedObject::~LoadedObject() = default;
 
 llvm::Expected<std::unique_ptr<LoadedObject>>
-LoadedObject::load(llvm::StringRef object, llvm::StringRef kernel, bool gpu) {
+LoadedObject::load(llvm::StringRef object, llvm::StringRef kernel,
+                   mlir::attn::abi::ObjectKind kind) {
   static std::once_flag once;
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
@@ -47,23 +48,18 @@ LoadedObject::load(llvm::StringRef object, llvm::StringRef kernel, bool gpu) {
           llvm::MemoryBuffer::getMemBufferCopy(object, kernel)))
     return std::move(error);
   std::unique_ptr<LoadedObject> loaded(new LoadedObject());
-  const std::string names[] = {kernel.str(), (kernel + "_prepare").str(),
-                               (kernel + "_prepared").str()};
-  for (int i = 0; i < (gpu ? 1 : 3); ++i) {
-    auto symbol = (*jit)->lookup(packedEntryName(names[i]));
-    if (!symbol)
-      return symbol.takeError();
-    loaded->entries[i] = symbol->toPtr<int (*)(void **)>();
-  }
-  if (gpu) {
-    auto symbol = (*jit)->lookup((kernel + "_cuda_last_error").str());
-    if (!symbol)
-      return symbol.takeError();
-    loaded->gpuLastError = symbol->toPtr<const char *(*)()>();
-    auto device = (*jit)->lookup(packedEntryName((kernel + "_cuda").str()));
-    if (!device)
-      return device.takeError();
-    loaded->cudaEntry = device->toPtr<int (*)(void **)>();
+  for (Entry entry : mlir::attn::abi::entriesOf(kind)) {
+    std::string symbol = mlir::attn::abi::entrySymbol(kernel, entry);
+    bool packed = mlir::attn::abi::describe(entry).hasPackedForm;
+    auto address = (*jit)->lookup(
+        packed ? mlir::attn::abi::packedEntrySymbol(symbol) : symbol);
+    if (!address)
+      return address.takeError();
+    if (packed)
+      loaded->entries[static_cast<unsigned>(entry)] =
+          address->toPtr<int (*)(void **)>();
+    else if (entry == Entry::CudaLastError)
+      loaded->gpuLastError = address->toPtr<const char *(*)()>();
   }
   loaded->jit = std::move(*jit);
   return loaded;

@@ -3,6 +3,8 @@
 #ifndef ATTNC_RUNTIME_LOADEDOBJECT_H
 #define ATTNC_RUNTIME_LOADEDOBJECT_H
 
+#include "attn/Target/KernelAbi.h"
+
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -19,31 +21,29 @@ namespace attnc {
 /// process by ORC's LLJIT (malloc/free/memcpy resolve to the process's).
 class LoadedObject {
 public:
-  /// The functions of a kernel NAME (see attn-split-prepare).
-  enum class Entry {
-    Kernel,   ///< NAME(args...)
-    Prepare,  ///< NAME_prepare(params..., packed)
-    Prepared, ///< NAME_prepared(inputs and params..., packed, outputs...)
-  };
+  using Entry = mlir::attn::abi::Entry;
 
-  /// Links `object` and finds the packed entries of kernel `kernel`: all
-  /// three for a CPU object, NAME's and NAME_cuda_last_error for a GPU one
-  /// (`gpu`), which has no prepare step.
+  /// Links `object` and finds the entries an object of `kind` exports for
+  /// kernel `kernel` (attn/Target/KernelAbi.h): their packed forms, and
+  /// NAME_cuda_last_error as it is.
   static llvm::Expected<std::unique_ptr<LoadedObject>>
-  load(llvm::StringRef object, llvm::StringRef kernel, bool gpu);
+  load(llvm::StringRef object, llvm::StringRef kernel,
+       mlir::attn::abi::ObjectKind kind);
   ~LoadedObject();
 
-  /// Calls `entry`: args[i] is its i-th buffer; returns its status.
+  /// Calls the packed form of `entry`: args[i] is its i-th parameter
+  /// (abi::parametersOf); returns its status.
   int call(Entry entry, void **args) const {
-    return entries[static_cast<int>(entry)](args);
+    return entries[static_cast<unsigned>(entry)](args);
+  }
+
+  /// Whether the object exports `entry`.
+  bool has(Entry entry) const {
+    return entries[static_cast<unsigned>(entry)] != nullptr;
   }
 
   /// False for GPU objects: their params are passed on every call.
-  bool canPrepare() const { return entries[1] != nullptr; }
-
-  /// A GPU object's NAME_cuda, packed (args[0] the stream); null for a CPU
-  /// object.
-  int (*deviceEntry() const)(void **) { return cudaEntry; }
+  bool canPrepare() const { return has(Entry::Prepare); }
 
   /// A GPU object's message for its last failure; empty for a CPU object.
   std::string lastError() const { return gpuLastError ? gpuLastError() : ""; }
@@ -51,9 +51,9 @@ public:
 private:
   LoadedObject() = default;
   std::unique_ptr<llvm::orc::LLJIT> jit;
-  int (*entries[3])(void **) = {};
+  /// Indexed by Entry; null where the object has none.
+  int (*entries[5])(void **) = {};
   const char *(*gpuLastError)() = nullptr;
-  int (*cudaEntry)(void **) = nullptr;
 };
 
 } // namespace attnc

@@ -314,6 +314,8 @@ Runtime::compile(llvm::StringRef text, llvm::StringRef sourceName,
   if (gpu)
     if (llvm::Error error = checkGpuTarget(options.target))
       return std::move(error);
+  auto objectKind =
+      gpu ? mlir::attn::abi::ObjectKind::Gpu : mlir::attn::abi::ObjectKind::Cpu;
   std::string key =
       sha256Hex({compilerVersion(), text, block, options.fingerprint()});
   {
@@ -333,7 +335,7 @@ Runtime::compile(llvm::StringRef text, llvm::StringRef sourceName,
     auto entry = readEntry(jsonPath, objectPath, key);
     if (entry) {
       auto object =
-          LoadedObject::load(entry->object, entry->signature.name, gpu);
+          LoadedObject::load(entry->object, entry->signature.name, objectKind);
       if (object)
         kernel = CachedKernel{std::move(entry->signature), std::move(*object)};
       else
@@ -353,7 +355,8 @@ Runtime::compile(llvm::StringRef text, llvm::StringRef sourceName,
       // A read-only or full cache directory costs speed, not correctness.
       llvm::consumeError(
           writeEntry(cacheDir, jsonPath, objectPath, key, *entry));
-    auto object = LoadedObject::load(entry->object, entry->signature.name, gpu);
+    auto object =
+        LoadedObject::load(entry->object, entry->signature.name, objectKind);
     if (!object)
       return object.takeError();
     kernel = CachedKernel{std::move(entry->signature), std::move(*object)};

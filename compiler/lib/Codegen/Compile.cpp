@@ -281,11 +281,3 @@ attnc::compileToMachineCode(mlir::ModuleOp module,
         return std::string(buffer.str());
       });
 }
-
-std::string attnc::emitCHeader(const std::vector<KernelSignature> &signatures,
-                               llvm::StringRef origin) {
-  std::string text;
-  for (const KernelSignature &signature : signatures)
-    text += emitCHeader(signature, origin);
-  return text;
-}

@@ -2,6 +2,8 @@
 
 #include "attnc/Codegen/Dispatch.h"
 
+#include "attn/Target/KernelStatus.h"
+
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/IR/IRBuilder.h"
@@ -409,7 +411,7 @@ void attnc::addDispatchers(llvm::Module &module,
       ub.CreateRetVoid();
     else
       ub.CreateRet(llvm::ConstantInt::getSigned(dispatcher->getReturnType(),
-                                                kUnsupportedCpuStatus));
+                                                ATTNC_STATUS_UNSUPPORTED_CPU));
   }
   // Only the dispatchers are exported.
   for (const std::string &name : exported)

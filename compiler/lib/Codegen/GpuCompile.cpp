@@ -13,6 +13,8 @@
 #include "attnc/Codegen/Compile.h"
 #include "attnc/Codegen/Pipeline.h"
 
+#include "attn/Target/KernelAbi.h"
+
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -40,6 +42,8 @@ extern const unsigned char kAttncCudaBitcode[];
 extern const size_t kAttncCudaBitcodeSize;
 
 using namespace attnc;
+namespace abi = mlir::attn::abi;
+using abi::Entry;
 
 namespace {
 
@@ -135,16 +139,17 @@ void loadModulesLazily(llvm::Module &module) {
 /// int NAME_cuda(void *stream, ...): the lowered host function between
 /// attnc_cuda_begin and attnc_cuda_end.
 llvm::Function *addDeviceEntry(llvm::Module &module, llvm::Function &kernel,
-                               const std::string &name) {
+                               llvm::StringRef name) {
   llvm::LLVMContext &context = module.getContext();
   llvm::Type *ptr = llvm::PointerType::getUnqual(context);
   llvm::Type *i32 = llvm::Type::getInt32Ty(context);
   std::vector<llvm::Type *> parameters = {ptr};
   for (llvm::Argument &argument : kernel.args())
     parameters.push_back(argument.getType());
-  auto *entry = llvm::Function::Create(
-      llvm::FunctionType::get(i32, parameters, false),
-      llvm::GlobalValue::ExternalLinkage, name + "_cuda", module);
+  auto *entry =
+      llvm::Function::Create(llvm::FunctionType::get(i32, parameters, false),
+                             llvm::GlobalValue::ExternalLinkage,
+                             abi::entrySymbol(name, Entry::Cuda), module);
   llvm::FunctionCallee begin = module.getOrInsertFunction(
       "attnc_cuda_begin", llvm::FunctionType::get(i32, {ptr}, false));
   llvm::FunctionCallee end = module.getOrInsertFunction(
@@ -169,8 +174,8 @@ llvm::Function *addDeviceEntry(llvm::Module &module, llvm::Function &kernel,
   return entry;
 }
 
-/// int NAME(...): host pointers, through attnc_cuda_call_host and
-/// __attnc_packed_NAME_cuda.
+/// int NAME(...): host pointers, through attnc_cuda_call_host and the
+/// packed form of NAME_cuda.
 llvm::Function *addHostEntry(llvm::Module &module,
                              const KernelSignature &signature,
                              llvm::Function &devicePacked) {
@@ -183,7 +188,8 @@ llvm::Function *addHostEntry(llvm::Module &module,
 
   std::vector<llvm::Constant *> bytes, outputs;
   for (const KernelArgument &argument : signature.arguments) {
-    bytes.push_back(llvm::ConstantInt::get(i64, argument.numElements() * 4));
+    bytes.push_back(llvm::ConstantInt::get(
+        i64, argument.numElements() * mlir::attn::bytesOf(argument.type)));
     outputs.push_back(
         llvm::ConstantInt::get(i8, argument.role == ArgumentRole::Output));
   }
@@ -208,7 +214,8 @@ llvm::Function *addHostEntry(llvm::Module &module,
   std::vector<llvm::Type *> parameters(count, ptr);
   auto *entry = llvm::Function::Create(
       llvm::FunctionType::get(i32, parameters, false),
-      llvm::GlobalValue::ExternalLinkage, signature.name, module);
+      llvm::GlobalValue::ExternalLinkage,
+      abi::entrySymbol(signature.name, Entry::Run), module);
   llvm::FunctionCallee callHost = module.getOrInsertFunction(
       "attnc_cuda_call_host",
       llvm::FunctionType::get(i32, {ptr, ptr, ptr}, false));
@@ -224,12 +231,12 @@ llvm::Function *addHostEntry(llvm::Module &module,
 }
 
 /// const char *NAME_cuda_last_error(void).
-void addLastError(llvm::Module &module, const std::string &name) {
+void addLastError(llvm::Module &module, llvm::StringRef name) {
   llvm::LLVMContext &context = module.getContext();
   llvm::Type *ptr = llvm::PointerType::getUnqual(context);
-  auto *entry = llvm::Function::Create(llvm::FunctionType::get(ptr, false),
-                                       llvm::GlobalValue::ExternalLinkage,
-                                       name + "_cuda_last_error", module);
+  auto *entry = llvm::Function::Create(
+      llvm::FunctionType::get(ptr, false), llvm::GlobalValue::ExternalLinkage,
+      abi::entrySymbol(name, Entry::CudaLastError), module);
   llvm::FunctionCallee last = module.getOrInsertFunction(
       "attnc_cuda_last_error", llvm::FunctionType::get(ptr, false));
   llvm::IRBuilder<> builder(llvm::BasicBlock::Create(context, "entry", entry));
@@ -259,24 +266,30 @@ translateGpuHost(mlir::ModuleOp module,
                            "attnc_cuda_object_chip");
 
   llvm::StringSet<> exported;
+  // Every lowered host function moves to its internal name first, so that
+  // no entry added below can meet one of them.
+  std::vector<llvm::Function *> kernels;
   for (const KernelSignature &signature : signatures) {
     llvm::Function *kernel = host->getFunction(signature.name);
     if (!kernel || kernel->isDeclaration())
       return llvm::createStringError("the GPU host code has no function '" +
                                      signature.name + "'");
-    kernel->setName(signature.name + "_device");
+    kernels.push_back(kernel);
+  }
+  for (auto [signature, kernel] : llvm::zip_equal(signatures, kernels)) {
+    kernel->setName(abi::deviceFunctionSymbol(signature.name));
     kernel->setLinkage(llvm::GlobalValue::InternalLinkage);
+  }
+  for (auto [signature, kernel] : llvm::zip_equal(signatures, kernels)) {
     llvm::Function *device = addDeviceEntry(*host, *kernel, signature.name);
     addPackedEntry(*host, *device);
     llvm::Function *devicePacked =
-        host->getFunction(packedEntryName(device->getName()));
+        host->getFunction(abi::packedEntrySymbol(device->getName()));
     llvm::Function *hostEntry = addHostEntry(*host, signature, *devicePacked);
     addPackedEntry(*host, *hostEntry);
     addLastError(*host, signature.name);
     for (const std::string &name :
-         {signature.name, signature.name + "_cuda",
-          signature.name + "_cuda_last_error", packedEntryName(signature.name),
-          packedEntryName(signature.name + "_cuda")})
+         abi::exportedSymbols(signature.name, abi::ObjectKind::Gpu))
       exported.insert(name);
   }
 

@@ -1,9 +1,6 @@
-//===- GpuTarget.cpp - The CUDA toolkit, compute capabilities, the header -===//
+//===- GpuTarget.cpp - The CUDA toolkit and compute capabilities ----------===//
 
-#include "attnc/Codegen/Compile.h"
 #include "attnc/Codegen/GpuCompile.h"
-
-#include "attnc_cuda.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/MC/MCSubtargetInfo.h"
@@ -104,51 +101,4 @@ std::string attnc::ptxFeatures(llvm::StringRef chip) {
   if (number >= 90)
     return "+ptx80";
   return "+ptx78";
-}
-
-std::string attnc::emitGpuCHeader(const KernelSignature &signature,
-                                  llvm::StringRef origin,
-                                  const TargetOptions &options) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  std::string prefix = headerMacroPrefix(signature.name);
-  std::string parameters = cParameters(signature);
-  os << "\n/* GPU code for " << gpuChip(options)
-     << " (f32 arithmetic, results within the CPU path's tolerance).\n"
-        "   Buffers are dense, row-major and must not overlap. Both entries "
-        "return 0,\n"
-        "   the number of embeddings given an id out of range, or a negative "
-        "code:\n"
-        "   the CUDA driver (libcuda.so.1) is opened at the first call. "
-        "One call\n"
-        "   enqueues at a time per object; the GPU work itself overlaps. */\n";
-  os << "#define " << prefix << "_STATUS_NO_CUDA_DRIVER ("
-     << ATTNC_CUDA_STATUS_NO_DRIVER << ") /* no driver or no GPU */\n";
-  os << "#define " << prefix << "_STATUS_WRONG_GPU ("
-     << ATTNC_CUDA_STATUS_WRONG_GPU << ") /* GPU 0 cannot run "
-     << gpuChip(options) << " code */\n";
-  os << "#define " << prefix << "_STATUS_CUDA_ERROR ("
-     << ATTNC_CUDA_STATUS_CUDA_ERROR
-     << ") /* a CUDA call failed (memory, launch) */\n\n";
-  os << "/* Host pointers: copies the inputs and params to the GPU, runs, "
-        "copies the\n   outputs back, then returns. */\n";
-  os << "int " << signature.name << "(" << parameters << ");\n\n";
-  os << "/* Device pointers (CUdeviceptr values), enqueued on `stream` (a "
-        "CUstream;\n   NULL: the default stream) and returning before the "
-        "GPU is done. A block\n   with an embedding waits for its id check. "
-        "Temporaries are stream-ordered\n   allocations on `stream`. */\n";
-  os << "int " << signature.name << "_cuda(void *stream"
-     << (parameters.empty() ? "" : ", ") << parameters << ");\n\n";
-  os << "/* What the last failing call of this object said (\"no CUDA "
-        "driver/GPU: ...\"). */\n";
-  os << "const char *" << signature.name << "_cuda_last_error(void);\n\n";
-  os << "/* " << signature.name << " and " << signature.name
-     << "_cuda with their pointers in one array, in the\n"
-        "   order of their prototypes: for hosts that call kernels of any "
-        "arity. */\n";
-  for (const char *suffix : {"", "_cuda"})
-    os << "int " << packedEntryName(signature.name + suffix)
-       << "(void **args);\n";
-  os << "\n";
-  return emitCHeaderWith(signature, origin, text);
 }

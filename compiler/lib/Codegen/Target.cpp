@@ -5,6 +5,7 @@
 #include "attnc/Codegen/Dispatch.h"
 
 #include "attn/Target/CpuTarget.h"
+#include "attn/Target/KernelAbi.h"
 
 #include "mlir/Dialect/DLTI/DLTI.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -67,14 +68,15 @@ llvm::CodeGenOptLevel codeGenLevel(unsigned optLevel) {
 
 } // namespace
 
-/// int __attnc_packed_NAME(void **args) { return NAME(args[0], ...); }
+/// The packed form of `kernel` (its KernelAbi symbol):
+/// int (void **args) { return kernel(args[0], ...); }
 void attnc::addPackedEntry(llvm::Module &module, llvm::Function &kernel) {
   llvm::LLVMContext &context = module.getContext();
   llvm::Type *ptr = llvm::PointerType::getUnqual(context);
   auto *type = llvm::FunctionType::get(kernel.getReturnType(), {ptr}, false);
-  auto *entry =
-      llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage,
-                             packedEntryName(kernel.getName()), module);
+  auto *entry = llvm::Function::Create(
+      type, llvm::GlobalValue::ExternalLinkage,
+      mlir::attn::abi::packedEntrySymbol(kernel.getName()), module);
   llvm::IRBuilder<> builder(llvm::BasicBlock::Create(context, "entry", entry));
   llvm::SmallVector<llvm::Value *> args;
   for (unsigned i = 0; i < kernel.arg_size(); ++i) {
@@ -125,10 +127,6 @@ void attnc::optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
     passes.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(cleanup)));
   }
   passes.run(module, modules);
-}
-
-std::string attnc::packedEntryName(llvm::StringRef kernel) {
-  return ("__attnc_packed_" + kernel).str();
 }
 
 std::string attnc::targetTriple(const TargetOptions &options) {

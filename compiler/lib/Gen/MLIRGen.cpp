@@ -6,6 +6,7 @@
 
 #include "attn/IR/AttnDialect.h"
 #include "attn/IR/AttnOps.h"
+#include "attn/Target/KernelAbi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -15,7 +16,6 @@
 
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringMap.h"
-#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/SourceMgr.h"
 
@@ -142,27 +142,20 @@ private:
       argAttrs.push_back(builder.getDictionaryAttr(attrs));
     }
     func.setAllArgAttrs(argAttrs);
-    // An output that is an input or param (`output X`) is a buffer of its
-    // own in the ABI: it is called X_out (X_out_out, ... if taken), so that
-    // the header's parameters and attnc run's files have distinct names.
-    llvm::StringSet<> argNames, abiNames;
+    // An output that is an input or param is a buffer of its own (the ABI
+    // names it).
+    std::vector<std::string> argNames, outputNames;
     for (const DeclStmt *decl : args)
-      argNames.insert(decl->name.name);
-    abiNames = argNames;
+      argNames.push_back(decl->name.name);
     for (const Ident *output : block.outputs)
-      abiNames.insert(output->name);
+      outputNames.push_back(output->name);
+    std::vector<std::string> bufferNames =
+        mlir::attn::abi::bufferNames(argNames, outputNames);
     llvm::SmallVector<mlir::DictionaryAttr> resultAttrs;
-    for (const Ident *output : block.outputs) {
-      std::string name = output->name;
-      if (argNames.contains(name)) {
-        do
-          name += "_out";
-        while (abiNames.contains(name));
-        abiNames.insert(name);
-      }
+    for (size_t i = 0; i < outputNames.size(); ++i)
       resultAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
-          AttnDialect::kNameAttr, builder.getStringAttr(name))));
-    }
+          AttnDialect::kNameAttr,
+          builder.getStringAttr(bufferNames[argNames.size() + i]))));
     func.setAllResultAttrs(resultAttrs);
     llvm::SmallVector<mlir::Attribute> dimNames;
     llvm::SmallVector<int64_t> dimValues;

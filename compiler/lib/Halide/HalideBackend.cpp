@@ -17,6 +17,7 @@
 #include "attnc/Codegen/Target.h"
 
 #include "attn/Target/CpuTarget.h"
+#include "attn/Target/KernelAbi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -44,12 +45,10 @@ extern const unsigned char kAttncHalideParForBitcode[];
 extern const size_t kAttncHalideParForBitcodeSize;
 
 using namespace attnc;
+namespace abi = mlir::attn::abi;
+using abi::Entry;
 
 namespace {
-
-/// What a kernel returns when Halide's code itself failed (out of memory):
-/// Halide's error codes are negative and -1 is kUnsupportedCpuStatus.
-constexpr int kHalideFailureStatus = -2;
 
 /// The name of a kernel's Halide pipeline in the object.
 std::string pipelineName(llvm::StringRef kernel) {
@@ -214,11 +213,12 @@ void addWrappers(llvm::Module &module, const KernelSignature &signature) {
   auto *kernelType = llvm::FunctionType::get(
       i32, std::vector<llvm::Type *>(count, ptr), false);
   auto *kernel = llvm::Function::Create(
-      kernelType, llvm::GlobalValue::ExternalLinkage, signature.name, module);
+      kernelType, llvm::GlobalValue::ExternalLinkage,
+      abi::entrySymbol(signature.name, Entry::Run), module);
   llvm::Function *pipeline = module.getFunction(pipelineName(signature.name));
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", kernel));
   auto buffer = [&](llvm::Value *host, const std::vector<int64_t> &shape,
-                    bool isFloat) {
+                    ElementType type) {
     llvm::Value *buf = b.CreateAlloca(bufferType);
     llvm::Value *dims = b.CreateAlloca(
         dimensionType, b.getInt32(std::max<size_t>(shape.size(), 1)));
@@ -242,10 +242,11 @@ void addWrappers(llvm::Module &module, const KernelSignature &signature) {
         field(1));
     b.CreateStore(host, field(2));
     b.CreateStore(b.getInt64(0), field(3));
-    // halide_type_float = 2, halide_type_int = 0.
+    const mlir::attn::ElementTypeInfo &element = mlir::attn::describe(type);
     b.CreateStore(
-        llvm::ConstantStruct::get(halideType, {b.getInt8(isFloat ? 2 : 0),
-                                               b.getInt8(32), b.getInt16(1)}),
+        llvm::ConstantStruct::get(halideType, {b.getInt8(element.halideCode),
+                                               b.getInt8(element.bytes * 8),
+                                               b.getInt16(1)}),
         field(4));
     b.CreateStore(b.getInt32(static_cast<uint32_t>(shape.size())), field(5));
     b.CreateStore(dims, field(6));
@@ -257,42 +258,42 @@ void addWrappers(llvm::Module &module, const KernelSignature &signature) {
   std::vector<llvm::Value *> buffers;
   for (auto [i, argument] : llvm::enumerate(signature.arguments))
     buffers.push_back(buffer(kernel->getArg(static_cast<unsigned>(i)),
-                             argument.shape,
-                             argument.type == ElementType::F32));
+                             argument.shape, argument.type));
   llvm::Value *status = b.CreateAlloca(i32);
   b.CreateStore(b.getInt32(0), status);
-  buffers.push_back(buffer(status, {}, /*isFloat=*/false));
+  buffers.push_back(buffer(status, {}, ElementType::I32));
   llvm::Value *result = b.CreateCall(pipeline, buffers);
   llvm::Value *failed = b.CreateICmpNE(result, b.getInt32(0));
-  b.CreateRet(b.CreateSelect(failed, b.getInt32(kHalideFailureStatus),
+  // Halide's own error codes are negative and would read as the ABI's.
+  b.CreateRet(b.CreateSelect(failed, b.getInt32(ATTNC_STATUS_HALIDE_ERROR),
                              b.CreateLoad(i32, status)));
   addPackedEntry(module, *kernel);
 
   // NAME_prepare(params..., packed): nothing to prepare.
-  size_t params = llvm::count_if(signature.arguments, [](const auto &a) {
-    return a.role == ArgumentRole::Param;
-  });
+  size_t prepareParameters =
+      abi::parametersOf(Entry::Prepare, signature.roles()).size();
   auto *prepare = llvm::Function::Create(
-      llvm::FunctionType::get(i32, std::vector<llvm::Type *>(params + 1, ptr),
-                              false),
-      llvm::GlobalValue::ExternalLinkage, signature.name + "_prepare", module);
+      llvm::FunctionType::get(
+          i32, std::vector<llvm::Type *>(prepareParameters, ptr), false),
+      llvm::GlobalValue::ExternalLinkage,
+      abi::entrySymbol(signature.name, Entry::Prepare), module);
   b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", prepare));
   b.CreateRet(b.getInt32(0));
   addPackedEntry(module, *prepare);
 
   // NAME_prepared(inputs and params..., packed, outputs...) = NAME(...).
-  size_t packedAt = llvm::count_if(signature.arguments, [](const auto &a) {
-    return a.role != ArgumentRole::Output;
-  });
+  llvm::SmallVector<abi::Parameter> parameters =
+      abi::parametersOf(Entry::Prepared, signature.roles());
   auto *prepared = llvm::Function::Create(
-      llvm::FunctionType::get(i32, std::vector<llvm::Type *>(count + 1, ptr),
-                              false),
-      llvm::GlobalValue::ExternalLinkage, signature.name + "_prepared", module);
+      llvm::FunctionType::get(
+          i32, std::vector<llvm::Type *>(parameters.size(), ptr), false),
+      llvm::GlobalValue::ExternalLinkage,
+      abi::entrySymbol(signature.name, Entry::Prepared), module);
   b.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", prepared));
   std::vector<llvm::Value *> args;
-  for (unsigned i = 0; i <= count; ++i)
-    if (i != packedAt)
-      args.push_back(prepared->getArg(i));
+  for (auto [i, parameter] : llvm::enumerate(parameters))
+    if (parameter.kind == abi::Parameter::Kind::Buffer)
+      args.push_back(prepared->getArg(static_cast<unsigned>(i)));
   b.CreateRet(b.CreateCall(kernel, args));
   addPackedEntry(module, *prepared);
 }
@@ -451,7 +452,7 @@ attnc::translateWithHalide(mlir::ModuleOp module, const CompileOptions &options,
   }
 
   // Halide's default error handler prints and aborts; a kernel reports
-  // failures by its status instead (kHalideFailureStatus), and the message
+  // failures by its status instead (ATTNC_STATUS_HALIDE_ERROR), and the message
   // still goes to stderr.
   if (llvm::Function *error = combined->getFunction("halide_error"))
     if (llvm::Function *print = combined->getFunction("halide_print")) {
@@ -464,10 +465,9 @@ attnc::translateWithHalide(mlir::ModuleOp module, const CompileOptions &options,
   std::set<std::string> exported;
   for (const KernelSignature &signature : *signatures) {
     addWrappers(*combined, signature);
-    for (const char *step : {"", "_prepare", "_prepared"}) {
-      exported.insert(signature.name + step);
-      exported.insert(packedEntryName(signature.name + step));
-    }
+    for (const std::string &symbol :
+         abi::exportedSymbols(signature.name, abi::ObjectKind::Cpu))
+      exported.insert(symbol);
   }
   // Everything else is internal: Halide's runtime in each object is its
   // own, and unused parts of it go.

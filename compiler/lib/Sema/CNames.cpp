@@ -2,6 +2,8 @@
 
 #include "attnc/Sema/CNames.h"
 
+#include "attn/Target/KernelAbi.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
@@ -146,9 +148,9 @@ std::string attnc::cNameConflict(llvm::StringRef name, CNameUse use) {
     if (libraryFunctions().contains(name))
       return "is a C library function, which an exported kernel of that "
              "name would replace";
-    if (name.starts_with("attnc_"))
-      return "begins with 'attnc_', the prefix of attnc's runtime "
-             "functions";
+    std::string reserved = mlir::attn::abi::reservedSymbolConflict(name);
+    if (!reserved.empty())
+      return reserved;
   }
   return "";
 }

@@ -6,6 +6,8 @@
 #include "attnc/Sema/OpTable.h"
 #include "attnc/Support/Diagnostics.h"
 
+#include "attn/Target/KernelAbi.h"
+
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
@@ -22,6 +24,7 @@ using llvm::SMRange;
 using llvm::StringRef;
 using llvm::Twine;
 namespace rules = mlir::attn::rules;
+namespace abi = mlir::attn::abi;
 
 namespace {
 
@@ -500,40 +503,107 @@ void BlockChecker::checkOutputs() {
                    Twine(Sema::kMaxBlockArguments) + " are supported");
 }
 
-void BlockChecker::checkHeaderMacros() {
-  llvm::StringMap<const Ident *> macros;
-  // False when `name` + `suffix` is another name's macro (reported).
-  auto claim = [&](const Ident &name, StringRef suffix) {
-    std::string macro = StringRef(name.name).upper() + suffix.str();
-    auto [it, inserted] = macros.try_emplace(macro, &name);
-    if (inserted || it->second->name == name.name)
-      return true;
-    diag.error(name.range,
-               quoted(name.name) + " and " + quoted(it->second->name) +
-                   " both give the header macro " +
-                   quoted(StringRef(block.name.name).upper() + "_" + macro) +
-                   "; rename one");
-    diag.note(it->second->range.Start, quoted(it->second->name) + " is here",
-              it->second->range);
-    return false;
-  };
-  // One report per name.
-  auto claimTensor = [&](const Ident &name) {
-    for (StringRef suffix : {"_RANK", "_SHAPE", "_NUMEL"})
-      if (!claim(name, suffix))
-        return;
-  };
+/// What a header name is, for messages: `dim 'N'`, `output 'X'`, ... (with
+/// the header's name of an output renamed in the ABI).
+std::string describeSource(const abi::HeaderName &name, const Ident &source,
+                           StringRef kind, StringRef bufferName) {
+  switch (name.origin) {
+  case abi::HeaderName::Origin::Dim:
+    return "dim " + quoted(source.name);
+  case abi::HeaderName::Origin::Buffer:
+    return (kind + " " + quoted(source.name) +
+            (bufferName != source.name
+                 ? " (called " + quoted(bufferName) + " in the header)"
+                 : std::string()))
+        .str();
+  case abi::HeaderName::Origin::Entry:
+  case abi::HeaderName::Origin::Abi:
+    return name.what;
+  }
+  return name.what;
+}
+
+} // namespace
+
+std::vector<Sema::HeaderName> attnc::headerNamesOf(const Block &block) {
+  std::vector<const Ident *> dimSources, bufferSources;
+  std::vector<std::string> dims, arguments, outputs;
+  std::vector<StringRef> kinds;
   for (const auto &stmt : block.stmts) {
-    if (auto *dims = llvm::dyn_cast<DimStmt>(stmt.get()))
-      for (const DimStmt::Def &def : dims->defs)
-        claim(def.name, "");
-    else if (auto *decl = llvm::dyn_cast<DeclStmt>(stmt.get()))
-      claimTensor(decl->name);
+    if (auto *dimStmt = llvm::dyn_cast<DimStmt>(stmt.get())) {
+      for (const DimStmt::Def &def : dimStmt->defs) {
+        dimSources.push_back(&def.name);
+        dims.push_back(def.name.name);
+      }
+    } else if (auto *decl = llvm::dyn_cast<DeclStmt>(stmt.get())) {
+      bufferSources.push_back(&decl->name);
+      arguments.push_back(decl->name.name);
+      kinds.push_back(decl->isParam ? "param" : "input");
+    }
   }
   for (const Ident *output : block.outputs) {
-    auto it = scope.find(output->name);
-    if (it != scope.end() && it->second.kind == Symbol::Kind::Value)
-      claimTensor(*output);
+    bufferSources.push_back(output);
+    outputs.push_back(output->name);
+    kinds.push_back("output");
+  }
+  std::vector<std::string> buffers = abi::bufferNames(arguments, outputs);
+  std::vector<Sema::HeaderName> names;
+  for (const abi::HeaderName &name :
+       abi::headerNames(block.name.name, dims, buffers)) {
+    Sema::HeaderName named;
+    named.name = name.name;
+    named.block = &block;
+    named.isEntry = name.origin == abi::HeaderName::Origin::Entry;
+    switch (name.origin) {
+    case abi::HeaderName::Origin::Dim:
+      named.source = dimSources[name.index];
+      named.what = describeSource(name, *named.source, "", "");
+      break;
+    case abi::HeaderName::Origin::Buffer:
+      named.source = bufferSources[name.index];
+      named.what = describeSource(name, *named.source, kinds[name.index],
+                                  buffers[name.index]);
+      break;
+    case abi::HeaderName::Origin::Entry:
+    case abi::HeaderName::Origin::Abi:
+      named.source = &block.name;
+      named.what = name.what;
+      break;
+    }
+    names.push_back(std::move(named));
+  }
+  return names;
+}
+
+namespace {
+
+void BlockChecker::checkHeaderMacros() {
+  // The ABI's own names come first: a dim or buffer whose macro is one of
+  // them is reported; of two sources with one macro, the later.
+  llvm::StringMap<const Sema::HeaderName *> claimed;
+  llvm::SmallPtrSet<const Ident *, 8> reported;
+  std::vector<Sema::HeaderName> names = headerNamesOf(block);
+  for (const Sema::HeaderName &name : names) {
+    if (name.isEntry)
+      continue;
+    auto [it, inserted] = claimed.try_emplace(name.name, &name);
+    const Sema::HeaderName &other = *it->second;
+    if (inserted || other.source->name == name.source->name ||
+        !reported.insert(name.source).second)
+      continue;
+    if (other.source == &block.name)
+      diag.error(name.source->range, name.what + " gives the header macro " +
+                                         quoted(name.name) +
+                                         ", which the header defines itself (" +
+                                         other.what + "); rename it");
+    else {
+      diag.error(name.source->range, quoted(name.source->name) + " and " +
+                                         quoted(other.source->name) +
+                                         " both give the header macro " +
+                                         quoted(name.name) + "; rename one");
+      diag.note(other.source->range.Start,
+                quoted(other.source->name) + " is here", other.source->range);
+    }
   }
 }
 
@@ -1035,10 +1105,14 @@ std::optional<TensorShape> BlockChecker::applyRules(CallExpr &call) {
 
 } // namespace
 
-/// NAME_prepare and NAME_prepared are exported beside NAME: a block of
-/// such a name clashes with the block NAME, whichever comes first.
-void Sema::checkExportedSteps(const Ident &name) {
-  for (StringRef suffix : {"_prepare", "_prepared"}) {
+/// Beside NAME, objects export NAME_prepare, NAME_prepared, NAME_cuda, ...
+/// (the ABI's entries, for any target): a block of such a name clashes with
+/// the block NAME, whichever comes first.
+void Sema::checkExportedEntries(const Ident &name) {
+  for (const abi::EntryDescription &entry : abi::allEntries()) {
+    StringRef suffix = entry.suffix;
+    if (suffix.empty())
+      continue;
     StringRef base = name.name;
     std::string derived = (name.name + suffix).str();
     StringRef owner, step = suffix.drop_front();
@@ -1050,12 +1124,37 @@ void Sema::checkExportedSteps(const Ident &name) {
       continue;
     SMRange other = blockNames.lookup(owner == name.name ? derived : owner);
     diag.error(name.range, "block " + quoted(name.name) + " clashes with " +
-                               quoted((owner + "_" + step).str()) +
+                               quoted((owner + suffix).str()) +
                                ", the exported " + quoted(step) +
-                               " step of block " + quoted(owner) +
+                               " entry of block " + quoted(owner) +
                                "; choose another name");
     diag.note(other.Start, "the other block is defined here", other);
     return;
+  }
+}
+
+void Sema::checkHeaderNamesAcrossBlocks(const Block &block) {
+  // A block whose macros are all another's was reported at its name.
+  auto owner = blockMacros.find(StringRef(block.name.name).upper());
+  if (owner == blockMacros.end() || owner->second != &block.name)
+    return;
+  llvm::SmallPtrSet<const Ident *, 8> reported;
+  for (Sema::HeaderName &name : headerNamesOf(block)) {
+    auto [it, inserted] = fileHeaderNames.try_emplace(name.name, name);
+    const Sema::HeaderName &other = it->second;
+    // Two entries are checkExportedEntries' (and its block names').
+    if (inserted || other.block == &block || (name.isEntry && other.isEntry) ||
+        !reported.insert(name.source).second)
+      continue;
+    diag.error(name.source->range,
+               "the header of block " + quoted(block.name.name) +
+                   " and that of block " + quoted(other.block->name.name) +
+                   " both declare " + quoted(name.name) + " (" + name.what +
+                   "; " + other.what +
+                   "), so they do not compile together; "
+                   "rename one");
+    diag.note(other.source->range.Start, "the other is here",
+              other.source->range);
   }
 }
 
@@ -1094,7 +1193,7 @@ void Sema::checkBlock(Block &block) {
                    " has the name of an op, so calls of it would call the "
                    "op; rename the block");
   checkCName(diag, block.name, CNameUse::Function, "block");
-  checkExportedSteps(block.name);
+  checkExportedEntries(block.name);
   if (waitsForCallee(block)) {
     waiting.push_back(&block);
     return;
@@ -1109,6 +1208,10 @@ void Sema::runChecker(Block &block) {
   block.valid = !block.hadSyntaxErrors && diag.errorCount() == errorsBefore &&
                 !block.outputs.empty() &&
                 block.outputShapes.size() == block.outputs.size();
+  if (block.valid) {
+    checkHeaderNamesAcrossBlocks(block);
+    block.valid = diag.errorCount() == errorsBefore;
+  }
 }
 
 bool Sema::waitsForCallee(const Block &block) const {

@@ -8,6 +8,7 @@
 
 #include "attn/Target/CpuTarget.h"
 #include "attn/Target/GpuTarget.h"
+#include "attnc/Codegen/CHeader.h"
 #include "attnc/Codegen/Compile.h"
 #include "attnc/Codegen/GpuCompile.h"
 #include "attnc/Codegen/Target.h"
@@ -403,11 +404,11 @@ int emitGpuCode(mlir::ModuleOp module, const CompileOptions &options) {
     auto signatures = kernelSignatures(module);
     if (!signatures)
       return internal(signatures.takeError());
-    std::string text;
-    for (const KernelSignature &signature : *signatures)
-      text += emitGpuCHeader(signature, llvm::sys::path::filename(inputFile),
-                             options.target);
-    return writeOutput(text, /*binary=*/false);
+    HeaderTarget header{mlir::attn::abi::ObjectKind::Gpu,
+                        gpuChip(options.target)};
+    return writeOutput(
+        emitCHeader(*signatures, llvm::sys::path::filename(inputFile), header),
+        /*binary=*/false);
   }
   GpuOutputKind kind = GpuOutputKind::Object;
   switch (emitKind) {
@@ -492,9 +493,10 @@ int emitCode(const LoadedSpec &spec, unsigned optLevelValue,
       return internal(std::move(error));
     if (llvm::Error error = readPackedElements(*module, *signatures))
       return internal(std::move(error));
-    return writeOutput(
-        emitCHeader(*signatures, llvm::sys::path::filename(inputFile)),
-        /*binary=*/false);
+    return writeOutput(emitCHeader(*signatures,
+                                   llvm::sys::path::filename(inputFile),
+                                   HeaderTarget{}),
+                       /*binary=*/false);
   }
   if (emitKind == EmitKind::Lowered && cpuList(options.target).size() > 1) {
     error() << "--emit=lowered shows one CPU's MLIR; give one --mcpu\n";

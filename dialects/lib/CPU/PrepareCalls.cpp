@@ -10,6 +10,7 @@
 #include "attn/CPU/Passes.h"
 #include "attn/IR/AttnDialect.h"
 #include "attn/Target/CpuTarget.h"
+#include "attn/Target/KernelAbi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -70,9 +71,9 @@ struct AttnPrepareCallsPass
       if (!kernel->hasAttr(AttnDialect::kPackedElementsAttr))
         continue;
       auto prepare = symbols.lookup<func::FuncOp>(
-          (kernel.getSymName() + "_prepare").str());
+          abi::entrySymbol(kernel.getSymName(), abi::Entry::Prepare));
       auto prepared = symbols.lookup<func::FuncOp>(
-          (kernel.getSymName() + "_prepared").str());
+          abi::entrySymbol(kernel.getSymName(), abi::Entry::Prepared));
       if (!prepare || !prepared || prepare.isExternal() ||
           prepared.isExternal())
         continue;

@@ -6,9 +6,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn/CPU/Passes.h"
 #include "attn/IR/AttnDialect.h"
 #include "attn/Target/CpuTarget.h"
-#include "attn/CPU/Passes.h"
+#include "attn/Target/KernelAbi.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -169,7 +170,7 @@ func::FuncOp buildPrepare(OpBuilder &b, func::FuncOp kernel,
       context, paramTypes,
       {packedType(context, analysis.packedElements), b.getI32Type()});
   auto prepare = func::FuncOp::create(
-      b, loc, (kernel.getSymName() + "_prepare").str(), type);
+      b, loc, abi::entrySymbol(kernel.getSymName(), abi::Entry::Prepare), type);
   for (auto [i, argument] : llvm::enumerate(params))
     prepare.setArgAttrs(i, kernel.getArgAttrDict(argument));
   prepare->setAttr(kKernelPartAttr, b.getStringAttr("prepare"));
@@ -207,7 +208,8 @@ func::FuncOp buildPrepared(OpBuilder &b, func::FuncOp kernel,
                            const PrepareAnalysis &analysis) {
   IRMapping copies;
   auto prepared = cast<func::FuncOp>(b.clone(*kernel, copies));
-  prepared.setSymName((kernel.getSymName() + "_prepared").str());
+  prepared.setSymName(
+      abi::entrySymbol(kernel.getSymName(), abi::Entry::Prepared));
   prepared->removeAttr(AttnDialect::kPackedElementsAttr);
   prepared->setAttr(kKernelPartAttr, b.getStringAttr("prepared"));
   MLIRContext *context = kernel.getContext();
@@ -280,10 +282,11 @@ struct AttnSplitPreparePass
     OpBuilder b(&getContext());
     SymbolTable symbols(module);
     for (func::FuncOp kernel : kernels) {
-      for (StringRef suffix : {"_prepare", "_prepared"})
-        if (symbols.lookup((kernel.getSymName() + suffix).str())) {
+      for (abi::Entry entry : {abi::Entry::Prepare, abi::Entry::Prepared})
+        if (std::string name = abi::entrySymbol(kernel.getSymName(), entry);
+            symbols.lookup(name)) {
           kernel.emitOpError("cannot be split: a function named '")
-              << kernel.getSymName() << suffix << "' exists already";
+              << name << "' exists already";
           return signalPassFailure();
         }
       if (!kernel.getBody().hasOneBlock()) {

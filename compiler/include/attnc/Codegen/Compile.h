@@ -63,28 +63,6 @@ llvm::Expected<std::string> compileToMachineCode(mlir::ModuleOp module,
                                                  const CompileOptions &options,
                                                  MachineCodeKind kind);
 
-/// The C header of `signature` with `entries` (prototypes and their
-/// comments) after the dims and shapes: what every target's header shares.
-std::string emitCHeaderWith(const KernelSignature &signature,
-                            llvm::StringRef origin, llvm::StringRef entries);
-
-/// The macro prefix of kernel `name` in its header (upper case, `_`).
-std::string headerMacroPrefix(llvm::StringRef name);
-
-/// A prototype's parameters: `const float *X, ..., float *Y`.
-std::string cParameters(const KernelSignature &signature);
-
-/// The C header of a kernel: include guard, `extern "C"`, the prototype of
-/// SPEC §5 and those of NAME_prepare and NAME_prepared, every dim and
-/// argument shape as constants. `origin` names the spec it was compiled
-/// from.
-std::string emitCHeader(const KernelSignature &signature,
-                        llvm::StringRef origin);
-
-/// The C header declaring every kernel of `signatures`.
-std::string emitCHeader(const std::vector<KernelSignature> &signatures,
-                        llvm::StringRef origin);
-
 } // namespace attnc
 
 #endif // ATTNC_CODEGEN_COMPILE_H

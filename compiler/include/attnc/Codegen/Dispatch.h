@@ -5,7 +5,7 @@
 // first) and exports, under the kernels' names, dispatchers that call the
 // first variant whose instruction set the running machine has -- read from
 // CPUID and from XGETBV (the registers the OS saves), as MLAS does -- and
-// return kUnsupportedCpuStatus when there is none: never an illegal
+// return ATTNC_STATUS_UNSUPPORTED_CPU when there is none: never an illegal
 // instruction. A single-CPU object gets the same guard. ATTNC_CPU_VARIANT=I
 // in the environment picks variant I instead (if the machine can run it),
 // so that every path can be tested.
@@ -30,9 +30,6 @@ class Module;
 } // namespace llvm
 
 namespace attnc {
-
-/// What a kernel returns when the machine lacks every variant's features.
-constexpr int kUnsupportedCpuStatus = -1;
 
 /// The CPUID bits (and XCR0 state bits) one variant needs.
 struct CpuRequirements {

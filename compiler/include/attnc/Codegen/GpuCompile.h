@@ -51,12 +51,6 @@ llvm::Error checkGpuTarget(const TargetOptions &options);
 /// The PTX ISA version features for `chip` (`+ptx80` for sm_90a).
 std::string ptxFeatures(llvm::StringRef chip);
 
-/// The C header of a GPU object: NAME, NAME_cuda, NAME_cuda_last_error and
-/// the status codes of the loader (attnc_cuda.h).
-std::string emitGpuCHeader(const KernelSignature &signature,
-                           llvm::StringRef origin,
-                           const TargetOptions &options);
-
 enum class GpuOutputKind {
   /// MLIR just before translation (host in the LLVM dialect, gpu.binary).
   Lowered,

@@ -5,12 +5,16 @@
 // role, dtype and shape; the block's named dims; and which inputs are
 // embedding ids (checked before a kernel runs). Read off the attn-level
 // function, emitted as the C header, stored as JSON beside cached objects.
-// Part of the public (installed) API: includes LLVM Support headers only.
+// Part of the public (installed) API: includes LLVM Support headers and the
+// element-type table and ABI headers (attn/Target) only.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef ATTNC_CODEGEN_KERNELSIGNATURE_H
 #define ATTNC_CODEGEN_KERNELSIGNATURE_H
+
+#include "attn/Target/ElementType.h"
+#include "attn/Target/KernelAbi.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -23,12 +27,14 @@
 
 namespace attnc {
 
-enum class ArgumentRole { Input, Param, Output };
-enum class ElementType { F32, I32 };
+using ArgumentRole = mlir::attn::abi::ArgumentRole;
+using ElementType = mlir::attn::ElementType;
 
+/// `input`, `param`, `output`.
 llvm::StringRef roleName(ArgumentRole role);
+/// `f32`, ... (attn/Target/ElementType.h).
 llvm::StringRef elementTypeName(ElementType type);
-/// Bytes per element (4 for both).
+/// Bytes per element.
 size_t elementSize(ElementType type);
 
 struct KernelArgument {
@@ -63,6 +69,11 @@ struct KernelSignature {
   /// Floats of the buffer NAME_prepare fills from the params and
   /// NAME_prepared reads (weights transposed once; see attn-split-prepare).
   int64_t packedElements = 0;
+
+  /// Each argument's role, in ABI order (what abi::parametersOf takes).
+  std::vector<ArgumentRole> roles() const;
+  /// Each argument's name, in ABI order (what the header's names take).
+  std::vector<std::string> argumentNames() const;
 
   std::string toJSON() const;
   static llvm::Expected<KernelSignature> fromJSON(llvm::StringRef text);

@@ -104,8 +104,8 @@ enum class TemporaryAllocator {
 void dropAttnArgumentAttrs(mlir::ModuleOp module);
 
 /// Translates an LLVM-dialect module to LLVM IR for `machine` and optimizes
-/// it at `optLevel`. Adds `__attnc_packed_NAME(void **args)` for every
-/// kernel NAME (see packedEntryName) and routes malloc/free to `allocator`.
+/// it at `optLevel`. Adds the packed form of every exported function (see
+/// addPackedEntry) and routes malloc/free to `allocator`.
 llvm::Expected<std::unique_ptr<llvm::Module>>
 translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
                   llvm::TargetMachine &machine, unsigned optLevel,
@@ -116,11 +116,9 @@ translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
 /// needs libc only does not page-fault its temporaries in on every call.
 void addBlockCache(llvm::Module &module);
 
-/// The symbol of a kernel's packed entry: `int (void **args)`, args[i] the
-/// i-th buffer pointer, so that a host can call a kernel of any arity.
-std::string packedEntryName(llvm::StringRef kernel);
-
-/// Adds packedEntryName(kernel.getName()) calling `kernel` to `module`.
+/// Adds the packed form of entry `kernel` (mlir::attn::abi::
+/// packedEntrySymbol: `int (void **args)`, args[i] its i-th parameter)
+/// calling it to `module`.
 void addPackedEntry(llvm::Module &module, llvm::Function &kernel);
 
 /// LLVM's middle end on `module` at `optLevel` (0..3) for `machine`.

@@ -24,6 +24,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <string>
 #include <vector>
 
 namespace attnc {
@@ -77,8 +78,24 @@ public:
   std::vector<std::string> callChain(const ast::Block &from,
                                      llvm::StringRef to) const;
 
+  /// A name the header of a checked block declares (attn/Target/
+  /// KernelAbi.h's headerNames) and the source name it comes from.
+  struct HeaderName {
+    std::string name;
+    /// For messages: `dim 'N'`, `input 'X'`, `the include guard`, ...
+    std::string what;
+    const ast::Ident *source = nullptr;
+    const ast::Block *block = nullptr;
+    bool isEntry = false;
+  };
+
 private:
-  void checkExportedSteps(const ast::Ident &name);
+  /// Entries of the ABI (NAME_prepare, NAME_cuda, ...) of one block that
+  /// are another block's name.
+  void checkExportedEntries(const ast::Ident &name);
+  /// Names of `block`'s header that another checked block's header
+  /// declares too.
+  void checkHeaderNamesAcrossBlocks(const ast::Block &block);
   /// Whether `block` calls a block of the file that is not checked yet
   /// (other than itself, which is an error at the call).
   bool waitsForCallee(const ast::Block &block) const;
@@ -91,7 +108,14 @@ private:
   llvm::StringMap<llvm::SMRange> blockNames;
   /// Upper-cased block names (the header's macros), for clashes.
   llvm::StringMap<const ast::Ident *> blockMacros;
+  /// The header names of the blocks checked so far.
+  llvm::StringMap<HeaderName> fileHeaderNames;
 };
+
+/// Every name the header of `block` declares, each with its source name
+/// (the block's name for the ABI's own): the dims and buffers as checked
+/// so far (outputs once the block is checked).
+std::vector<Sema::HeaderName> headerNamesOf(const ast::Block &block);
 
 } // namespace attnc
 
