@@ -6,6 +6,7 @@
 
 #include "attn/IR/AttnDialect.h"
 #include "attn/IR/AttnOps.h"
+#include "attn/IR/AttnTypes.h"
 #include "attn/Target/KernelAbi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -75,10 +76,10 @@ private:
   }
 
   mlir::RankedTensorType tensorType(const rules::TensorShape &shape) {
-    mlir::Type element = shape.element == rules::ElementKind::I32
-                             ? mlir::Type(builder.getI32Type())
-                             : mlir::Type(builder.getF32Type());
-    return mlir::RankedTensorType::get(shape.dims, element);
+    // Sema checked the types: every shape has a row of the table.
+    return mlir::RankedTensorType::get(
+        shape.dims,
+        mlir::attn::mlirTypeOf(*shape.element, builder.getContext()));
   }
 
   void generateBlock(const Block &block, bool exported) {

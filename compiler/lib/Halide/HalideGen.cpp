@@ -16,6 +16,7 @@
 #include "attn/IR/AttnDialect.h"
 #include "attn/IR/AttnOps.h"
 #include "attn/IR/AttnShapeRules.h"
+#include "attn/IR/AttnTypes.h"
 #include "attn/IR/MaskedSoftmax.h"
 #include "attn/IR/PositionalEncoding.h"
 
@@ -531,8 +532,15 @@ attnc::halide::buildKernelPipeline(mlir::func::FuncOp kernel, bool clampReads) {
     auto type = llvm::cast<mlir::ShapedType>(arg.getType());
     auto name = kernel.getArgAttrOfType<mlir::StringAttr>(
         i, mlir::attn::AttnDialect::kNameAttr);
-    Halide::Type element =
-        type.getElementType().isF32() ? Halide::Float(32) : Halide::Int(32);
+    std::optional<mlir::attn::ElementType> row =
+        mlir::attn::elementTypeOf(type.getElementType());
+    if (!row)
+      return llvm::createStringError(
+          "argument " + std::to_string(i) + " of kernel '" +
+          kernel.getName().str() + "' has an element type kernels do not take");
+    const mlir::attn::ElementTypeInfo &info = mlir::attn::describe(*row);
+    Halide::Type element(static_cast<halide_type_code_t>(info.halideCode),
+                         static_cast<int>(info.bytes * 8), 1);
     Halide::ImageParam param(element, static_cast<int>(type.getRank()),
                              "arg_" + std::to_string(i) + "_" +
                                  (name ? name.str() : std::string("arg")));

@@ -316,21 +316,28 @@ void BlockChecker::checkDims(DimStmt &stmt) {
 std::optional<TensorShape> BlockChecker::checkType(const TypeExpr &type) {
   TensorShape shape;
   StringRef element = type.element.name;
-  if (element == "f32") {
-    shape.element = rules::ElementKind::F32;
-  } else if (element == "i32") {
-    shape.element = rules::ElementKind::I32;
-  } else if (element == "bf16" || element == "f16") {
-    diag.error(type.element.range, "element type " + quoted(element) +
-                                       " is reserved but not supported yet; "
-                                       "use f32 or i32");
-    return std::nullopt;
-  } else {
+  // The element-type table's rows that specs may use.
+  std::vector<StringRef> supported;
+  for (const mlir::attn::ElementTypeInfo &info : mlir::attn::elementTypes())
+    if (info.isSupported)
+      supported.push_back(info.name);
+  std::string expected = llvm::join(supported, " or ");
+  std::optional<mlir::attn::ElementType> parsed =
+      mlir::attn::elementTypeNamed(element);
+  if (!parsed) {
     diag.error(type.element.range, "unknown element type " + quoted(element) +
-                                       "; expected f32 or i32" +
-                                       didYouMean(element, {"f32", "i32"}));
+                                       "; expected " + expected +
+                                       didYouMean(element, supported));
     return std::nullopt;
   }
+  if (!mlir::attn::describe(*parsed).isSupported) {
+    diag.error(type.element.range, "element type " + quoted(element) +
+                                       " is reserved but not supported yet; "
+                                       "use " +
+                                       expected);
+    return std::nullopt;
+  }
+  shape.element = *parsed;
   bool ok = true;
   for (const TypeExpr::DimRef &dim : type.dims) {
     int64_t size = dim.value;

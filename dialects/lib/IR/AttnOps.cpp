@@ -8,6 +8,7 @@
 
 #include "attn/IR/AttnOps.h"
 #include "attn/IR/AttnShapeRules.h"
+#include "attn/IR/AttnTypes.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
@@ -46,10 +47,7 @@ public:
     }
     TensorShape shape;
     shape.dims.assign(type.getShape().begin(), type.getShape().end());
-    Type element = type.getElementType();
-    shape.element = element.isF32()                 ? rules::ElementKind::F32
-                    : element.isSignlessInteger(32) ? rules::ElementKind::I32
-                                                    : rules::ElementKind::Other;
+    shape.element = elementTypeOf(type.getElementType());
     return shape;
   }
 
@@ -66,11 +64,10 @@ private:
   bool anyFailed = false;
 };
 
+/// The type of a result the rules inferred (from operands the rules
+/// accepted, so its element type has a row of the table).
 Type toType(MLIRContext *context, const TensorShape &shape) {
-  Type element = shape.element == rules::ElementKind::I32
-                     ? Type(IntegerType::get(context, 32))
-                     : Type(Float32Type::get(context));
-  return RankedTensorType::get(shape.dims, element);
+  return RankedTensorType::get(shape.dims, mlirTypeOf(*shape.element, context));
 }
 
 const TensorShape *ptr(const std::optional<TensorShape> &shape) {
@@ -322,8 +319,7 @@ LogicalResult FusedAttentionOp::verify() {
     auto type = cast<ShapedType>(value.getType());
     TensorShape shape;
     shape.dims.assign(type.getShape().begin(), type.getShape().end());
-    shape.element = type.getElementType().isF32() ? rules::ElementKind::F32
-                                                  : rules::ElementKind::I32;
+    shape.element = elementTypeOf(type.getElementType());
     return shape;
   };
   // [B, T, H*d] -> [B*H, T, d] (split_heads); k and v of kv_heads(G)
@@ -383,7 +379,8 @@ LogicalResult FusedAttentionOp::verify() {
     int64_t rows = std::max(perHead[0]->dims[1], perHead[1]->dims[1]);
     for (Value table : {getRopeCos(), getRopeSin()}) {
       TensorShape shape = shapeOf(table);
-      if (shape.element != rules::ElementKind::F32 ||
+      // The tables are f32 whatever q's type: positions need its precision.
+      if (shape.element != ElementType::F32 ||
           shape.dims != SmallVector<int64_t, 4>{rows, dk / 2})
         return emitOpError("rope tables must be f32[")
                << rows << ", " << dk / 2

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <utility>
 
+using namespace mlir::attn;
 using namespace mlir::attn::rules;
 using llvm::StringRef;
 using llvm::Twine;
@@ -21,16 +22,32 @@ namespace {
 
 constexpr int64_t kAnyRank = -1;
 
-StringRef elementName(ElementKind kind) {
-  switch (kind) {
-  case ElementKind::F32:
-    return "f32";
-  case ElementKind::I32:
-    return "i32";
-  case ElementKind::Other:
-    return "an unsupported element type";
-  }
-  return "?";
+std::string elementName(std::optional<ElementType> type) {
+  return type ? nameOf(*type).str() : "an unsupported element type";
+}
+
+/// What an operand must hold: a float or an integer type of the table that
+/// ops accept.
+enum class ElementClass { Float, Integer };
+
+bool accepts(ElementClass expected, std::optional<ElementType> type) {
+  return type && describe(*type).isSupported &&
+         isFloat(*type) == (expected == ElementClass::Float);
+}
+
+/// `an f32`, `an i32` (`an f32, bf16 or f16` once they are supported).
+std::string expectedTypes(ElementClass expected) {
+  llvm::SmallVector<StringRef> names;
+  for (const ElementTypeInfo &info : elementTypes())
+    if (accepts(expected, info.type))
+      names.push_back(info.name);
+  std::string list;
+  for (auto [i, name] : llvm::enumerate(names))
+    list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + name.str();
+  // The article goes by how the first letter is said ("an f32", "a bf16").
+  bool vowelSound =
+      !list.empty() && StringRef("aefhilmnorsx").contains(list.front());
+  return (vowelSound ? "an " : "a ") + list;
 }
 
 /// A float attribute as a person wrote it (`0.1`, not `1.000000e-01`).
@@ -59,12 +76,13 @@ public:
     return false;
   }
 
-  /// `t` has element type `element`, a rank in [minRank, maxRank] (maxRank
-  /// kAnyRank: unbounded), positive dims and a sane element count.
-  bool tensor(StringRef name, const TensorShape &t, ElementKind element,
+  /// `t` has an element type of class `expected`, a rank in [minRank,
+  /// maxRank] (maxRank kAnyRank: unbounded), positive dims and a sane
+  /// element count.
+  bool tensor(StringRef name, const TensorShape &t, ElementClass expected,
               int64_t minRank, int64_t maxRank) {
-    if (t.element != element)
-      return fail(name, "'" + name + "' must be an " + elementName(element) +
+    if (!accepts(expected, t.element))
+      return fail(name, "'" + name + "' must be " + expectedTypes(expected) +
                             " tensor, got " + formatShape(t));
     if (t.rank() < minRank || (maxRank != kAnyRank && t.rank() > maxRank))
       return fail(name, "'" + name + "' must have " +
@@ -125,17 +143,17 @@ public:
   /// [N] or [N, Tq]. `nName` names N in messages (`B` or `N`).
   bool validLens(const TensorShape &vl, int64_t n, int64_t tq,
                  StringRef nName) {
-    if (!tensor("valid_lens", vl, ElementKind::I32, 1, 2))
+    if (!tensor("valid_lens", vl, ElementClass::Integer, 1, 2))
       return false;
     if (vl.dims[0] != n)
       return fail("valid_lens", "'valid_lens' must have " + Twine(n) +
                                     " rows (" + nName + "), got " +
                                     formatShape(vl));
     if (vl.rank() == 2 && vl.dims[1] != tq)
-      return fail("valid_lens", "a 2-D 'valid_lens' must be i32[" + Twine(n) +
-                                    ", " + Twine(tq) +
-                                    "] (one length per query), got " +
-                                    formatShape(vl));
+      return fail("valid_lens",
+                  "a 2-D 'valid_lens' must be " + elementName(vl.element) +
+                      "[" + Twine(n) + ", " + Twine(tq) +
+                      "] (one length per query), got " + formatShape(vl));
     return true;
   }
 
@@ -151,23 +169,24 @@ struct LinearNames {
 /// spells them (`linear` and the two halves of `ffn` share this rule).
 RuleResult linearRule(Checker &c, const TensorShape &x, const TensorShape &w,
                       const TensorShape *b, LinearNames names) {
-  if (!c.tensor(names.x, x, ElementKind::F32, 1, kAnyRank) ||
-      !c.tensor(names.w, w, ElementKind::F32, 2, 2))
+  if (!c.tensor(names.x, x, ElementClass::Float, 1, kAnyRank) ||
+      !c.tensor(names.w, w, ElementClass::Float, 2, 2))
     return std::nullopt;
   int64_t in = x.dims.back(), out = w.dims[0];
   if (w.dims[1] != in) {
-    c.fail(names.w, "'" + names.w + "' must be f32[O, " + Twine(in) +
+    c.fail(names.w, "'" + names.w + "' must be " + elementName(w.element) +
+                        "[O, " + Twine(in) +
                         "] to match the last dimension of '" + names.x + "' (" +
                         formatShape(x) + "), got " + formatShape(w));
     return std::nullopt;
   }
   if (b) {
-    if (!c.tensor(names.b, *b, ElementKind::F32, 1, 1))
+    if (!c.tensor(names.b, *b, ElementClass::Float, 1, 1))
       return std::nullopt;
     if (b->dims[0] != out) {
-      c.fail(names.b, "'" + names.b + "' must be f32[" + Twine(out) +
-                          "] (one bias per row of '" + names.w + "'), got " +
-                          formatShape(*b));
+      c.fail(names.b, "'" + names.b + "' must be " + elementName(b->element) +
+                          "[" + Twine(out) + "] (one bias per row of '" +
+                          names.w + "'), got " + formatShape(*b));
       return std::nullopt;
     }
   }
@@ -183,10 +202,11 @@ bool layerNormParams(Checker &c, const TensorShape &x, const TensorShape &gamma,
   for (auto [name, t] :
        {std::pair<StringRef, const TensorShape *>{"gamma", &gamma},
         {"beta", &beta}}) {
-    if (!c.tensor(name, *t, ElementKind::F32, 1, 1))
+    if (!c.tensor(name, *t, ElementClass::Float, 1, 1))
       return false;
     if (t->dims[0] != d)
-      return c.fail(name, "'" + name + "' must be f32[" + Twine(d) +
+      return c.fail(name, "'" + name + "' must be " + elementName(t->element) +
+                              "[" + Twine(d) +
                               "] (the last dimension of 'x'), got " +
                               formatShape(*t));
   }
@@ -219,8 +239,8 @@ RuleResult mlir::attn::rules::inferMatmul(const TensorShape &a,
                                           const TensorShape &b, bool transposeB,
                                           RuleError error) {
   Checker c(error);
-  if (!c.tensor("a", a, ElementKind::F32, 3, 3) ||
-      !c.tensor("b", b, ElementKind::F32, 3, 3))
+  if (!c.tensor("a", a, ElementClass::Float, 3, 3) ||
+      !c.tensor("b", b, ElementClass::Float, 3, 3))
     return std::nullopt;
   if (a.dims[0] != b.dims[0]) {
     c.fail("b", "batch sizes differ: 'a' is " + formatShape(a) + ", 'b' is " +
@@ -236,13 +256,13 @@ RuleResult mlir::attn::rules::inferMatmul(const TensorShape &a,
                     " != " + Twine(bK));
     return std::nullopt;
   }
-  return c.result(TensorShape{ElementKind::F32, {a.dims[0], a.dims[1], p}});
+  return c.result(TensorShape{a.element, {a.dims[0], a.dims[1], p}});
 }
 
 RuleResult mlir::attn::rules::inferElementwiseUnary(const TensorShape &x,
                                                     RuleError error) {
   Checker c(error);
-  if (!c.tensor("x", x, ElementKind::F32, 0, kAnyRank))
+  if (!c.tensor("x", x, ElementClass::Float, 0, kAnyRank))
     return std::nullopt;
   return x;
 }
@@ -255,7 +275,7 @@ RuleResult mlir::attn::rules::inferGelu(const TensorShape &x,
 RuleResult mlir::attn::rules::inferScale(const TensorShape &x, double factor,
                                          RuleError error) {
   Checker c(error);
-  if (!c.tensor("x", x, ElementKind::F32, 0, kAnyRank))
+  if (!c.tensor("x", x, ElementClass::Float, 0, kAnyRank))
     return std::nullopt;
   if (!std::isfinite(factor)) {
     c.fail("factor", "the scale factor must be a finite number, got " +
@@ -269,10 +289,10 @@ RuleResult mlir::attn::rules::inferElementwiseBinary(const TensorShape &lhs,
                                                      const TensorShape &rhs,
                                                      RuleError error) {
   Checker c(error);
-  if (!c.tensor("a", lhs, ElementKind::F32, 0, kAnyRank) ||
-      !c.tensor("b", rhs, ElementKind::F32, 0, kAnyRank))
+  if (!c.tensor("a", lhs, ElementClass::Float, 0, kAnyRank) ||
+      !c.tensor("b", rhs, ElementClass::Float, 0, kAnyRank))
     return std::nullopt;
-  TensorShape result{ElementKind::F32, {}};
+  TensorShape result{lhs.element, {}};
   int64_t rank = std::max(lhs.rank(), rhs.rank());
   result.dims.resize(rank);
   for (int64_t axis = 1; axis <= rank; ++axis) {
@@ -294,13 +314,13 @@ RuleResult mlir::attn::rules::inferRmsNorm(const TensorShape &x,
                                            const TensorShape &gamma, double eps,
                                            RuleError error) {
   Checker c(error);
-  if (!c.tensor("x", x, ElementKind::F32, 1, kAnyRank) ||
-      !c.tensor("gamma", gamma, ElementKind::F32, 1, 1))
+  if (!c.tensor("x", x, ElementClass::Float, 1, kAnyRank) ||
+      !c.tensor("gamma", gamma, ElementClass::Float, 1, 1))
     return std::nullopt;
   int64_t d = x.dims.back();
   if (gamma.dims[0] != d) {
-    c.fail("gamma", "'gamma' must be f32[" + Twine(d) +
-                        "] (the last dimension of 'x'), got " +
+    c.fail("gamma", "'gamma' must be " + elementName(gamma.element) + "[" +
+                        Twine(d) + "] (the last dimension of 'x'), got " +
                         formatShape(gamma));
     return std::nullopt;
   }
@@ -314,7 +334,7 @@ RuleResult mlir::attn::rules::inferRmsNorm(const TensorShape &x,
 RuleResult mlir::attn::rules::inferSoftmax(const TensorShape &x,
                                            RuleError error) {
   Checker c(error);
-  if (!c.tensor("x", x, ElementKind::F32, 1, kAnyRank))
+  if (!c.tensor("x", x, ElementClass::Float, 1, kAnyRank))
     return std::nullopt;
   return x;
 }
@@ -322,7 +342,7 @@ RuleResult mlir::attn::rules::inferSoftmax(const TensorShape &x,
 RuleResult mlir::attn::rules::inferDropout(const TensorShape &x, double p,
                                            RuleError error) {
   Checker c(error);
-  if (!c.tensor("x", x, ElementKind::F32, 0, kAnyRank))
+  if (!c.tensor("x", x, ElementClass::Float, 0, kAnyRank))
     return std::nullopt;
   if (!(p >= 0.0 && p < 1.0)) {
     c.fail("p",
@@ -335,7 +355,8 @@ RuleResult mlir::attn::rules::inferDropout(const TensorShape &x, double p,
 RuleResult mlir::attn::rules::inferSplitHeads(const TensorShape &x,
                                               int64_t heads, RuleError error) {
   Checker c(error);
-  if (!c.tensor("x", x, ElementKind::F32, 3, 3) || !c.positive("heads", heads))
+  if (!c.tensor("x", x, ElementClass::Float, 3, 3) ||
+      !c.positive("heads", heads))
     return std::nullopt;
   if (x.dims[2] % heads != 0) {
     c.fail("heads", "heads=" + Twine(heads) +
@@ -343,14 +364,15 @@ RuleResult mlir::attn::rules::inferSplitHeads(const TensorShape &x,
                         Twine(x.dims[2]) + " of 'x' (" + formatShape(x) + ")");
     return std::nullopt;
   }
-  return TensorShape{ElementKind::F32,
+  return TensorShape{x.element,
                      {x.dims[0] * heads, x.dims[1], x.dims[2] / heads}};
 }
 
 RuleResult mlir::attn::rules::inferMergeHeads(const TensorShape &x,
                                               int64_t heads, RuleError error) {
   Checker c(error);
-  if (!c.tensor("x", x, ElementKind::F32, 3, 3) || !c.positive("heads", heads))
+  if (!c.tensor("x", x, ElementClass::Float, 3, 3) ||
+      !c.positive("heads", heads))
     return std::nullopt;
   if (x.dims[0] % heads != 0) {
     c.fail("heads",
@@ -358,7 +380,7 @@ RuleResult mlir::attn::rules::inferMergeHeads(const TensorShape &x,
                Twine(x.dims[0]) + " (B*heads) of 'x' (" + formatShape(x) + ")");
     return std::nullopt;
   }
-  return TensorShape{ElementKind::F32,
+  return TensorShape{x.element,
                      {x.dims[0] / heads, x.dims[1], x.dims[2] * heads}};
 }
 
@@ -366,7 +388,7 @@ RuleResult mlir::attn::rules::inferMaskedSoftmax(const TensorShape &x,
                                                  const TensorShape &validLens,
                                                  RuleError error) {
   Checker c(error);
-  if (!c.tensor("x", x, ElementKind::F32, 3, 3) ||
+  if (!c.tensor("x", x, ElementClass::Float, 3, 3) ||
       !c.validLens(validLens, x.dims[0], x.dims[1], "N"))
     return std::nullopt;
   return x;
@@ -378,9 +400,9 @@ mlir::attn::rules::inferAttention(const TensorShape &q, const TensorShape &k,
                                   const TensorShape *validLens, bool /*causal*/,
                                   bool /*returnWeights*/, RuleError error) {
   Checker c(error);
-  if (!c.tensor("q", q, ElementKind::F32, 3, 3) ||
-      !c.tensor("k", k, ElementKind::F32, 3, 3) ||
-      !c.tensor("v", v, ElementKind::F32, 3, 3))
+  if (!c.tensor("q", q, ElementClass::Float, 3, 3) ||
+      !c.tensor("k", k, ElementClass::Float, 3, 3) ||
+      !c.tensor("v", v, ElementClass::Float, 3, 3))
     return std::nullopt;
   if (k.dims[0] != q.dims[0] || v.dims[0] != q.dims[0]) {
     c.fail(k.dims[0] != q.dims[0] ? "k" : "v",
@@ -403,8 +425,7 @@ mlir::attn::rules::inferAttention(const TensorShape &q, const TensorShape &k,
   // Decomposed, the scores are a [N, Tq, Tk] tensor.
   if (!c.within("its scores (q @ k^T)", {q.dims[0], q.dims[1], k.dims[1]}))
     return std::nullopt;
-  return c.result(
-      TensorShape{ElementKind::F32, {q.dims[0], q.dims[1], v.dims[2]}});
+  return c.result(TensorShape{q.element, {q.dims[0], q.dims[1], v.dims[2]}});
 }
 
 RuleResult mlir::attn::rules::inferMultiheadAttention(
@@ -415,9 +436,10 @@ RuleResult mlir::attn::rules::inferMultiheadAttention(
     int64_t heads, int64_t kvHeads, bool causal, int64_t window, bool rope,
     double ropeBase, bool /*returnWeights*/, RuleError error) {
   Checker c(error);
-  if (!c.tensor("q", q, ElementKind::F32, 3, 3) ||
-      !c.tensor("k", k, ElementKind::F32, 3, 3) ||
-      !c.tensor("v", v, ElementKind::F32, 3, 3) || !c.positive("heads", heads))
+  if (!c.tensor("q", q, ElementClass::Float, 3, 3) ||
+      !c.tensor("k", k, ElementClass::Float, 3, 3) ||
+      !c.tensor("v", v, ElementClass::Float, 3, 3) ||
+      !c.positive("heads", heads))
     return std::nullopt;
   if (k.dims[0] != q.dims[0] || v.dims[0] != q.dims[0]) {
     c.fail(k.dims[0] != q.dims[0] ? "k" : "v",
@@ -430,7 +452,7 @@ RuleResult mlir::attn::rules::inferMultiheadAttention(
                     " keys), got " + formatShape(v));
     return std::nullopt;
   }
-  if (!c.tensor("w_q", wQ, ElementKind::F32, 2, 2))
+  if (!c.tensor("w_q", wQ, ElementClass::Float, 2, 2))
     return std::nullopt;
   int64_t hidden = wQ.dims[0];
   // With kv_heads = G (grouped-query attention) w_k and w_v have G heads of
@@ -466,7 +488,7 @@ RuleResult mlir::attn::rules::inferMultiheadAttention(
                               Projection{"w_k", "k", wK, k, kvHidden},
                               Projection{"w_v", "v", wV, v, kvHidden},
                               Projection{"w_o", "", wO, wQ, hidden}}) {
-    if (!c.tensor(p.name, p.w, ElementKind::F32, 2, 2))
+    if (!c.tensor(p.name, p.w, ElementClass::Float, 2, 2))
       return std::nullopt;
     int64_t in = p.input.empty() ? hidden : p.x.dims.back();
     if (p.w.dims[0] != p.rows || p.w.dims[1] != in) {
@@ -475,8 +497,9 @@ RuleResult mlir::attn::rules::inferMultiheadAttention(
               ? "hidden size " + std::to_string(hidden) + " of 'w_q'"
               : "kv_heads=" + std::to_string(kvHeads) + " x head dim " +
                     std::to_string(hidden / heads);
-      c.fail(p.name, "'" + p.name + "' must be f32[" + Twine(p.rows) + ", " +
-                         Twine(in) + "] (" + rows + ", " +
+      c.fail(p.name, "'" + p.name + "' must be " + elementName(p.w.element) +
+                         "[" + Twine(p.rows) + ", " + Twine(in) + "] (" + rows +
+                         ", " +
                          (p.input.empty() ? Twine("hidden size")
                                           : "features of '" + p.input + "'") +
                          "), got " + formatShape(p.w));
@@ -502,12 +525,13 @@ RuleResult mlir::attn::rules::inferMultiheadAttention(
         Bias{"b_v", "w_v", bV, kvHidden}, Bias{"b_o", "w_o", bO, hidden}}) {
     if (!bias.b)
       continue;
-    if (!c.tensor(bias.name, *bias.b, ElementKind::F32, 1, 1))
+    if (!c.tensor(bias.name, *bias.b, ElementClass::Float, 1, 1))
       return std::nullopt;
     if (bias.b->dims[0] != bias.rows) {
-      c.fail(bias.name, "'" + bias.name + "' must be f32[" + Twine(bias.rows) +
-                            "] (one bias per row of '" + bias.weight +
-                            "'), got " + formatShape(*bias.b));
+      c.fail(bias.name, "'" + bias.name + "' must be " +
+                            elementName(bias.b->element) + "[" +
+                            Twine(bias.rows) + "] (one bias per row of '" +
+                            bias.weight + "'), got " + formatShape(*bias.b));
       return std::nullopt;
     }
   }
@@ -550,26 +574,24 @@ RuleResult mlir::attn::rules::inferMultiheadAttention(
   if (!c.within("its scores (q @ k^T)",
                 {q.dims[0], heads, q.dims[1], k.dims[1]}))
     return std::nullopt;
-  return c.result(
-      TensorShape{ElementKind::F32, {q.dims[0], q.dims[1], hidden}});
+  return c.result(TensorShape{q.element, {q.dims[0], q.dims[1], hidden}});
 }
 
 TensorShape mlir::attn::rules::attentionWeightsShape(const TensorShape &q,
                                                      const TensorShape &k) {
-  return TensorShape{ElementKind::F32, {q.dims[0], q.dims[1], k.dims[1]}};
+  return TensorShape{q.element, {q.dims[0], q.dims[1], k.dims[1]}};
 }
 
 TensorShape mlir::attn::rules::multiheadAttentionWeightsShape(
     const TensorShape &q, const TensorShape &k, int64_t heads) {
-  return TensorShape{ElementKind::F32,
-                     {q.dims[0] * heads, q.dims[1], k.dims[1]}};
+  return TensorShape{q.element, {q.dims[0] * heads, q.dims[1], k.dims[1]}};
 }
 
 RuleResult mlir::attn::rules::inferPositionalEncoding(const TensorShape &x,
                                                       int64_t maxLen,
                                                       RuleError error) {
   Checker c(error);
-  if (!c.tensor("x", x, ElementKind::F32, 3, 3) ||
+  if (!c.tensor("x", x, ElementClass::Float, 3, 3) ||
       !c.positive("max_len", maxLen))
     return std::nullopt;
   if (x.dims[2] % 2 != 0) {
@@ -590,7 +612,7 @@ RuleResult mlir::attn::rules::inferLayerNorm(const TensorShape &x,
                                              const TensorShape &beta,
                                              double eps, RuleError error) {
   Checker c(error);
-  if (!c.tensor("x", x, ElementKind::F32, 1, kAnyRank) ||
+  if (!c.tensor("x", x, ElementClass::Float, 1, kAnyRank) ||
       !layerNormParams(c, x, gamma, beta, eps))
     return std::nullopt;
   return x;
@@ -602,8 +624,8 @@ RuleResult mlir::attn::rules::inferAddNorm(const TensorShape &x,
                                            const TensorShape &beta, double eps,
                                            RuleError error) {
   Checker c(error);
-  if (!c.tensor("x", x, ElementKind::F32, 1, kAnyRank) ||
-      !c.tensor("y", y, ElementKind::F32, 1, kAnyRank))
+  if (!c.tensor("x", x, ElementClass::Float, 1, kAnyRank) ||
+      !c.tensor("y", y, ElementClass::Float, 1, kAnyRank))
     return std::nullopt;
   if (x.dims != y.dims) {
     c.fail("y", "'x' and 'y' must have the same shape, got " + formatShape(x) +
@@ -624,11 +646,12 @@ RuleResult mlir::attn::rules::inferFfn(const TensorShape &x,
   RuleResult hidden = linearRule(c, x, w1, &b1, {"x", "w1", "b1"});
   if (!hidden)
     return std::nullopt;
-  if (!c.tensor("w2", w2, ElementKind::F32, 2, 2))
+  if (!c.tensor("w2", w2, ElementClass::Float, 2, 2))
     return std::nullopt;
   if (w2.dims[1] != hidden->dims.back()) {
-    c.fail("w2", "'w2' must be f32[O, " + Twine(hidden->dims.back()) +
-                     "] to take the " + Twine(hidden->dims.back()) +
+    c.fail("w2", "'w2' must be " + elementName(w2.element) + "[O, " +
+                     Twine(hidden->dims.back()) + "] to take the " +
+                     Twine(hidden->dims.back()) +
                      " hidden units of 'w1', got " + formatShape(w2));
     return std::nullopt;
   }
@@ -639,12 +662,12 @@ RuleResult mlir::attn::rules::inferEmbedding(const TensorShape &ids,
                                              const TensorShape &table,
                                              RuleError error) {
   Checker c(error);
-  if (!c.tensor("ids", ids, ElementKind::I32, 0, kAnyRank) ||
-      !c.tensor("table", table, ElementKind::F32, 2, 2))
+  if (!c.tensor("ids", ids, ElementClass::Integer, 0, kAnyRank) ||
+      !c.tensor("table", table, ElementClass::Float, 2, 2))
     return std::nullopt;
-  TensorShape result{ElementKind::F32, ids.dims};
+  TensorShape result{table.element, ids.dims};
   result.dims.push_back(table.dims[1]);
-  if (!c.tensor("ids", result, ElementKind::F32, 1, kAnyRank))
+  if (!c.tensor("ids", result, ElementClass::Float, 1, kAnyRank))
     return std::nullopt;
   return result;
 }

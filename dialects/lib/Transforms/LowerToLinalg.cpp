@@ -43,19 +43,26 @@ Value emptyLike(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
   return tensor::EmptyOp::create(b, loc, shape, element);
 }
 
-Value f32Constant(OpBuilder &b, Location loc, float value) {
-  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+/// The type every op computes in (SPEC §2, numerics): statistics, tables
+/// and scalar constants are f32 whatever the tensors' element types, which
+/// come from the operands.
+Type computeType(OpBuilder &b) { return b.getF32Type(); }
+
+Value computeConstant(OpBuilder &b, Location loc, float value) {
+  return arith::ConstantOp::create(b, loc,
+                                   b.getFloatAttr(computeType(b), value));
 }
 
-/// A fresh zero tensor, for an accumulator. Not a tensor.empty: CSE would
-/// merge identical fills, and the GEMMs accumulating into one shared zero
-/// tensor then each got a copy of it (a full extra buffer and a pass over
-/// memory per GEMM).
-Value zeroFilled(OpBuilder &b, Location loc, ArrayRef<int64_t> shape) {
+/// A fresh zero tensor of `element`s, for an accumulator. Not a
+/// tensor.empty: CSE would merge identical fills, and the GEMMs
+/// accumulating into one shared zero tensor then each got a copy of it (a
+/// full extra buffer and a pass over memory per GEMM).
+Value zeroFilled(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                 Type element) {
   Value empty = bufferization::AllocTensorOp::create(
-      b, loc, RankedTensorType::get(shape, b.getF32Type()), ValueRange());
-  return linalg::FillOp::create(b, loc, f32Constant(b, loc, 0.0f), empty)
-      .getResult(0);
+      b, loc, RankedTensorType::get(shape, element), ValueRange());
+  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(element));
+  return linalg::FillOp::create(b, loc, zero, empty).getResult(0);
 }
 
 /// A linalg.generic over the iteration space of `result` (all parallel)
@@ -102,9 +109,10 @@ Value reduceLastAxis(
   maps.push_back(reduced);
   SmallVector<IteratorType> iterators(rank, IteratorType::parallel);
   iterators.back() = IteratorType::reduction;
-  Value init = emptyLike(b, loc, type.getShape().drop_back(), b.getF32Type());
-  init = linalg::FillOp::create(b, loc, f32Constant(b, loc, initValue), init)
-             .getResult(0);
+  Value init = emptyLike(b, loc, type.getShape().drop_back(), computeType(b));
+  init =
+      linalg::FillOp::create(b, loc, computeConstant(b, loc, initValue), init)
+          .getResult(0);
   SmallVector<Value> inputs = {input};
   inputs.append(extra.begin(), extra.end());
   return linalg::GenericOp::create(
@@ -182,7 +190,8 @@ struct LowerLinear : OpRewritePattern<LinearOp> {
     // w is [out, in]; the matmul reads it as [in, out].
     Value wT = linalg::TransposeOp::create(
                    rewriter, loc, op.getW(),
-                   emptyLike(rewriter, loc, {in, out}, rewriter.getF32Type()),
+                   emptyLike(rewriter, loc, {in, out},
+                             tensorType(op.getW()).getElementType()),
                    ArrayRef<int64_t>{1, 0})
                    .getResult()[0];
     // Start from the bias broadcast over rows (or zeros) and accumulate.
@@ -193,16 +202,18 @@ struct LowerLinear : OpRewritePattern<LinearOp> {
     Value init;
     if (Value bias = op.getB()) {
       Value empty =
-          emptyLike(rewriter, loc, resultShape, rewriter.getF32Type());
+          emptyLike(rewriter, loc, resultShape, resultType.getElementType());
       SmallVector<int64_t> leading;
       for (int64_t i = 0; i + 1 < resultType.getRank(); ++i)
         leading.push_back(i);
       init = linalg::BroadcastOp::create(rewriter, loc, bias, empty, leading)
                  .getResult()[0];
     } else {
-      init = zeroFilled(rewriter, loc, resultShape);
+      init =
+          zeroFilled(rewriter, loc, resultShape, resultType.getElementType());
     }
-    auto matrixType = RankedTensorType::get({rows, out}, rewriter.getF32Type());
+    auto matrixType =
+        RankedTensorType::get({rows, out}, resultType.getElementType());
     init = xType.getRank() == 1
                ? Value(tensor::ExpandShapeOp::create(rewriter, loc, matrixType,
                                                      init, groups))
@@ -231,14 +242,15 @@ struct LowerMatmul : OpRewritePattern<MatmulOp> {
     Value rhs = op.getB();
     if (op.getTransposeB()) {
       ArrayRef<int64_t> s = tensorType(rhs).getShape();
-      rhs = linalg::TransposeOp::create(rewriter, loc, rhs,
-                                        emptyLike(rewriter, loc,
-                                                  {s[0], s[2], s[1]},
-                                                  rewriter.getF32Type()),
-                                        ArrayRef<int64_t>{0, 2, 1})
+      rhs = linalg::TransposeOp::create(
+                rewriter, loc, rhs,
+                emptyLike(rewriter, loc, {s[0], s[2], s[1]},
+                          tensorType(rhs).getElementType()),
+                ArrayRef<int64_t>{0, 2, 1})
                 .getResult()[0];
     }
-    Value init = zeroFilled(rewriter, loc, op.getType().getShape());
+    Value init = zeroFilled(rewriter, loc, op.getType().getShape(),
+                            op.getType().getElementType());
     rewriter.replaceOp(
         op, linalg::BatchMatmulOp::create(
                 rewriter, loc, ValueRange{op.getA(), rhs}, ValueRange{init})
@@ -323,7 +335,7 @@ using LowerSub = LowerBroadcastBinary<SubOp, arith::SubFOp>;
 Value onePlusExpNeg(OpBuilder &b, Location loc, Value x) {
   Value neg = arith::NegFOp::create(b, loc, x);
   Value exp = math::ExpOp::create(b, loc, neg);
-  return arith::AddFOp::create(b, loc, f32Constant(b, loc, 1.0f), exp);
+  return arith::AddFOp::create(b, loc, computeConstant(b, loc, 1.0f), exp);
 }
 
 /// A unary elementwise op whose body is `body(x)`.
@@ -348,7 +360,7 @@ Value siluBody(OpBuilder &b, Location loc, Value x) {
 }
 /// sigmoid(x) = 1 / (1 + exp(-x)), as torch's CPU kernel.
 Value sigmoidBody(OpBuilder &b, Location loc, Value x) {
-  return arith::DivFOp::create(b, loc, f32Constant(b, loc, 1.0f),
+  return arith::DivFOp::create(b, loc, computeConstant(b, loc, 1.0f),
                                onePlusExpNeg(b, loc, x));
 }
 Value tanhBody(OpBuilder &b, Location loc, Value x) {
@@ -368,8 +380,8 @@ struct LowerRelu : OpRewritePattern<ReluOp> {
                 rewriter, op.getLoc(), op.getType(), {op.getX()},
                 [](OpBuilder &b, Location loc, ValueRange args) -> Value {
                   // maximumf propagates NaN, as torch.relu does.
-                  return arith::MaximumFOp::create(b, loc, args[0],
-                                                   f32Constant(b, loc, 0.0f));
+                  return arith::MaximumFOp::create(
+                      b, loc, args[0], computeConstant(b, loc, 0.0f));
                 }));
     return success();
   }
@@ -400,19 +412,21 @@ struct LowerGelu : OpRewritePattern<GeluOp> {
               auto add = [&](Value lhs, Value rhs) -> Value {
                 return arith::AddFOp::create(b, loc, lhs, rhs);
               };
-              Value one = f32Constant(b, loc, 1.0f);
+              Value one = computeConstant(b, loc, 1.0f);
               if (!tanhForm) {
-                Value scaled = mul(x, f32Constant(b, loc, float(M_SQRT1_2)));
+                Value scaled =
+                    mul(x, computeConstant(b, loc, float(M_SQRT1_2)));
                 Value erf = math::ErfOp::create(b, loc, scaled);
-                return mul(mul(x, f32Constant(b, loc, 0.5f)), add(one, erf));
+                return mul(mul(x, computeConstant(b, loc, 0.5f)),
+                           add(one, erf));
               }
               // -2 sqrt(2 / pi): sqrt(2 / pi) as ATen's kGeluBeta
               // computes it, times -2 (exact in f32).
               float minusTwoBeta = -2.0f * float(M_SQRT2 * M_2_SQRTPI * 0.5);
               Value cube = mul(mul(x, x), x);
               Value minusTwoU =
-                  mul(f32Constant(b, loc, minusTwoBeta),
-                      add(x, mul(f32Constant(b, loc, 0.044715f), cube)));
+                  mul(computeConstant(b, loc, minusTwoBeta),
+                      add(x, mul(computeConstant(b, loc, 0.044715f), cube)));
               Value exp = math::ExpOp::create(b, loc, minusTwoU);
               return arith::DivFOp::create(b, loc, x, add(one, exp));
             }));
@@ -428,14 +442,14 @@ struct LowerSplitHeads : OpRewritePattern<SplitHeadsOp> {
     Location loc = op.getLoc();
     ArrayRef<int64_t> s = tensorType(op.getX()).getShape();
     int64_t heads = op.getHeads(), d = s[2] / heads;
-    Type f32 = rewriter.getF32Type();
+    Type element = tensorType(op.getX()).getElementType();
     Value split = tensor::ExpandShapeOp::create(
-        rewriter, loc, RankedTensorType::get({s[0], s[1], heads, d}, f32),
+        rewriter, loc, RankedTensorType::get({s[0], s[1], heads, d}, element),
         op.getX(), SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
     Value transposed =
         linalg::TransposeOp::create(
             rewriter, loc, split,
-            emptyLike(rewriter, loc, {s[0], heads, s[1], d}, f32),
+            emptyLike(rewriter, loc, {s[0], heads, s[1], d}, element),
             ArrayRef<int64_t>{0, 2, 1, 3})
             .getResult()[0];
     rewriter.replaceOpWithNewOp<tensor::CollapseShapeOp>(
@@ -452,14 +466,14 @@ struct LowerMergeHeads : OpRewritePattern<MergeHeadsOp> {
     Location loc = op.getLoc();
     ArrayRef<int64_t> s = tensorType(op.getX()).getShape();
     int64_t heads = op.getHeads(), b = s[0] / heads;
-    Type f32 = rewriter.getF32Type();
+    Type element = tensorType(op.getX()).getElementType();
     Value split = tensor::ExpandShapeOp::create(
-        rewriter, loc, RankedTensorType::get({b, heads, s[1], s[2]}, f32),
+        rewriter, loc, RankedTensorType::get({b, heads, s[1], s[2]}, element),
         op.getX(), SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}});
     Value transposed =
         linalg::TransposeOp::create(
             rewriter, loc, split,
-            emptyLike(rewriter, loc, {b, s[1], heads, s[2]}, f32),
+            emptyLike(rewriter, loc, {b, s[1], heads, s[2]}, element),
             ArrayRef<int64_t>{0, 2, 1, 3})
             .getResult()[0];
     rewriter.replaceOpWithNewOp<tensor::CollapseShapeOp>(
@@ -501,7 +515,7 @@ struct LowerMaskedSoftmax : OpRewritePattern<MaskedSoftmaxOp> {
           Value visible = arith::CmpIOp::create(
               b, loc, arith::CmpIPredicate::slt, key, len);
           return arith::SelectOp::create(b, loc, visible, args[0],
-                                         f32Constant(b, loc, kMaskedScore));
+                                         computeConstant(b, loc, kMaskedScore));
         });
     rewriter.replaceOp(op, softmaxLastAxis(rewriter, loc, masked));
     return success();
@@ -558,7 +572,7 @@ struct LowerPositionalEncoding : OpRewritePattern<PositionalEncodingOp> {
     AffineMap x = AffineMap::get(3, 0, {b, i, c}, ctx);
     if (!mlir::attn::positionalEncodingIsComputed(s[1], s[2])) {
       auto tableType =
-          RankedTensorType::get({s[1], s[2]}, rewriter.getF32Type());
+          RankedTensorType::get({s[1], s[2]}, computeType(rewriter));
       Value table = arith::ConstantOp::create(
           rewriter, loc, positionalEncodingTable(tableType));
       rewriter.replaceOp(
@@ -573,7 +587,7 @@ struct LowerPositionalEncoding : OpRewritePattern<PositionalEncodingOp> {
     }
     std::vector<float> divisors =
         mlir::attn::positionalEncodingColumnDivisors(s[2]);
-    auto divisorType = RankedTensorType::get({s[2]}, rewriter.getF32Type());
+    auto divisorType = RankedTensorType::get({s[2]}, computeType(rewriter));
     Value divisor = arith::ConstantOp::create(
         rewriter, loc,
         DenseElementsAttr::get(divisorType, ArrayRef<float>(divisors)));
@@ -588,7 +602,7 @@ struct LowerPositionalEncoding : OpRewritePattern<PositionalEncodingOp> {
                         .getResult();
                   };
                   Value row =
-                      arith::SIToFPOp::create(b, loc, b.getF32Type(), index(1));
+                      arith::SIToFPOp::create(b, loc, computeType(b), index(1));
                   Value angle =
                       arith::DivFOp::create(b, loc, row, args[1]).getResult();
                   ArithOps ops{b, loc};
@@ -597,7 +611,7 @@ struct LowerPositionalEncoding : OpRewritePattern<PositionalEncodingOp> {
                       ops, arith::ExtFOp::create(b, loc, b.getF64Type(), angle),
                       odd);
                   Value p =
-                      arith::TruncFOp::create(b, loc, b.getF32Type(), entry);
+                      arith::TruncFOp::create(b, loc, computeType(b), entry);
                   return arith::AddFOp::create(b, loc, args[0], p).getResult();
                 }));
     return success();
@@ -622,7 +636,7 @@ struct LowerLayerNorm : OpRewritePattern<LayerNormOp> {
     AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
     AffineMap reduced = identity.dropResult(rank - 1);
     AffineMap lastAxis = lastAxisMap(rewriter, rank);
-    Value widthValue = f32Constant(rewriter, loc, width);
+    Value widthValue = computeConstant(rewriter, loc, width);
     // Dividing each term before summing would round differently from torch.
     Value squares = reduceLastAxis(
         rewriter, loc, op.getX(), 0.0f, {sum},
@@ -672,8 +686,8 @@ struct LowerRmsNorm : OpRewritePattern<RmsNormOp> {
     AffineMap identity = rewriter.getMultiDimIdentityMap(rank);
     AffineMap reduced = identity.dropResult(rank - 1);
     AffineMap lastAxis = lastAxisMap(rewriter, rank);
-    Value width =
-        f32Constant(rewriter, loc, static_cast<float>(type.getShape().back()));
+    Value width = computeConstant(rewriter, loc,
+                                  static_cast<float>(type.getShape().back()));
     Value eps = arith::ConstantOp::create(rewriter, loc, op.getEpsAttr());
     rewriter.replaceOp(
         op,
@@ -685,7 +699,7 @@ struct LowerRmsNorm : OpRewritePattern<RmsNormOp> {
                       Value root = math::SqrtOp::create(
                           b, loc, arith::AddFOp::create(b, loc, mean, eps));
                       Value inverse = arith::DivFOp::create(
-                          b, loc, f32Constant(b, loc, 1.0f), root);
+                          b, loc, computeConstant(b, loc, 1.0f), root);
                       Value normed =
                           arith::MulFOp::create(b, loc, args[0], inverse);
                       return arith::MulFOp::create(b, loc, args[2], normed);

@@ -13,10 +13,10 @@ using namespace mlir::attn::rules;
 namespace {
 
 TensorShape f32(std::initializer_list<int64_t> dims) {
-  return {ElementKind::F32, dims};
+  return {mlir::attn::ElementType::F32, dims};
 }
 TensorShape i32(std::initializer_list<int64_t> dims) {
-  return {ElementKind::I32, dims};
+  return {mlir::attn::ElementType::I32, dims};
 }
 
 /// Records every reported (argument, message) pair.

@@ -15,7 +15,10 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.td"
 
-def Attn_F32Tensor : StaticShapeTensorOf<[F32]>;
+// The float types of the element-type table (attn/Target/ElementType.h).
+// Which of them an op takes, and its result's, is its verifier's: the
+// shared rules accept the rows the table marks supported.
+def Attn_FloatTensor : StaticShapeTensorOf<[F32, BF16, F16]>;
 def Attn_I32Tensor : StaticShapeTensorOf<[I32]>;
 
 // The attention_weights result is there exactly with return_weights
@@ -27,7 +30,7 @@ def Attn_ReturnWeightsResult : NativeOpTrait<"ReturnWeightsResult"> {
 class Attn_Op<string mnemonic, list<Trait> traits = []>
     : Op<Attn_Dialect, mnemonic,
          !listconcat(traits, [Pure, InferTypeOpAdaptor])> {
-  let results = (outs Attn_F32Tensor:$result);
+  let results = (outs Attn_FloatTensor:$result);
   let hasVerifier = 1;
 }
 
@@ -50,8 +53,8 @@ def Attn_LinearOp : Attn_Op<"linear"> {
         -> tensor<2x4x50xf32>
     ```
   }];
-  let arguments = (ins Attn_F32Tensor:$x, Attn_F32Tensor:$w,
-                       Optional<Attn_F32Tensor>:$b);
+  let arguments = (ins Attn_FloatTensor:$x, Attn_FloatTensor:$w,
+                       Optional<Attn_FloatTensor>:$b);
   let assemblyFormat = [{
     $x `,` $w (`,` $b^)? attr-dict `:` functional-type(operands, results)
   }];
@@ -74,7 +77,7 @@ def Attn_MatmulOp : Attn_Op<"matmul"> {
         : (tensor<10x4x20xf32>, tensor<10x6x20xf32>) -> tensor<10x4x6xf32>
     ```
   }];
-  let arguments = (ins Attn_F32Tensor:$a, Attn_F32Tensor:$b,
+  let arguments = (ins Attn_FloatTensor:$a, Attn_FloatTensor:$b,
                        UnitAttr:$transpose_b);
   let assemblyFormat = [{
     $a `,` $b (`transpose_b` $transpose_b^)? attr-dict `:`
@@ -97,7 +100,7 @@ def Attn_ScaleOp : Attn_Op<"scale"> {
     %y = attn.scale %x factor(2.500000e-01) : tensor<10x4x6xf32>
     ```
   }];
-  let arguments = (ins Attn_F32Tensor:$x, F32Attr:$factor);
+  let arguments = (ins Attn_FloatTensor:$x, F32Attr:$factor);
   let assemblyFormat = "$x `factor` `(` $factor `)` attr-dict `:` type($x)";
   let hasFolder = 1;
 }
@@ -125,7 +128,7 @@ def Attn_AddOp : Attn_Op<"add", [Commutative]> {
         : (tensor<2x4x100xf32>, tensor<1x4x100xf32>) -> tensor<2x4x100xf32>
     ```
   }];
-  let arguments = (ins Attn_F32Tensor:$a, Attn_F32Tensor:$b);
+  let arguments = (ins Attn_FloatTensor:$a, Attn_FloatTensor:$b);
   let assemblyFormat = [{
     $a `,` $b attr-dict `:` functional-type(operands, results)
   }];
@@ -149,7 +152,7 @@ def Attn_MulOp : Attn_Op<"mul", [Commutative]> {
         : (tensor<1x8x96xf32>, tensor<1x8x96xf32>) -> tensor<1x8x96xf32>
     ```
   }];
-  let arguments = (ins Attn_F32Tensor:$a, Attn_F32Tensor:$b);
+  let arguments = (ins Attn_FloatTensor:$a, Attn_FloatTensor:$b);
   let assemblyFormat = [{
     $a `,` $b attr-dict `:` functional-type(operands, results)
   }];
@@ -168,7 +171,7 @@ def Attn_SubOp : Attn_Op<"sub"> {
         : (tensor<2x4x8xf32>, tensor<2x4x1xf32>) -> tensor<2x4x8xf32>
     ```
   }];
-  let arguments = (ins Attn_F32Tensor:$a, Attn_F32Tensor:$b);
+  let arguments = (ins Attn_FloatTensor:$a, Attn_FloatTensor:$b);
   let assemblyFormat = [{
     $a `,` $b attr-dict `:` functional-type(operands, results)
   }];
@@ -189,7 +192,7 @@ def Attn_ReluOp : Attn_Op<"relu"> {
     %y = attn.relu %x : tensor<2x4x64xf32>
     ```
   }];
-  let arguments = (ins Attn_F32Tensor:$x);
+  let arguments = (ins Attn_FloatTensor:$x);
   let assemblyFormat = "$x attr-dict `:` type($x)";
 }
 
@@ -219,7 +222,7 @@ def Attn_GeluOp : Attn_Op<"gelu"> {
     %z = attn.gelu %x approximate : tensor<2x4x64xf32>
     ```
   }];
-  let arguments = (ins Attn_F32Tensor:$x, UnitAttr:$approximate);
+  let arguments = (ins Attn_FloatTensor:$x, UnitAttr:$approximate);
   let assemblyFormat = [{
     $x (`approximate` $approximate^)? attr-dict `:` type($x)
   }];
@@ -241,7 +244,7 @@ def Attn_SiluOp : Attn_Op<"silu"> {
     %y = attn.silu %x : tensor<1x8x96xf32>
     ```
   }];
-  let arguments = (ins Attn_F32Tensor:$x);
+  let arguments = (ins Attn_FloatTensor:$x);
   let assemblyFormat = "$x attr-dict `:` type($x)";
 }
 
@@ -257,7 +260,7 @@ def Attn_TanhOp : Attn_Op<"tanh"> {
     %y = attn.tanh %x : tensor<2x4x64xf32>
     ```
   }];
-  let arguments = (ins Attn_F32Tensor:$x);
+  let arguments = (ins Attn_FloatTensor:$x);
   let assemblyFormat = "$x attr-dict `:` type($x)";
 }
 
@@ -273,7 +276,7 @@ def Attn_SigmoidOp : Attn_Op<"sigmoid"> {
     %y = attn.sigmoid %x : tensor<2x4x64xf32>
     ```
   }];
-  let arguments = (ins Attn_F32Tensor:$x);
+  let arguments = (ins Attn_FloatTensor:$x);
   let assemblyFormat = "$x attr-dict `:` type($x)";
 }
 
@@ -295,7 +298,7 @@ def Attn_SplitHeadsOp : Attn_Op<"split_heads"> {
         : (tensor<2x4x100xf32>) -> tensor<10x4x20xf32>
     ```
   }];
-  let arguments = (ins Attn_F32Tensor:$x, I64Attr:$heads);
+  let arguments = (ins Attn_FloatTensor:$x, I64Attr:$heads);
   let assemblyFormat = [{
     $x `heads` `(` $heads `)` attr-dict `:` functional-type(operands, results)
   }];
@@ -318,7 +321,7 @@ def Attn_MergeHeadsOp : Attn_Op<"merge_heads"> {
         : (tensor<10x4x20xf32>) -> tensor<2x4x100xf32>
     ```
   }];
-  let arguments = (ins Attn_F32Tensor:$x, I64Attr:$heads);
+  let arguments = (ins Attn_FloatTensor:$x, I64Attr:$heads);
   let assemblyFormat = [{
     $x `heads` `(` $heads `)` attr-dict `:` functional-type(operands, results)
   }];
@@ -340,7 +343,7 @@ def Attn_SoftmaxOp : Attn_Op<"softmax"> {
     %p = attn.softmax %s : tensor<10x4x6xf32>
     ```
   }];
-  let arguments = (ins Attn_F32Tensor:$x);
+  let arguments = (ins Attn_FloatTensor:$x);
   let assemblyFormat = "$x attr-dict `:` type($x)";
 }
 
@@ -366,7 +369,7 @@ def Attn_MaskedSoftmaxOp : Attn_Op<"masked_softmax"> {
         : (tensor<10x4x6xf32>, tensor<10xi32>) -> tensor<10x4x6xf32>
     ```
   }];
-  let arguments = (ins Attn_F32Tensor:$x, Attn_I32Tensor:$valid_lens);
+  let arguments = (ins Attn_FloatTensor:$x, Attn_I32Tensor:$valid_lens);
   let assemblyFormat = [{
     $x `,` $valid_lens attr-dict `:` functional-type(operands, results)
   }];
@@ -402,11 +405,11 @@ def Attn_AttentionOp : Attn_Op<"attention", [Attn_ReturnWeightsResult]> {
            tensor<10xi32>) -> (tensor<10x4x20xf32>, tensor<10x4x6xf32>)
     ```
   }];
-  let arguments = (ins Attn_F32Tensor:$q, Attn_F32Tensor:$k,
-                       Attn_F32Tensor:$v, Optional<Attn_I32Tensor>:$valid_lens,
+  let arguments = (ins Attn_FloatTensor:$q, Attn_FloatTensor:$k,
+                       Attn_FloatTensor:$v, Optional<Attn_I32Tensor>:$valid_lens,
                        UnitAttr:$causal, UnitAttr:$return_weights);
-  let results = (outs Attn_F32Tensor:$result,
-                      Optional<Attn_F32Tensor>:$attention_weights);
+  let results = (outs Attn_FloatTensor:$result,
+                      Optional<Attn_FloatTensor>:$attention_weights);
   let assemblyFormat = [{
     $q `,` $k `,` $v (`valid_lens` `(` $valid_lens^ `)`)? (`causal` $causal^)?
     (`return_weights` $return_weights^)?
@@ -488,14 +491,14 @@ def Attn_MultiheadAttentionOp
         -> tensor<1x8x32xf32>
     ```
   }];
-  let arguments = (ins Attn_F32Tensor:$q, Attn_F32Tensor:$k,
-                       Attn_F32Tensor:$v, Attn_F32Tensor:$w_q,
-                       Attn_F32Tensor:$w_k, Attn_F32Tensor:$w_v,
-                       Attn_F32Tensor:$w_o, Optional<Attn_I32Tensor>:$valid_lens,
-                       Optional<Attn_F32Tensor>:$b_q,
-                       Optional<Attn_F32Tensor>:$b_k,
-                       Optional<Attn_F32Tensor>:$b_v,
-                       Optional<Attn_F32Tensor>:$b_o,
+  let arguments = (ins Attn_FloatTensor:$q, Attn_FloatTensor:$k,
+                       Attn_FloatTensor:$v, Attn_FloatTensor:$w_q,
+                       Attn_FloatTensor:$w_k, Attn_FloatTensor:$w_v,
+                       Attn_FloatTensor:$w_o, Optional<Attn_I32Tensor>:$valid_lens,
+                       Optional<Attn_FloatTensor>:$b_q,
+                       Optional<Attn_FloatTensor>:$b_k,
+                       Optional<Attn_FloatTensor>:$b_v,
+                       Optional<Attn_FloatTensor>:$b_o,
                        I64Attr:$heads,
                        DefaultValuedAttr<I64Attr, "::mlir::attn::rules::kNotGiven">:$kv_heads,
                        UnitAttr:$causal,
@@ -503,8 +506,8 @@ def Attn_MultiheadAttentionOp
                        UnitAttr:$rope,
                        DefaultValuedAttr<F32Attr, "::mlir::attn::rules::kDefaultRopeBase">:$rope_base,
                        UnitAttr:$return_weights);
-  let results = (outs Attn_F32Tensor:$result,
-                      Optional<Attn_F32Tensor>:$attention_weights);
+  let results = (outs Attn_FloatTensor:$result,
+                      Optional<Attn_FloatTensor>:$attention_weights);
   let assemblyFormat = [{
     $q `,` $k `,` $v `heads` `(` $heads `)` (`kv_heads` `(` $kv_heads^ `)`)?
     `weights` `(` $w_q `,` $w_k `,` $w_v `,` $w_o `)`
@@ -550,7 +553,7 @@ def Attn_PositionalEncodingOp : Attn_Op<"positional_encoding"> {
     %p = attn.positional_encoding %x max_len(1000) : tensor<2x4x100xf32>
     ```
   }];
-  let arguments = (ins Attn_F32Tensor:$x,
+  let arguments = (ins Attn_FloatTensor:$x,
                        DefaultValuedAttr<I64Attr, "::mlir::attn::rules::kDefaultMaxLen">:$max_len);
   let assemblyFormat = [{
     $x (`max_len` `(` $max_len^ `)`)? attr-dict `:` type($x)
@@ -575,8 +578,8 @@ def Attn_LayerNormOp : Attn_Op<"layer_norm"> {
         -> tensor<2x4x100xf32>
     ```
   }];
-  let arguments = (ins Attn_F32Tensor:$x, Attn_F32Tensor:$gamma,
-                       Attn_F32Tensor:$beta,
+  let arguments = (ins Attn_FloatTensor:$x, Attn_FloatTensor:$gamma,
+                       Attn_FloatTensor:$beta,
                        DefaultValuedAttr<F32Attr, "::mlir::attn::rules::kDefaultEps">:$eps);
   let assemblyFormat = [{
     $x `,` $gamma `,` $beta (`eps` `(` $eps^ `)`)? attr-dict `:`
@@ -603,8 +606,8 @@ def Attn_AddNormOp : Attn_Op<"add_norm"> {
            tensor<100xf32>) -> tensor<2x4x100xf32>
     ```
   }];
-  let arguments = (ins Attn_F32Tensor:$x, Attn_F32Tensor:$y,
-                       Attn_F32Tensor:$gamma, Attn_F32Tensor:$beta,
+  let arguments = (ins Attn_FloatTensor:$x, Attn_FloatTensor:$y,
+                       Attn_FloatTensor:$gamma, Attn_FloatTensor:$beta,
                        DefaultValuedAttr<F32Attr, "::mlir::attn::rules::kDefaultEps">:$eps);
   let assemblyFormat = [{
     $x `,` $y `,` $gamma `,` $beta (`eps` `(` $eps^ `)`)? attr-dict `:`
@@ -636,7 +639,7 @@ def Attn_RmsNormOp : Attn_Op<"rms_norm"> {
         : (tensor<1x8x64xf32>, tensor<64xf32>) -> tensor<1x8x64xf32>
     ```
   }];
-  let arguments = (ins Attn_F32Tensor:$x, Attn_F32Tensor:$gamma,
+  let arguments = (ins Attn_FloatTensor:$x, Attn_FloatTensor:$gamma,
                        DefaultValuedAttr<F32Attr, "::mlir::attn::rules::kDefaultRmsEps">:$eps);
   let assemblyFormat = [{
     $x `,` $gamma (`eps` `(` $eps^ `)`)? attr-dict `:`
@@ -662,9 +665,9 @@ def Attn_FfnOp : Attn_Op<"ffn"> {
            tensor<32x64xf32>, tensor<32xf32>) -> tensor<2x4x32xf32>
     ```
   }];
-  let arguments = (ins Attn_F32Tensor:$x, Attn_F32Tensor:$w1,
-                       Attn_F32Tensor:$b1, Attn_F32Tensor:$w2,
-                       Attn_F32Tensor:$b2);
+  let arguments = (ins Attn_FloatTensor:$x, Attn_FloatTensor:$w1,
+                       Attn_FloatTensor:$b1, Attn_FloatTensor:$w2,
+                       Attn_FloatTensor:$b2);
   let assemblyFormat = [{
     $x `,` $w1 `,` $b1 `,` $w2 `,` $b2 attr-dict `:`
     functional-type(operands, results)
@@ -689,7 +692,7 @@ def Attn_EmbeddingOp : Attn_Op<"embedding"> {
         : (tensor<2x4xi32>, tensor<1000x64xf32>) -> tensor<2x4x64xf32>
     ```
   }];
-  let arguments = (ins Attn_I32Tensor:$ids, Attn_F32Tensor:$table);
+  let arguments = (ins Attn_I32Tensor:$ids, Attn_FloatTensor:$table);
   let assemblyFormat = [{
     $ids `,` $table attr-dict `:` functional-type(operands, results)
   }];
@@ -711,7 +714,7 @@ def Attn_DropoutOp : Attn_Op<"dropout"> {
     %y = attn.dropout %x p(1.000000e-01) : tensor<2x4x100xf32>
     ```
   }];
-  let arguments = (ins Attn_F32Tensor:$x, F32Attr:$p);
+  let arguments = (ins Attn_FloatTensor:$x, F32Attr:$p);
   let assemblyFormat = "$x `p` `(` $p `)` attr-dict `:` type($x)";
   let hasFolder = 1;
 }
@@ -720,6 +723,7 @@ def Attn_DropoutOp : Attn_Op<"dropout"> {
 // FusedAttentionOp (internal: produced by attn-decompose, not in the DSL)
 //===----------------------------------------------------------------------===//
 
+// f32 only until the fused lowerings generate code for other float types.
 def Attn_ShapedF32 : AnyTypeOf<[StaticShapeTensorOf<[F32]>,
                                  StaticShapeMemRefOf<[F32]>]>;
 def Attn_ShapedI32 : AnyTypeOf<[StaticShapeTensorOf<[I32]>,
@@ -796,7 +800,7 @@ def Attn_FusedAttentionOp : Op<Attn_Dialect, "fused_attention", [
                        DefaultValuedAttr<I64Attr, "1">:$heads,
                        OptionalAttr<I64Attr>:$kv_heads,
                        F32Attr:$scale);
-  let results = (outs Variadic<Attn_F32Tensor>:$result);
+  let results = (outs Variadic<Attn_FloatTensor>:$result);
   let assemblyFormat = [{
     $q `,` $k `,` $v (`valid_lens` `(` $valid_lens^ `)`)?
     (`rope` `(` $rope_cos^ `,` $rope_sin `)`)? `outs` `(` $init `)`

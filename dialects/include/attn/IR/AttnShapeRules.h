@@ -14,6 +14,8 @@
 #ifndef ATTN_IR_ATTNSHAPERULES_H
 #define ATTN_IR_ATTNSHAPERULES_H
 
+#include "attn/Target/ElementType.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
@@ -48,13 +50,13 @@ constexpr int64_t kMaxElements = int64_t(1) << 40;
 /// builds affine maps and loop nests whose size grows with the rank squared.
 constexpr int64_t kMaxRank = 16;
 
-/// Element types the ops accept. `Other` stands for anything else (an MLIR
-/// f16 tensor, say) so that it can be rejected with a message.
-enum class ElementKind { F32, I32, Other };
-
-/// A statically shaped tensor as the rules see it.
+/// A statically shaped tensor as the rules see it. Its element type is a row
+/// of the element-type table (attn/Target/ElementType.h), or none for a type
+/// no kernel takes (an MLIR f64 tensor, say), rejected with a message. Which
+/// rows the ops accept is the table's `isSupported`; a result takes its
+/// element type from its operands.
 struct TensorShape {
-  ElementKind element = ElementKind::F32;
+  std::optional<ElementType> element = ElementType::F32;
   llvm::SmallVector<int64_t, 4> dims;
 
   int64_t rank() const { return static_cast<int64_t>(dims.size()); }
@@ -100,13 +102,13 @@ RuleResult inferLinear(const TensorShape &x, const TensorShape &w,
                        const TensorShape *b, RuleError error);
 RuleResult inferMatmul(const TensorShape &a, const TensorShape &b,
                        bool transposeB, RuleError error);
-/// relu: any f32 tensor, same shape out.
+/// relu: any float tensor, same shape out.
 RuleResult inferElementwiseUnary(const TensorShape &x, RuleError error);
 /// gelu: as inferElementwiseUnary, either form.
 RuleResult inferGelu(const TensorShape &x, bool approximate, RuleError error);
-/// scale: any f32 tensor and a finite factor.
+/// scale: any float tensor and a finite factor.
 RuleResult inferScale(const TensorShape &x, double factor, RuleError error);
-/// add, mul, sub: two f32 tensors with NumPy broadcasting (aligned on their
+/// add, mul, sub: two float tensors with NumPy broadcasting (aligned on their
 /// trailing axes; a size-1 or missing axis stretches). The result has the
 /// larger rank and, per axis, the larger size.
 RuleResult inferElementwiseBinary(const TensorShape &lhs,
@@ -140,9 +142,9 @@ RuleResult inferMultiheadAttention(
     double ropeBase, bool returnWeights, RuleError error);
 /// The attention weights that `attention(..., return_weights=true)` also
 /// returns (D2L's `attention_weights`, the masked softmax of the scores):
-/// f32[N, Tq, Tk], for operands that inferAttention accepted.
+/// [N, Tq, Tk] of q's type, for operands that inferAttention accepted.
 TensorShape attentionWeightsShape(const TensorShape &q, const TensorShape &k);
-/// The same for `multihead_attention`: f32[B * heads, Tq, Tk], row
+/// The same for `multihead_attention`: [B * heads, Tq, Tk], row
 /// b * heads + h for head h of batch entry b (split_heads' order), for
 /// operands that inferMultiheadAttention accepted.
 TensorShape multiheadAttentionWeightsShape(const TensorShape &q,
