@@ -183,6 +183,11 @@ struct MhaCase {
   /// and w_k = -I, so that every score is far below -1e6 (the kernels'
   /// exact recomputation of such rows, with the window's lower bound).
   float magnitude = 0;
+  /// Non-zero: every score is exactly -1e6 + scoreOffset (head dim 4: one
+  /// column of q 16, of k (1e6 - offset) / 8, w_q = I, w_k = -I), where
+  /// skipping the masked keys is exact only from kExpUnderflow on
+  /// (attn/IR/AttentionMask.h's needsExactRecompute).
+  float scoreOffset = 0;
 };
 
 const MhaCase kMhaCases[] = {
@@ -420,8 +425,8 @@ const MhaCase kMhaCases[] = {
      1,
      0,
      8,
-     0,
-     {},
+     1,
+     {7},
      false,
      0,
      false,
@@ -429,6 +434,46 @@ const MhaCase kMhaCases[] = {
      0,
      false,
      2000.0f},
+    // Every score -1e6 + 8, a window of 8 over 200 keys: each masked key
+    // still weighs e^-8 of a visible one, so every row from the 9th on is
+    // recomputed -- the last only because its window starts past key 0
+    // (begin > 0 while end = Tk).
+    {"window_scores_just_above_masked_value",
+     1,
+     200,
+     200,
+     1,
+     0,
+     4,
+     0,
+     {},
+     true,
+     8,
+     false,
+     0,
+     0,
+     false,
+     0.0f,
+     8.0f},
+    // Every score exactly -1e6 + 104, 3 of 200 keys visible: the bound
+    // where skipping the masked keys is exact (their weight underflows).
+    {"scores_at_exp_underflow_bound",
+     1,
+     2,
+     200,
+     1,
+     0,
+     4,
+     1,
+     {3},
+     false,
+     0,
+     false,
+     0,
+     0,
+     false,
+     0.0f,
+     104.0f},
     // Every score below -1e6: rows recomputed exactly, window included.
     {"scores_below_masked_value_window",
      2,
@@ -453,7 +498,7 @@ void PrintTo(const MhaCase &c, std::ostream *os) { *os << c.name; }
 /// The features of q, k and v.
 void featuresOf(const MhaCase &c, int64_t &dq, int64_t &dk, int64_t &dv) {
   dq = 12, dk = 15, dv = 17;
-  if (c.magnitude)
+  if (c.magnitude || c.scoreOffset)
     dq = dk = c.heads * c.headDim;
 }
 
@@ -569,6 +614,25 @@ TEST_P(MultiheadAttentionV2, MatchesTheReference) {
     // Positive q and k, w_q = I, w_k = -I: scores -|q||k| / sqrt(d).
     q = random({c.b, c.tq, dq}, rng, c.magnitude);
     k = random({c.b, c.tk, dk}, rng, c.magnitude);
+    wq = ref::Tensor({hd, dq});
+    wk = ref::Tensor({kvHd, dk});
+    for (int64_t i = 0; i < hd; ++i) {
+      wq.data[i * dq + i] = 1.0f;
+      wk.data[i * dk + i] = -1.0f;
+    }
+  }
+  if (c.scoreOffset) {
+    // One column per head: q 16, k (1e6 - offset) / 8; with w_q = I,
+    // w_k = -I and the scale 1/2 (head dim 4) every score is exactly
+    // -(1e6 - offset).
+    q = ref::Tensor({c.b, c.tq, dq});
+    k = ref::Tensor({c.b, c.tk, dk});
+    for (int64_t h = 0; h < c.heads; ++h) {
+      for (int64_t t = 0; t < c.b * c.tq; ++t)
+        q.data[t * dq + h * c.headDim] = 16.0f;
+      for (int64_t t = 0; t < c.b * c.tk; ++t)
+        k.data[t * dk + h * c.headDim] = (1e6f - c.scoreOffset) / 8.0f;
+    }
     wq = ref::Tensor({hd, dq});
     wk = ref::Tensor({kvHd, dk});
     for (int64_t i = 0; i < hd; ++i) {

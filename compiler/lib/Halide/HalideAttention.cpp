@@ -11,7 +11,7 @@
 #include "HalideSchedule.h"
 #include "HalideTranslator.h"
 
-#include "attn/IR/MaskedSoftmax.h"
+#include "attn/IR/AttentionMask.h"
 #include "attn/IR/Rope.h"
 
 #include <algorithm>
@@ -47,17 +47,13 @@ std::pair<Func, Func> Translator::attentionCore(const AttentionCore &core) {
   // D2L: scores / sqrt(d), as 1/sqrt(d) rounded to f32 times the score.
   float scale =
       static_cast<float>(1.0 / std::sqrt(static_cast<double>(core.headDim)));
-  std::vector<Expr> conditions;
+  std::optional<Expr> validLen;
   if (core.lens)
-    conditions.push_back(j < core.lens(i, batchExprs));
-  if (core.causal)
-    conditions.push_back(j <= i);
-  if (core.window > 0)
-    conditions.push_back(j > i - static_cast<int>(core.window));
-  Expr visible =
-      conditions.empty() ? Halide::cast(Halide::Bool(), 1) : conditions.front();
-  for (size_t n = 1; n < conditions.size(); ++n)
-    visible = visible && conditions[n];
+    validLen = core.lens(i, batchExprs);
+  Expr visible = mlir::attn::keyVisible(
+      Expr(j), Expr(i), validLen, core.causal,
+      core.window > 0 ? std::optional<int64_t>(core.window) : std::nullopt,
+      Halide::cast(Halide::Bool(), 1));
   Func scores(fresh("masked_scores"));
   scores(args({j, i})) = Halide::select(visible, dot(args({j, i})) * scale,
                                         Expr(mlir::attn::kMaskedScore));

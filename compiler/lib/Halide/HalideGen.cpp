@@ -13,11 +13,11 @@
 #include "HalideSchedule.h"
 #include "HalideTranslator.h"
 
+#include "attn/IR/AttentionMask.h"
 #include "attn/IR/AttnDialect.h"
 #include "attn/IR/AttnOps.h"
 #include "attn/IR/AttnShapeRules.h"
 #include "attn/IR/AttnTypes.h"
-#include "attn/IR/MaskedSoftmax.h"
 #include "attn/IR/PositionalEncoding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -172,8 +172,10 @@ Tensor Translator::softmax(const Tensor &x, const Tensor *validLens) {
   if (validLens) {
     Expr len = validLens->rank() == 1 ? (*validLens)({vars[0]})
                                       : (*validLens)({vars[0], vars[1]});
-    value = Halide::select(vars.back() < len, value,
-                           Expr(mlir::attn::kMaskedScore));
+    Expr visible = mlir::attn::keyVisible(
+        Expr(vars.back()), Expr(vars[1]), std::optional<Expr>(len),
+        /*causal=*/false, /*window=*/std::nullopt, Halide::cast<bool>(1));
+    value = Halide::select(visible, value, Expr(mlir::attn::kMaskedScore));
   }
   masked(reversedVars(vars)) = value;
   RDom r(0, static_cast<int>(width), "r");

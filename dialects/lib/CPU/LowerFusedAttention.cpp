@@ -30,15 +30,16 @@
 //         out[r] = out[r] * exp(m - m') + p @ v[block]
 //       out[r] /= l          (len <= lo: the mean of v, D2L's uniform row)
 //
-// Skipping masked keys is exact while exp(-1e6 - m) underflows, i.e. unless
-// every visible score of a row is below -1e6 + 104; such a row is recomputed
-// by an exact scalar loop over all keys, so results always equal D2L's.
+// Skipping masked keys is exact unless the row needs an exact recompute
+// (attn/IR/AttentionMask.h: every visible score below -1e6 + 104 while keys
+// are masked); such a row is recomputed by an exact scalar loop over all
+// keys, so results always equal D2L's.
 //
 //===----------------------------------------------------------------------===//
 
 #include "attn/CPU/Passes.h"
+#include "attn/IR/AttentionMask.h"
 #include "attn/IR/AttnOps.h"
-#include "attn/IR/MaskedSoftmax.h"
 #include "attn/IR/Rope.h"
 #include "attn/Target/CpuTarget.h"
 
@@ -100,10 +101,8 @@ public:
     keys = ks[1];
     width = vs[2] / kvHeads;
     lens2d = lens && cast<MemRefType>(lens.getType()).getRank() == 2;
-    // A window of Tq keys or more hides nothing the causal mask does not.
     if (std::optional<uint64_t> w = op.getWindow())
-      if (static_cast<int64_t>(*w) < queries)
-        window = static_cast<int64_t>(*w);
+      window = hidingWindow(static_cast<int64_t>(*w), queries);
   }
 
   void emit() {
@@ -304,8 +303,8 @@ private:
     });
   }
 
-  /// The visible keys of query row `row`: valid_len (1-D or 2-D), then
-  /// min(len, row + 1) when causal, at most Tk. May be <= 0.
+  /// The end of query row `row`'s visible keys (attn/IR/AttentionMask.h).
+  /// May be <= 0.
   Value lengthOf(Value n, Value row) {
     Value len;
     if (lens) {
@@ -314,24 +313,12 @@ private:
                                           ValueRange{entryBatch, row})
                  : memref::LoadOp::create(b, loc, lens, ValueRange{entryBatch});
       len = arith::IndexCastOp::create(b, loc, b.getIndexType(), raw);
-      len = arith::MinSIOp::create(b, loc, len, index(keys));
-    } else {
-      len = index(keys);
     }
-    if (causal)
-      len = arith::MinSIOp::create(b, loc, len, add(row, index(1)));
-    return len;
+    return visibleEnd(b, loc, len, row, keys, causal);
   }
 
-  /// The first visible key of query row `row`: max(0, row + 1 - window)
-  /// with a window, else 0 (null).
-  Value lowerOf(Value row) {
-    if (!window)
-      return Value();
-    Value lo =
-        arith::SubIOp::create(b, loc, add(row, index(1)), index(*window));
-    return arith::MaxSIOp::create(b, loc, lo, index(0));
-  }
+  /// The first visible key of query row `row`; null (0) without a window.
+  Value lowerOf(Value row) { return visibleBegin(b, loc, row, window); }
 
   /// Column chunks of an output row: (offset, lanes) with lanes <=
   /// chunkLanes (one register each).
@@ -557,20 +544,13 @@ private:
       for (int64_t r = 0; r < rows; ++r) {
         Value s = arith::MulFOp::create(b, loc, dot.getResult(r),
                                         splat(f32(scale), lanes));
-        Value lenI32 =
-            arith::IndexCastOp::create(b, loc, b.getI32Type(), len[r]);
-        Value visible = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
-                                              keyIndex, splat(lenI32, lanes));
-        if (lo[r]) {
-          Value loI32 =
-              arith::IndexCastOp::create(b, loc, b.getI32Type(), lo[r]);
-          visible = arith::AndIOp::create(
-              b, loc, visible,
-              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, keyIndex,
-                                    splat(loI32, lanes)));
-        }
-        scores.push_back(arith::SelectOp::create(
-            b, loc, visible, s, splat(f32(kMaskedScore), lanes)));
+        Value visible =
+            isKeyVisible(b, loc, keyIndex, lo[r], len[r], [&](Value bound) {
+              return splat(
+                  arith::IndexCastOp::create(b, loc, b.getI32Type(), bound),
+                  lanes);
+            });
+        scores.push_back(maskScore(b, loc, visible, s));
       }
       return scores;
     };
@@ -695,22 +675,8 @@ private:
   /// exactly. Its visible keys are [lo, len) (lo null: 0).
   void finishRow(Value n, Value row, Value len, Value lo, Value rowMax,
                  Value rowSum) {
-    Value empty = mayBeEmpty()
-                      ? arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
-                                              len, lo ? lo : index(0))
-                            .getResult()
-                      : Value();
-    Value tiny =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, rowMax,
-                              f32(kMaskedScore + kExpUnderflow));
-    Value partial = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
-                                          len, index(keys));
-    if (lo)
-      partial = arith::OrIOp::create(
-          b, loc, partial,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, lo,
-                                index(0)));
-    Value exact = arith::AndIOp::create(b, loc, tiny, partial);
+    Value empty = mayBeEmpty() ? isEmptyRow(b, loc, lo, len) : Value();
+    Value exact = needsExactRecompute(b, loc, rowMax, lo, len, keys);
     auto divideOrRecompute = [&] {
       scf::IfOp::create(
           b, loc, exact,
@@ -777,13 +743,7 @@ private:
               b, loc, ValueRange{math::FmaOp::create(b, loc, x, y, acc[0])});
         });
     Value s = arith::MulFOp::create(b, loc, dot.getResult(0), f32(scale));
-    Value visible =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, j, len);
-    if (lo)
-      visible = arith::AndIOp::create(
-          b, loc, visible,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, j, lo));
-    return arith::SelectOp::create(b, loc, visible, s, f32(kMaskedScore));
+    return maskScore(b, loc, isKeyVisible(b, loc, j, lo, len), s);
   }
 
   /// The exact softmax over all keys of one row (three scalar passes).

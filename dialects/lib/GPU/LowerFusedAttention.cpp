@@ -20,8 +20,8 @@
 //       s = q · k[j] * scale; m' = max(m, s); c = exp(m - m');
 //       p = exp(s - m'); l = l c + p; acc = acc c + p v[j]; m = m'
 //     barrier
-//   out[i] = acc / l, unless len <= lo or m <= -1e6 + 104: then the row is
-//     marked for the exact launch
+//   out[i] = acc / l, unless len <= lo or the row needs an exact recompute
+//     (attn/IR/AttentionMask.h): then the row is marked for the exact launch
 //
 // With kv_heads(G), query head h reads k and v of kv head h / (H / G) where
 // they are (no copy per query head). With rope, the thread rotates its
@@ -51,8 +51,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/GPU/Passes.h"
+#include "attn/IR/AttentionMask.h"
 #include "attn/IR/AttnOps.h"
-#include "attn/IR/MaskedSoftmax.h"
 #include "attn/Target/GpuTarget.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -109,8 +109,7 @@ struct Lowering {
     dk = qType.getDimSize(2) / heads;
     dv = vType.getDimSize(2) / kvHeads;
     if (std::optional<uint64_t> w = op.getWindow())
-      if (static_cast<int64_t>(*w) < queries)
-        window = static_cast<int64_t>(*w);
+      window = hidingWindow(static_cast<int64_t>(*w), queries);
     tile = attentionTile(target, queries, keys, dk, dv);
     this->target = target;
   }
@@ -183,33 +182,22 @@ struct Lowering {
         b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(value)));
   }
 
-  /// The visible keys of row `row` of batch entry `batch`: may be <= 0.
+  /// The end of the visible keys of row `row` of batch entry `batch`
+  /// (attn/IR/AttentionMask.h): may be <= 0.
   Value lengthOf(Value batch, Value row) {
-    Value len = index(keys);
+    Value len;
     if (lens) {
       bool twoD = cast<MemRefType>(lens.getType()).getRank() == 2;
       Value raw =
           twoD ? memref::LoadOp::create(b, loc, lens, ValueRange{batch, row})
                : memref::LoadOp::create(b, loc, lens, ValueRange{batch});
-      len = arith::MinSIOp::create(
-          b, loc, arith::IndexCastOp::create(b, loc, b.getIndexType(), raw),
-          index(keys));
+      len = arith::IndexCastOp::create(b, loc, b.getIndexType(), raw);
     }
-    if (causal)
-      len = arith::MinSIOp::create(
-          b, loc, len, arith::AddIOp::create(b, loc, row, index(1)));
-    return len;
+    return visibleEnd(b, loc, len, row, keys, causal);
   }
 
-  /// The first visible key of `row`: max(0, row + 1 - window), or null
-  /// without a window.
-  Value lowerOf(Value row) {
-    if (!window)
-      return Value();
-    Value lo = arith::SubIOp::create(
-        b, loc, arith::AddIOp::create(b, loc, row, index(1)), index(*window));
-    return arith::MaxSIOp::create(b, loc, lo, index(0));
-  }
+  /// The first visible key of `row`; null (0) without a window.
+  Value lowerOf(Value row) { return visibleBegin(b, loc, row, window); }
 
   /// `x` (a row of q, vector<dk>) rotated by rope at position `t`:
   /// x * [cos, cos] + rotate_half(x) * [-sin, sin] with rotate_half(x) =
@@ -549,15 +537,8 @@ struct Lowering {
                       b, loc, partial, static_cast<int32_t>(offset),
                       static_cast<int32_t>(warp), gpu::ShuffleMode::XOR)
                       .getShuffleResult());
-            Value visible = arith::CmpIOp::create(
-                b, loc, arith::CmpIPredicate::slt, j, len);
-            if (lo)
-              visible = arith::AndIOp::create(
-                  b, loc, visible,
-                  arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, j,
-                                        lo));
-            Value s = arith::SelectOp::create(b, loc, visible, scaled(partial),
-                                              f32(kMaskedScore));
+            Value s = maskScore(b, loc, isKeyVisible(b, loc, j, lo, len),
+                                scaled(partial));
             auto values = [&](int64_t c0, int64_t lanes) -> Value {
               SmallVector<Value> elements;
               for (int64_t i = c0; i < c0 + lanes; ++i) {
@@ -736,16 +717,8 @@ struct Lowering {
                       b, loc, VectorType::get({lanes}, f32Type), vTile,
                       ValueRange{jj, shareColumn(valueOffset, c0)});
                 };
-                Value visible;
-                if (split) {
-                  visible = arith::CmpIOp::create(
-                      b, loc, arith::CmpIPredicate::slt, j, len);
-                  if (lo)
-                    visible = arith::AndIOp::create(
-                        b, loc, visible,
-                        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
-                                              j, lo));
-                }
+                Value visible =
+                    split ? isKeyVisible(b, loc, j, lo, len) : Value();
                 scf::YieldOp::create(b, loc,
                                      update(current, s, values, visible,
                                             split ? tile.valueChunk : 0));
@@ -756,12 +729,10 @@ struct Lowering {
         });
     SmallVector<Value> first(tiles.getResults());
 
-    Value empty = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, len,
-                                        lo ? lo : index(0));
-    Value underflows =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE, first[0],
-                              f32(kMaskedScore + kExpUnderflow));
-    Value again = arith::OrIOp::create(b, loc, empty, underflows);
+    // Rows without visible keys go to the exact launch too (a uniform row).
+    Value again = arith::OrIOp::create(
+        b, loc, isEmptyRow(b, loc, lo, len),
+        needsExactRecompute(b, loc, first[0], lo, len, keys));
     // Rows past Tq store nothing.
     Value stores = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                          ownRow, index(queries));

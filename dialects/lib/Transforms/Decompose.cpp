@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn/IR/AttentionMask.h"
 #include "attn/IR/AttnOps.h"
-#include "attn/IR/MaskedSoftmax.h"
 #include "attn/IR/Rope.h"
 #include "attn/Transforms/Passes.h"
 
@@ -62,9 +62,10 @@ Value repeatPerHead(PatternRewriter &rewriter, Location loc, Value validLens,
   return tensor::CollapseShapeOp::create(rewriter, loc, perHead, groups);
 }
 
-/// The lengths that make masked_softmax also apply the causal mask:
-/// masking j > i and j >= len by the same -1e6 replacement is masking
-/// j >= min(len, i + 1). Returns i32[N, Tq].
+/// The lengths that make masked_softmax also apply the causal mask: the
+/// end(i) = min(len, i + 1) of attn/IR/AttentionMask.h as a tensor (masking
+/// j > i and j >= len by the same -1e6 replacement is masking j >= end(i)).
+/// Returns i32[N, Tq].
 Value causalValidLens(PatternRewriter &rewriter, Location loc, Value validLens,
                       int64_t n, int64_t tq) {
   // rowLens[i] = i + 1
@@ -114,8 +115,9 @@ Value regroup(PatternRewriter &rewriter, Location loc, Value x, int64_t groups,
                                          intoGroups ? byGroup : byHead);
 }
 
-/// s[n, i, j] = -1e6 where key j is outside query i's sliding window
-/// (j <= i - W), D2L's replacement; the lengths mask the rest.
+/// s[n, i, j] = -1e6 where key j is before query i's sliding window
+/// (attn/IR/AttentionMask.h's begin(i)), D2L's replacement; the lengths
+/// mask the rest.
 Value maskOutsideWindow(PatternRewriter &rewriter, Location loc, Value scores,
                         int64_t window) {
   auto type = cast<RankedTensorType>(scores.getType());
@@ -128,16 +130,11 @@ Value maskOutsideWindow(PatternRewriter &rewriter, Location loc, Value scores,
              [&](OpBuilder &b, Location l, ValueRange args) {
                Value i = linalg::IndexOp::create(b, l, 1);
                Value j = linalg::IndexOp::create(b, l, 2);
-               Value w = arith::ConstantIndexOp::create(b, l, window);
-               // visible: i - W < j, i.e. j + W > i
-               Value visible =
-                   arith::CmpIOp::create(b, l, arith::CmpIPredicate::sgt,
-                                         arith::AddIOp::create(b, l, j, w), i);
-               Value masked = arith::ConstantOp::create(
-                   b, l, b.getF32FloatAttr(kMaskedScore));
-               linalg::YieldOp::create(b, l,
-                                       ValueRange{arith::SelectOp::create(
-                                           b, l, visible, args[0], masked)});
+               Value begin = visibleBegin(b, l, i, window);
+               linalg::YieldOp::create(
+                   b, l,
+                   ValueRange{maskScore(
+                       b, l, isKeyVisible(b, l, j, begin, Value()), args[0])});
              })
       .getResult(0);
 }
@@ -249,9 +246,8 @@ std::pair<Value, Value> decomposedAttention(PatternRewriter &rewriter,
   if (grouped)
     scores = regroup(rewriter, loc, scores, groups, perGroup, false);
   scores = ScaleOp::create(rewriter, loc, scores, scale);
-  // A window of Tq or more keys hides nothing.
-  if (window && *window < tq)
-    scores = maskOutsideWindow(rewriter, loc, scores, *window);
+  if (std::optional<int64_t> hiding = hidingWindow(window, tq))
+    scores = maskOutsideWindow(rewriter, loc, scores, *hiding);
   if (causal)
     validLens = causalValidLens(rewriter, loc, validLens, n, tq);
   Value weights =
@@ -290,10 +286,7 @@ struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
     bool returnWeights = op.getReturnWeights();
     int64_t tq = dimOf(op.getQ(), 1), tk = dimOf(op.getK(), 1);
     int64_t headDim = dimOf(op.getWQ(), 0) / numHeads;
-    // A window of Tq or more keys hides nothing (j > i - W for every i).
-    std::optional<int64_t> window = op.getSlidingWindow();
-    if (window && *window >= tq)
-      window.reset();
+    std::optional<int64_t> window = hidingWindow(op.getSlidingWindow(), tq);
     auto project = [&](Value x, Value w, Value b) -> Value {
       return LinearOp::create(rewriter, loc, x, w, b);
     };

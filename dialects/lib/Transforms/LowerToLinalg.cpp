@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn/IR/AttentionMask.h"
 #include "attn/IR/AttnOps.h"
-#include "attn/IR/MaskedSoftmax.h"
 #include "attn/IR/PositionalEncoding.h"
 #include "attn/Transforms/Passes.h"
 
@@ -512,10 +512,8 @@ struct LowerMaskedSoftmax : OpRewritePattern<MaskedSoftmaxOp> {
           Value key = linalg::IndexOp::create(b, loc, 2);
           Value len =
               arith::IndexCastOp::create(b, loc, b.getIndexType(), args[1]);
-          Value visible = arith::CmpIOp::create(
-              b, loc, arith::CmpIPredicate::slt, key, len);
-          return arith::SelectOp::create(b, loc, visible, args[0],
-                                         computeConstant(b, loc, kMaskedScore));
+          return maskScore(b, loc, isKeyVisible(b, loc, key, Value(), len),
+                           args[0]);
         });
     rewriter.replaceOp(op, softmaxLastAxis(rewriter, loc, masked));
     return success();

@@ -3,7 +3,7 @@
 // value tile into workgroup memory between barriers, walks the tiles below
 // its longest row, and each thread takes the tile's keys its row sees; the
 // row's length from valid_lens (clamped, causal); a row that is empty or
-// underflows is marked, not stored, and a second launch (a warp per row)
+// needs an exact recompute is marked, not stored, and a second launch (a warp per row)
 // walks every key of each marked row (D2L's -1e6 for the masked ones).
 // RUN: attn-opt %s --pass-pipeline='builtin.module(func.func(attn-gpu-lower-fused-attention))' \
 // RUN:   | FileCheck %s
@@ -62,11 +62,15 @@
 // CHECK:               scf.yield
 // CHECK:             gpu.barrier
 // CHECK:             scf.yield
-// an empty or underflowing row is marked, and stored only when not marked
-// (rows past Tq store nothing)
+// a row that is empty, or needs an exact recompute (its largest score below
+// -1e6 + 104 while keys are masked: len < Tk; attn/IR/AttentionMask.h, the
+// CPU's rule too) is marked, and stored only when not marked (rows past Tq
+// store nothing)
 // CHECK:           %[[EMPTY:.*]] = arith.cmpi sle, %[[LEN]], %{{.*}} : index
-// CHECK:           %[[UNDER:.*]] = arith.cmpf ole, %{{.*}}, %{{.*}} : f32
-// CHECK:           %[[AGAIN:.*]] = arith.ori %[[EMPTY]], %[[UNDER]] : i1
+// CHECK:           %[[TINY:.*]] = arith.cmpf olt, %{{.*}}, %{{.*}} : f32
+// CHECK:           %[[MASKED:.*]] = arith.cmpi slt, %[[LEN]], %[[C64]]{{.*}} : index
+// CHECK:           %[[EXACT:.*]] = arith.andi %[[TINY]], %[[MASKED]] : i1
+// CHECK:           %[[AGAIN:.*]] = arith.ori %[[EMPTY]], %[[EXACT]] : i1
 // CHECK:           %[[MINE:.*]] = arith.cmpi ult, %[[OWN]], %{{.*}} : index
 // CHECK:           scf.if %{{.*}} {
 // CHECK:             %[[MARK:.*]] = arith.extui %[[AGAIN]] : i1 to i32

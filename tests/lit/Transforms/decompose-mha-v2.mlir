@@ -89,9 +89,10 @@ func.func @kv_heads_all(%x: tensor<2x3x16xf32>, %w: tensor<16x16xf32>) -> tensor
 
 // -----
 
-// A causal window of 2 keys: scores of keys j <= i - 2 are replaced by -1e6
-// (from the indices, no mask tensor), then the causal lengths min(vl, i + 1)
-// mask the rest, as every mask here: a row that sees nothing is uniform.
+// A causal window of 2 keys: scores of keys before begin(i) = max(0, i - 1)
+// (attn/IR/AttentionMask.h) are replaced by -1e6 (from the indices, no mask
+// tensor), then the causal lengths min(vl, i + 1) mask the rest, as every
+// mask here: a row that sees nothing is uniform.
 // The weights returned are that softmax.
 // CHECK-LABEL: func.func @window
 // CHECK-SAME: %[[VL:[^:]*]]: tensor<1xi32>
@@ -102,8 +103,11 @@ func.func @window(%x: tensor<1x5x8xf32>, %w: tensor<8x8xf32>, %vl: tensor<1xi32>
   // CHECK: %[[WIN:.*]] = linalg.generic {{.*}} outs(%[[T]] : tensor<2x5x5xf32>)
   // CHECK: %[[I:.*]] = linalg.index 1 : index
   // CHECK: %[[J:.*]] = linalg.index 2 : index
-  // CHECK: %[[JW:.*]] = arith.addi %[[J]], %[[W2]] : index
-  // CHECK: %[[VIS:.*]] = arith.cmpi sgt, %[[JW]], %[[I]] : index
+  // begin(i) = max(0, i + 1 - 2); visible: j >= begin(i)
+  // CHECK: %[[I1:.*]] = arith.addi %[[I]], %{{.*}} : index
+  // CHECK: %[[IW:.*]] = arith.subi %[[I1]], %[[W2]] : index
+  // CHECK: %[[BEGIN:.*]] = arith.maxsi %[[IW]], %{{.*}} : index
+  // CHECK: %[[VIS:.*]] = arith.cmpi sge, %[[J]], %[[BEGIN]] : index
   // CHECK: arith.select %[[VIS]], %{{.*}}, %[[MASKED]] : f32
   // CHECK: %[[MIN:.*]] = arith.minsi
   // CHECK: %[[P:.*]] = attn.masked_softmax %[[WIN]], %[[MIN]] : (tensor<2x5x5xf32>, tensor<2x5xi32>) -> tensor<2x5x5xf32>
