@@ -37,24 +37,6 @@ llvm::Error statusError(llvm::StringRef kernel, int status,
                                  llvm::Twine(status));
 }
 
-/// The parameters of `entry` in its ABI order (attn/Target/KernelAbi.h),
-/// from the buffers' pointers (in the kernel's order), the packed params
-/// and the stream.
-std::vector<void *> entryParameters(const KernelSignature &signature,
-                                    mlir::attn::abi::Entry entry,
-                                    llvm::ArrayRef<void *> buffers,
-                                    void *packed, void *stream) {
-  using Kind = mlir::attn::abi::Parameter::Kind;
-  std::vector<void *> parameters;
-  for (mlir::attn::abi::Parameter parameter :
-       mlir::attn::abi::parametersOf(entry, signature.roles()))
-    parameters.push_back(parameter.kind == Kind::Buffer
-                             ? buffers[parameter.buffer]
-                         : parameter.kind == Kind::Packed ? packed
-                                                          : stream);
-  return parameters;
-}
-
 std::string shapeText(ElementType type, llvm::ArrayRef<int64_t> shape) {
   KernelArgument a;
   a.type = type;
@@ -158,10 +140,7 @@ llvm::Error Kernel::preparePacked() const {
   auto address = reinterpret_cast<uintptr_t>(packedStorage.data());
   packed = packedStorage.data() +
            (kAlignment - address / sizeof(float) % kAlignment) % kAlignment;
-  std::vector<void *> parameters = entryParameters(
-      kernelSignature, LoadedObject::Entry::Prepare, pointers, packed, nullptr);
-  if (int status =
-          object->call(LoadedObject::Entry::Prepare, parameters.data()))
+  if (int status = object->call(LoadedObject::Entry::Prepare, pointers, packed))
     return statusError(kernelSignature.name, status, *object);
   prepared = true;
   return llvm::Error::success();
@@ -249,9 +228,7 @@ llvm::Error Kernel::run(llvm::ArrayRef<HostBuffer> buffers) const {
   auto entry = LoadedObject::Entry::Run;
   if (!paramGiven && prepared)
     entry = LoadedObject::Entry::Prepared;
-  std::vector<void *> parameters =
-      entryParameters(kernelSignature, entry, pointers, packed, nullptr);
-  if (int status = object->call(entry, parameters.data()))
+  if (int status = object->call(entry, pointers, packed))
     return statusError(kernelSignature.name, status, *object);
   return llvm::Error::success();
 }
@@ -288,9 +265,8 @@ llvm::Error Kernel::runOnDevice(llvm::ArrayRef<HostBuffer> buffers,
                        " (bound params are host memory: pass every param)");
   // Embedding ids are device memory here: the kernel checks them itself
   // (its status counts the ids out of range).
-  std::vector<void *> parameters = entryParameters(
-      kernelSignature, LoadedObject::Entry::Cuda, pointers, nullptr, stream);
-  if (int status = object->call(LoadedObject::Entry::Cuda, parameters.data()))
+  if (int status =
+          object->call(LoadedObject::Entry::Cuda, pointers, nullptr, stream))
     return statusError(kernelSignature.name, status, *object);
   return llvm::Error::success();
 }

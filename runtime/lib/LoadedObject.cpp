@@ -19,7 +19,8 @@ LoadedObject::~LoadedObject() = default;
 
 llvm::Expected<std::unique_ptr<LoadedObject>>
 LoadedObject::load(llvm::StringRef object, llvm::StringRef kernel,
-                   mlir::attn::abi::ObjectKind kind) {
+                   mlir::attn::abi::ObjectKind kind,
+                   llvm::ArrayRef<mlir::attn::abi::ArgumentRole> roles) {
   static std::once_flag once;
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
@@ -55,12 +56,27 @@ LoadedObject::load(llvm::StringRef object, llvm::StringRef kernel,
         packed ? mlir::attn::abi::packedEntrySymbol(symbol) : symbol);
     if (!address)
       return address.takeError();
-    if (packed)
+    if (packed) {
       loaded->entries[static_cast<unsigned>(entry)] =
           address->toPtr<int (*)(void **)>();
-    else if (entry == Entry::CudaLastError)
+      loaded->layouts[static_cast<unsigned>(entry)] =
+          mlir::attn::abi::parametersOf(entry, roles);
+    } else if (entry == Entry::CudaLastError)
       loaded->gpuLastError = address->toPtr<const char *(*)()>();
   }
   loaded->jit = std::move(*jit);
   return loaded;
+}
+
+int LoadedObject::call(Entry entry, llvm::ArrayRef<void *> buffers,
+                       void *packed, void *stream) const {
+  using Kind = mlir::attn::abi::Parameter::Kind;
+  llvm::SmallVector<void *, 16> parameters;
+  for (mlir::attn::abi::Parameter parameter :
+       layouts[static_cast<unsigned>(entry)])
+    parameters.push_back(parameter.kind == Kind::Buffer
+                             ? buffers[parameter.buffer]
+                         : parameter.kind == Kind::Packed ? packed
+                                                          : stream);
+  return entries[static_cast<unsigned>(entry)](parameters.data());
 }

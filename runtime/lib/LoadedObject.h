@@ -5,6 +5,8 @@
 
 #include "attn/Target/KernelAbi.h"
 
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -24,18 +26,19 @@ public:
   using Entry = mlir::attn::abi::Entry;
 
   /// Links `object` and finds the entries an object of `kind` exports for
-  /// kernel `kernel` (attn/Target/KernelAbi.h): their packed forms, and
-  /// NAME_cuda_last_error as it is.
+  /// kernel `kernel` (attn/Target/KernelAbi.h), whose buffers have `roles`:
+  /// their packed forms, and NAME_cuda_last_error as it is.
   static llvm::Expected<std::unique_ptr<LoadedObject>>
   load(llvm::StringRef object, llvm::StringRef kernel,
-       mlir::attn::abi::ObjectKind kind);
+       mlir::attn::abi::ObjectKind kind,
+       llvm::ArrayRef<mlir::attn::abi::ArgumentRole> roles);
   ~LoadedObject();
 
-  /// Calls the packed form of `entry`: args[i] is its i-th parameter
-  /// (abi::parametersOf); returns its status.
-  int call(Entry entry, void **args) const {
-    return entries[static_cast<unsigned>(entry)](args);
-  }
+  /// Calls the packed form of `entry` with its parameters in ABI order
+  /// (abi::parametersOf, laid out once at load), taken from `buffers` (the
+  /// kernel's, in ABI order), `packed` and `stream`; returns its status.
+  int call(Entry entry, llvm::ArrayRef<void *> buffers, void *packed = nullptr,
+           void *stream = nullptr) const;
 
   /// Whether the object exports `entry`.
   bool has(Entry entry) const {
@@ -53,6 +56,8 @@ private:
   std::unique_ptr<llvm::orc::LLJIT> jit;
   /// Indexed by Entry; null where the object has none.
   int (*entries[5])(void **) = {};
+  /// Each entry's parameters, indexed by Entry.
+  llvm::SmallVector<mlir::attn::abi::Parameter> layouts[5];
   const char *(*gpuLastError)() = nullptr;
 };
 

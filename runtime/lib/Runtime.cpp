@@ -334,8 +334,8 @@ Runtime::compile(llvm::StringRef text, llvm::StringRef sourceName,
   if (!cacheDir.empty() && llvm::sys::fs::exists(jsonPath)) {
     auto entry = readEntry(jsonPath, objectPath, key);
     if (entry) {
-      auto object =
-          LoadedObject::load(entry->object, entry->signature.name, objectKind);
+      auto object = LoadedObject::load(entry->object, entry->signature.name,
+                                       objectKind, entry->signature.roles());
       if (object)
         kernel = CachedKernel{std::move(entry->signature), std::move(*object)};
       else
@@ -355,8 +355,8 @@ Runtime::compile(llvm::StringRef text, llvm::StringRef sourceName,
       // A read-only or full cache directory costs speed, not correctness.
       llvm::consumeError(
           writeEntry(cacheDir, jsonPath, objectPath, key, *entry));
-    auto object =
-        LoadedObject::load(entry->object, entry->signature.name, objectKind);
+    auto object = LoadedObject::load(entry->object, entry->signature.name,
+                                     objectKind, entry->signature.roles());
     if (!object)
       return object.takeError();
     kernel = CachedKernel{std::move(entry->signature), std::move(*object)};

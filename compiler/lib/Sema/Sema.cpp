@@ -141,6 +141,11 @@ public:
 
   void run();
 
+  /// The names the block's header declares, as run() found them.
+  std::vector<Sema::HeaderName> takeHeaderNames() {
+    return std::move(headerNames);
+  }
+
 private:
   // Names.
   bool define(const Ident &name, Symbol symbol);
@@ -191,6 +196,7 @@ private:
   llvm::StringSet<> usedEarly;
   std::vector<const Ident *> outputNames;
   bool sawOutputStmt = false;
+  std::vector<Sema::HeaderName> headerNames;
 };
 
 //===----------------------------------------------------------------------===//
@@ -530,9 +536,9 @@ std::string describeSource(const abi::HeaderName &name, const Ident &source,
   return name.what;
 }
 
-} // namespace
-
-std::vector<Sema::HeaderName> attnc::headerNamesOf(const Block &block) {
+/// Every name the header of `block` declares, each with its source name
+/// (the block's name for the ABI's own), once its outputs are known.
+std::vector<Sema::HeaderName> headerNamesOf(const Block &block) {
   std::vector<const Ident *> dimSources, bufferSources;
   std::vector<std::string> dims, arguments, outputs;
   std::vector<StringRef> kinds;
@@ -582,15 +588,13 @@ std::vector<Sema::HeaderName> attnc::headerNamesOf(const Block &block) {
   return names;
 }
 
-namespace {
-
 void BlockChecker::checkHeaderMacros() {
   // The ABI's own names come first: a dim or buffer whose macro is one of
   // them is reported; of two sources with one macro, the later.
   llvm::StringMap<const Sema::HeaderName *> claimed;
   llvm::SmallPtrSet<const Ident *, 8> reported;
-  std::vector<Sema::HeaderName> names = headerNamesOf(block);
-  for (const Sema::HeaderName &name : names) {
+  headerNames = headerNamesOf(block);
+  for (const Sema::HeaderName &name : headerNames) {
     if (name.isEntry)
       continue;
     auto [it, inserted] = claimed.try_emplace(name.name, &name);
@@ -1140,13 +1144,14 @@ void Sema::checkExportedEntries(const Ident &name) {
   }
 }
 
-void Sema::checkHeaderNamesAcrossBlocks(const Block &block) {
+void Sema::checkHeaderNamesAcrossBlocks(const Block &block,
+                                        std::vector<HeaderName> names) {
   // A block whose macros are all another's was reported at its name.
   auto owner = blockMacros.find(StringRef(block.name.name).upper());
   if (owner == blockMacros.end() || owner->second != &block.name)
     return;
   llvm::SmallPtrSet<const Ident *, 8> reported;
-  for (Sema::HeaderName &name : headerNamesOf(block)) {
+  for (HeaderName &name : names) {
     auto [it, inserted] = fileHeaderNames.try_emplace(name.name, name);
     const Sema::HeaderName &other = it->second;
     // Two entries are checkExportedEntries' (and its block names').
@@ -1210,13 +1215,14 @@ void Sema::checkBlock(Block &block) {
 
 void Sema::runChecker(Block &block) {
   unsigned errorsBefore = diag.errorCount();
-  BlockChecker(diag, *this, block).run();
+  BlockChecker checker(diag, *this, block);
+  checker.run();
   block.checked = true;
   block.valid = !block.hadSyntaxErrors && diag.errorCount() == errorsBefore &&
                 !block.outputs.empty() &&
                 block.outputShapes.size() == block.outputs.size();
   if (block.valid) {
-    checkHeaderNamesAcrossBlocks(block);
+    checkHeaderNamesAcrossBlocks(block, checker.takeHeaderNames());
     block.valid = diag.errorCount() == errorsBefore;
   }
 }

@@ -93,9 +93,10 @@ private:
   /// Entries of the ABI (NAME_prepare, NAME_cuda, ...) of one block that
   /// are another block's name.
   void checkExportedEntries(const ast::Ident &name);
-  /// Names of `block`'s header that another checked block's header
-  /// declares too.
-  void checkHeaderNamesAcrossBlocks(const ast::Block &block);
+  /// Names of `block`'s header (`names`) that another checked block's
+  /// header declares too.
+  void checkHeaderNamesAcrossBlocks(const ast::Block &block,
+                                    std::vector<HeaderName> names);
   /// Whether `block` calls a block of the file that is not checked yet
   /// (other than itself, which is an error at the call).
   bool waitsForCallee(const ast::Block &block) const;
@@ -111,11 +112,6 @@ private:
   /// The header names of the blocks checked so far.
   llvm::StringMap<HeaderName> fileHeaderNames;
 };
-
-/// Every name the header of `block` declares, each with its source name
-/// (the block's name for the ABI's own): the dims and buffers as checked
-/// so far (outputs once the block is checked).
-std::vector<Sema::HeaderName> headerNamesOf(const ast::Block &block);
 
 } // namespace attnc
 
