@@ -140,6 +140,16 @@ std::string indexText(int64_t flat, llvm::ArrayRef<int64_t> shape) {
   return shapeText(index);
 }
 
+/// The DLPack dtype of `type` (its code in the element-type table).
+nb::dlpack::dtype dlpackTypeOf(ElementType type) {
+  const mlir::attn::ElementTypeInfo &info = mlir::attn::describe(type);
+  nb::dlpack::dtype dtype;
+  dtype.code = info.dlpackCode;
+  dtype.bits = static_cast<uint8_t>(info.bytes * 8);
+  dtype.lanes = 1;
+  return dtype;
+}
+
 /// Copies `view` into `out` (row-major) as `argument`'s dtype; throws
 /// ValueError when it cannot be done exactly (or, for float64, without
 /// `cast`).
@@ -323,9 +333,7 @@ ArgumentArray attnc::python::readArray(const KernelArgument &argument,
          "); pass host arrays (tensor.cpu())")
             .c_str());
 
-  nb::dlpack::dtype want = argument.type == ElementType::F32
-                               ? nb::dtype<float>()
-                               : nb::dtype<int32_t>();
+  nb::dlpack::dtype want = dlpackTypeOf(argument.type);
   nb::dlpack::dtype type = view.dtype();
   bool sameType = type.code == want.code && type.bits == want.bits &&
                   type.lanes == want.lanes;
@@ -349,9 +357,7 @@ nb::object attnc::python::wrapOutput(const KernelArgument &argument,
                                      AlignedBuffer storage, bool torch) {
   llvm::SmallVector<size_t, 8> shape(argument.shape.begin(),
                                      argument.shape.end());
-  nb::dlpack::dtype type = argument.type == ElementType::F32
-                               ? nb::dtype<float>()
-                               : nb::dtype<int32_t>();
+  nb::dlpack::dtype type = dlpackTypeOf(argument.type);
   void *data = storage.release();
   nb::capsule owner(data, [](void *p) noexcept { std::free(p); });
   nb::object result = nb::ndarray<nb::numpy>(data, shape.size(), shape.data(),

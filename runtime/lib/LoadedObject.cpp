@@ -2,7 +2,7 @@
 
 #include "LoadedObject.h"
 
-#include "attnc/Codegen/Target.h"
+#include "attnc/Codegen/TargetMachine.h"
 
 #include "attnc_rt.h"
 

@@ -32,27 +32,46 @@ using namespace llvm;
 
 namespace attnc {
 
-StringRef npyDtypeDescr(NpyDtype dtype) {
-  switch (dtype) {
-  case NpyDtype::F32:
-    return "<f4";
-  case NpyDtype::I32:
-    return "<i4";
-  case NpyDtype::I64:
-    return "<i8";
-  }
+namespace {
+
+/// A .npy dtype: a kernel element type (its descr and size from the
+/// element-type table), or int64, which files may hold for i32 arguments.
+struct NpyDtypeInfo {
+  NpyDtype dtype;
+  std::optional<mlir::attn::ElementType> element;
+};
+
+constexpr NpyDtypeInfo kNpyDtypes[] = {
+    {NpyDtype::F32, mlir::attn::ElementType::F32},
+    {NpyDtype::I32, mlir::attn::ElementType::I32},
+    {NpyDtype::I64, std::nullopt},
+};
+
+const NpyDtypeInfo &infoOf(NpyDtype dtype) {
+  for (const NpyDtypeInfo &info : kNpyDtypes)
+    if (info.dtype == dtype)
+      return info;
   llvm_unreachable("unknown NpyDtype");
 }
 
+} // namespace
+
+StringRef npyDtypeDescr(NpyDtype dtype) {
+  const NpyDtypeInfo &info = infoOf(dtype);
+  return info.element ? StringRef(mlir::attn::describe(*info.element).npyDescr)
+                      : StringRef("<i8");
+}
+
 size_t npyDtypeSize(NpyDtype dtype) {
-  switch (dtype) {
-  case NpyDtype::F32:
-  case NpyDtype::I32:
-    return 4;
-  case NpyDtype::I64:
-    return 8;
-  }
-  llvm_unreachable("unknown NpyDtype");
+  const NpyDtypeInfo &info = infoOf(dtype);
+  return info.element ? mlir::attn::bytesOf(*info.element) : 8;
+}
+
+std::optional<NpyDtype> npyDtypeOf(mlir::attn::ElementType type) {
+  for (const NpyDtypeInfo &info : kNpyDtypes)
+    if (info.element == type)
+      return info.dtype;
+  return std::nullopt;
 }
 
 size_t NpyArray::numElements() const {
@@ -357,30 +376,36 @@ Error npyError(StringRef name, const Twine &msg) {
   return createStringError(inconvertibleErrorCode(), name + ": " + msg);
 }
 
+/// "'<f4', '<i4' or '<i8'": the descrs .npy I/O reads.
+std::string knownDescrs() {
+  std::string text;
+  for (auto [i, info] : llvm::enumerate(kNpyDtypes)) {
+    if (i > 0)
+      text += i + 1 == std::size(kNpyDtypes) ? " or " : ", ";
+    text += "'" + npyDtypeDescr(info.dtype).str() + "'";
+  }
+  return text;
+}
+
 Expected<NpyDtype> interpretDescr(const PyValue &v, StringRef name) {
   if (v.kind == PyValue::List)
     return npyError(name, "structured dtype " + v.text +
-                              " is not supported; expected '<f4', '<i4' or "
-                              "'<i8'");
+                              " is not supported; expected " + knownDescrs());
   if (v.kind != PyValue::Str)
     return npyError(name, "'descr' is " + v.text +
-                              "; expected a dtype string '<f4', '<i4' or "
-                              "'<i8'");
+                              "; expected a dtype string " + knownDescrs());
   StringRef d = v.str;
-  if (d == "<f4")
-    return NpyDtype::F32;
-  if (d == "<i4")
-    return NpyDtype::I32;
-  if (d == "<i8")
-    return NpyDtype::I64;
+  for (const NpyDtypeInfo &info : kNpyDtypes)
+    if (d == npyDtypeDescr(info.dtype))
+      return info.dtype;
   if (d.starts_with(">"))
     return npyError(name, "big-endian dtype '" + d +
-                              "' is not supported; expected little-endian "
-                              "'<f4', '<i4' or '<i8' (convert with "
+                              "' is not supported; expected little-endian " +
+                              knownDescrs() +
+                              " (convert with "
                               "arr.astype(arr.dtype.newbyteorder('<')))");
-  return npyError(name, "dtype '" + d +
-                            "' is not supported; expected '<f4', '<i4' or "
-                            "'<i8'");
+  return npyError(name, "dtype '" + d + "' is not supported; expected " +
+                            knownDescrs());
 }
 
 } // namespace

@@ -12,9 +12,7 @@
 
 #include "LoadedObject.h"
 
-#include "attnc/Codegen/Compile.h"
-#include "attnc/Codegen/GpuCompile.h"
-#include "attnc/Codegen/Target.h"
+#include "attnc/Codegen/CodeGenerator.h"
 #include "attnc/Gen/SpecToModule.h"
 #include "attnc/InitAttn.h"
 #include "attnc/Runtime/Runtime.h"
@@ -211,7 +209,7 @@ llvm::Error writeEntry(llvm::StringRef directory, llvm::StringRef jsonPath,
 llvm::Expected<DiskEntry> compileSpec(llvm::StringRef text,
                                       llvm::StringRef sourceName,
                                       llvm::StringRef block,
-                                      const CompileOptions &options) {
+                                      const CodeGenerator &generator) {
   mlir::DialectRegistry registry;
   registerAllDialects(registry);
   mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
@@ -225,31 +223,20 @@ llvm::Expected<DiskEntry> compileSpec(llvm::StringRef text,
       message = diagnostics + message;
     return llvm::createStringError(message);
   }
-  auto signatures = kernelSignatures(**module);
-  if (!signatures)
-    return signatures.takeError();
-  if (signatures->size() != 1)
-    return llvm::createStringError("expected exactly one kernel");
-
   // Lowering errors are MLIR diagnostics: collect them into the error.
   std::string lowering;
   mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
     llvm::raw_string_ostream(lowering) << d.getLocation() << ": " << d << "\n";
     return mlir::success();
   });
-  bool gpu = options.target.kind == TargetKind::Nvptx;
-  auto object =
-      gpu ? compileForGpu(**module, options, GpuOutputKind::Object)
-          : compileToMachineCode(**module, options, MachineCodeKind::Object);
-  if (!object)
+  auto compiled = generator.compile(**module, OutputKind::Object);
+  if (!compiled)
     return llvm::createStringError(lowering +
-                                   llvm::toString(object.takeError()));
-  // GPU objects have no prepare step, and the Halide backend's reads its
-  // params as they are (packedElements stays 0).
-  if (!gpu && options.backend == Backend::Mlir)
-    if (llvm::Error error = readPackedElements(**module, *signatures))
-      return std::move(error);
-  return DiskEntry{std::move(signatures->front()), std::move(*object)};
+                                   llvm::toString(compiled.takeError()));
+  if (compiled->signatures.size() != 1)
+    return llvm::createStringError("expected exactly one kernel");
+  return DiskEntry{std::move(compiled->signatures.front()),
+                   std::move(compiled->code)};
 }
 
 } // namespace
@@ -304,20 +291,12 @@ void Runtime::clearMemoryCache() {
 llvm::Expected<std::shared_ptr<Kernel>>
 Runtime::compile(llvm::StringRef text, llvm::StringRef sourceName,
                  llvm::StringRef block, const CompileOptions &options) {
-  // The JIT loads what it compiles into this process: another triple's code
-  // cannot run here (attnc SPEC --triple=... -o OBJ cross-compiles).
-  if (!isHostTriple(options.target))
-    return llvm::createStringError(
-        "the JIT runs kernels on this machine; --triple=" +
-        options.target.triple + " is for objects (attnc SPEC -o OBJ)");
-  bool gpu = options.target.kind == TargetKind::Nvptx;
-  if (gpu)
-    if (llvm::Error error = checkGpuTarget(options.target))
-      return std::move(error);
-  auto objectKind =
-      gpu ? mlir::attn::abi::ObjectKind::Gpu : mlir::attn::abi::ObjectKind::Cpu;
+  std::unique_ptr<CodeGenerator> generator = createCodeGenerator(options);
+  if (llvm::Error error = generator->checkLoadsHere())
+    return std::move(error);
+  mlir::attn::abi::ObjectKind objectKind = generator->objectKind();
   std::string key =
-      sha256Hex({compilerVersion(), text, block, options.fingerprint()});
+      sha256Hex({compilerVersion(), text, block, generator->fingerprint()});
   {
     std::lock_guard<std::mutex> lock(state->mutex);
     auto it = state->kernels.find(key);
@@ -348,7 +327,7 @@ Runtime::compile(llvm::StringRef text, llvm::StringRef sourceName,
   }
 
   if (!kernel) {
-    auto entry = compileSpec(text, sourceName, block, options);
+    auto entry = compileSpec(text, sourceName, block, *generator);
     if (!entry)
       return entry.takeError();
     if (!cacheDir.empty())

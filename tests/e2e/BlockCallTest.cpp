@@ -18,7 +18,7 @@
 #include "NaiveReference.h"
 
 #include "attnc/Codegen/KernelSignature.h"
-#include "attnc/Codegen/Target.h"
+#include "attnc/Codegen/TargetMachine.h"
 #ifdef ATTNC_BLOCK_CALL_JIT
 #include "attnc/Codegen/GpuCompile.h"
 #include "attnc/Runtime/Runtime.h"

@@ -21,7 +21,7 @@
 
 #include "NaiveReference.h"
 
-#include "attnc/Codegen/Target.h"
+#include "attnc/Codegen/TargetMachine.h"
 #include "attnc/Runtime/Runtime.h"
 
 #include "llvm/Support/FileSystem.h"

@@ -14,7 +14,7 @@
 
 #include "GoldenCase.h"
 
-#include "attnc/Codegen/Target.h"
+#include "attnc/Codegen/TargetMachine.h"
 #include "attnc/Halide/HalideBackend.h"
 #include "attnc/Runtime/Runtime.h"
 

@@ -37,7 +37,7 @@
 
 #include "NaiveReference.h"
 
-#include "attnc/Codegen/Target.h"
+#include "attnc/Codegen/TargetMachine.h"
 #include "attnc/Halide/HalideBackend.h"
 #include "attnc/Runtime/Runtime.h"
 

@@ -16,7 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attnc/Codegen/Target.h"
+#include "attnc/Codegen/TargetMachine.h"
 
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/Function.h"

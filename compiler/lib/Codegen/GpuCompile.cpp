@@ -36,8 +36,8 @@
 #include <algorithm>
 #include <tuple>
 
-// The loader's bitcode, compiled from runtime/gpu/attnc_cuda.c when attnc is
-// built (GpuLoaderBitcode.cpp, generated).
+// The loader's bitcode, compiled from lib/ObjectCode/attnc_cuda.c when attnc
+// is built (GpuLoaderBitcode.cpp, generated).
 extern const unsigned char kAttncCudaBitcode[];
 extern const size_t kAttncCudaBitcodeSize;
 
@@ -318,7 +318,7 @@ translateGpuHost(mlir::ModuleOp module,
 
 llvm::Expected<std::string> attnc::compileForGpu(mlir::ModuleOp module,
                                                  const CompileOptions &options,
-                                                 GpuOutputKind kind) {
+                                                 OutputKind kind) {
   if (llvm::Error error = checkGpuTarget(options.target))
     return std::move(error);
   auto machine = createTargetMachine(hostTarget(options.target));
@@ -327,12 +327,11 @@ llvm::Expected<std::string> attnc::compileForGpu(mlir::ModuleOp module,
   auto signatures = kernelSignatures(module);
   if (!signatures)
     return signatures.takeError();
-  if (llvm::Error error =
-          lowerForGpu(module, options, kind == GpuOutputKind::Ptx))
+  if (llvm::Error error = lowerForGpu(module, options, kind == OutputKind::Ptx))
     return std::move(error);
-  if (kind == GpuOutputKind::Ptx)
+  if (kind == OutputKind::Ptx)
     return ptxOf(module);
-  if (kind == GpuOutputKind::Lowered) {
+  if (kind == OutputKind::Lowered) {
     std::string text;
     llvm::raw_string_ostream os(text);
     module->print(os);
@@ -344,7 +343,7 @@ llvm::Expected<std::string> attnc::compileForGpu(mlir::ModuleOp module,
       translateGpuHost(module, *signatures, options, context, **machine);
   if (!host)
     return host.takeError();
-  if (kind == GpuOutputKind::LlvmIr) {
+  if (kind == OutputKind::LlvmIr) {
     std::string text;
     llvm::raw_string_ostream os(text);
     (*host)->print(os, nullptr);
@@ -353,7 +352,7 @@ llvm::Expected<std::string> attnc::compileForGpu(mlir::ModuleOp module,
   llvm::SmallString<0> buffer;
   llvm::raw_svector_ostream os(buffer);
   if (llvm::Error error = emitMachineCode(**host, **machine,
-                                          kind == GpuOutputKind::Object
+                                          kind == OutputKind::Object
                                               ? MachineCodeKind::Object
                                               : MachineCodeKind::Assembly,
                                           os))

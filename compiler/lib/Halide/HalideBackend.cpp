@@ -12,9 +12,10 @@
 #include "attnc/Halide/HalideBackend.h"
 
 #include "HalideGen.h"
+#include "HalideSchedule.h"
 
 #include "attnc/Codegen/Compile.h"
-#include "attnc/Codegen/Target.h"
+#include "attnc/Codegen/TargetMachine.h"
 
 #include "attn/Target/CpuTarget.h"
 #include "attn/Target/KernelAbi.h"
@@ -32,6 +33,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Triple.h"
 #include "llvm/Transforms/IPO/GlobalDCE.h"
@@ -108,6 +110,19 @@ Halide::AutoschedulerParams autoschedulerParams(llvm::StringRef name,
   return params;
 }
 
+/// What attnc's schedules read of `description`.
+halide::ScheduleTarget
+scheduleTargetOf(const mlir::attn::CpuTargetDescription &description,
+                 bool parallel) {
+  halide::ScheduleTarget target;
+  // attnc's schedules compute in f32, whatever the buffers hold.
+  target.vectorLanes =
+      static_cast<int>(description.lanes(mlir::attn::ElementType::F32));
+  target.vectorRegisters = static_cast<int>(description.vectorRegisters);
+  target.parallel = parallel;
+  return target;
+}
+
 /// One kernel's pipeline as Halide-compiled bitcode, read into `context`.
 llvm::Expected<std::unique_ptr<llvm::Module>>
 compileKernel(mlir::func::FuncOp kernel, const CompileOptions &options,
@@ -131,11 +146,8 @@ compileKernel(mlir::func::FuncOp kernel, const CompileOptions &options,
     Halide::Target target(targetString);
     Halide::Pipeline whole(pipeline->outputs);
     if (options.halideSchedule == "attnc") {
-      halide::ScheduleTarget scheduleTarget;
-      scheduleTarget.vectorLanes = static_cast<int>(description.lanes());
-      scheduleTarget.vectorRegisters =
-          static_cast<int>(description.vectorRegisters);
-      scheduleTarget.parallel = options.pipeline.parallel;
+      halide::ScheduleTarget scheduleTarget =
+          scheduleTargetOf(description, options.pipeline.parallel);
       for (halide::Stage &stage : pipeline->stages)
         stage.schedule(scheduleTarget);
       for (Halide::Func &output : pipeline->outputs)
@@ -364,6 +376,42 @@ llvm::Error attnc::checkHalideOptions(const CompileOptions &options) {
         "the Halide backend supports x86-64 and AArch64 Linux, not " +
         triple.str());
   return llvm::Error::success();
+}
+
+llvm::Expected<std::string>
+attnc::describeHalideSchedule(const CompileOptions &options) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  for (const std::string &cpu : cpuList(options.target)) {
+    TargetOptions one = options.target;
+    one.cpu = cpu;
+    auto description = describeCpuTarget(one);
+    if (!description)
+      return description.takeError();
+    auto machine = createTargetMachine(one);
+    if (!machine)
+      return machine.takeError();
+    os << "target: " << description->summary() << "\n"
+       << "halide target: " << halideTarget(**machine) << "\n";
+    std::string lines;
+    if (options.halideSchedule == "attnc") {
+      os << "schedule: attnc's\n";
+      lines = halide::describeSchedules(
+          scheduleTargetOf(*description, options.pipeline.parallel));
+    } else {
+      os << "schedule: Halide's " << options.halideSchedule
+         << " autoscheduler\n";
+      for (const auto &[key, value] :
+           autoschedulerParams(options.halideSchedule,
+                               options.pipeline.parallel)
+               .extra)
+        lines += key + " = " + value + "\n";
+    }
+    for (llvm::StringRef line : llvm::split(lines, '\n'))
+      if (!line.empty())
+        os << "  " << line << "\n";
+  }
+  return text;
 }
 
 std::string attnc::halideTarget(const llvm::TargetMachine &machine) {

@@ -21,6 +21,32 @@ void parallelOuter(Stage stage, const std::vector<Var> &vars,
 
 } // namespace
 
+int attnc::halide::registerBlockRows(const ScheduleTarget &target) {
+  // Rows of two vectors of accumulators, leaving four registers for the
+  // operands: 12 of 16 AVX2 registers, 24 of 32 AVX-512 ones.
+  return std::clamp((target.vectorRegisters - 4) / 2, 1, 12);
+}
+
+std::string attnc::halide::describeSchedules(const ScheduleTarget &target) {
+  int lanes = target.vectorLanes;
+  return "pointwise stages: on their own, vectorized by " +
+         std::to_string(lanes) +
+         " f32 lanes\n"
+         "GEMM: register blocks of " +
+         std::to_string(registerBlockRows(target)) + " rows x " +
+         std::to_string(2 * lanes) +
+         " columns (2 vectors), the right operand's columns packed once per "
+         "block\n"
+         "row reductions (softmax, layer norm): row by row, the reductions "
+         "inside each row\n"
+         "attention: flash-style, the scores of a block of up to " +
+         std::to_string(registerBlockRows(target)) +
+         " query rows computed and reduced inside it (whole when the weights "
+         "are an output)\n" +
+         (target.parallel ? "outermost loops on attnc_rt's thread pool\n"
+                          : "serial\n");
+}
+
 void attnc::halide::schedulePointwise(Func f, const std::vector<Var> &vars,
                                       const ScheduleTarget &target) {
   f.compute_root();
@@ -35,7 +61,7 @@ void attnc::halide::scheduleGemm(Func y, Var col, Var row,
                                  const ScheduleTarget &target) {
   int lanes = target.vectorLanes;
   int columns = 2 * lanes;
-  int rows = std::clamp((target.vectorRegisters - 4) / 2, 1, 12);
+  int rows = registerBlockRows(target);
   Var co("co"), ro("ro"), ci("ci"), ri("ri");
   std::vector<Halide::VarOrRVar> order = {ci, ri, ro, co};
   order.insert(order.end(), batch.begin(), batch.end());
@@ -82,8 +108,8 @@ void attnc::halide::scheduleAttention(const AttentionStages &s,
   // Query rows per block: the register block of the two products (rows x
   // 2 vectors of keys or of value features), never more rows than there
   // are (the blocks shift inwards at the end and keep their size).
-  int rows = static_cast<int>(std::min<int64_t>(
-      std::clamp((target.vectorRegisters - 4) / 2, 1, 12), s.queryRows));
+  int rows = static_cast<int>(
+      std::min<int64_t>(registerBlockRows(target), s.queryRows));
   Func out = s.out;
   Var io("io"), ii("ii"), entry("entry");
   std::vector<Halide::VarOrRVar> order = {s.c, ii, io};

@@ -15,6 +15,14 @@
 
 namespace attnc::halide {
 
+/// The rows of a GEMM register block (of two vectors each) and of a block
+/// of attention's query rows.
+int registerBlockRows(const ScheduleTarget &target);
+
+/// --print-schedule: what the schedules below choose for `target`, a line
+/// per class of stage.
+std::string describeSchedules(const ScheduleTarget &target);
+
 /// A pointwise stage `f` of Halide-order vars `vars`: computed on its own,
 /// vectorized along its innermost dimension.
 void schedulePointwise(Halide::Func f, const std::vector<Halide::Var> &vars,

@@ -27,6 +27,11 @@ llvm::Error attnc::checkHalideOptions(const CompileOptions &) {
   return notInThisBuild();
 }
 
+llvm::Expected<std::string>
+attnc::describeHalideSchedule(const CompileOptions &) {
+  return notInThisBuild();
+}
+
 std::string attnc::halideTarget(const llvm::TargetMachine &) { return ""; }
 
 llvm::Expected<std::unique_ptr<llvm::Module>>

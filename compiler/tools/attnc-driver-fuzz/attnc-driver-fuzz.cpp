@@ -15,7 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attnc/Codegen/Compile.h"
-#include "attnc/Codegen/Target.h"
+#include "attnc/Codegen/TargetMachine.h"
 #include "attnc/Gen/SpecToModule.h"
 #include "attnc/InitAttn.h"
 

@@ -38,10 +38,6 @@ llvm::raw_ostream &error() {
   return llvm::WithColor::error(llvm::errs(), "attnc");
 }
 
-NpyDtype npyDtypeOf(ElementType type) {
-  return type == ElementType::F32 ? NpyDtype::F32 : NpyDtype::I32;
-}
-
 /// An argument's values as an npy array: read from FILE, checked against
 /// the signature.
 llvm::Expected<NpyArray> readArgument(const KernelArgument &argument,
@@ -61,11 +57,16 @@ llvm::Expected<NpyArray> readArgument(const KernelArgument &argument,
     if (!array)
       return array.takeError();
   }
-  if (array->dtype != npyDtypeOf(argument.type))
+  std::optional<NpyDtype> expected = npyDtypeOf(argument.type);
+  if (!expected)
+    return llvm::createStringError(what + ": .npy files of " +
+                                   mlir::attn::nameOf(argument.type) +
+                                   " are not supported yet");
+  if (array->dtype != *expected)
     return llvm::createStringError(
-        what + ": expected dtype '" + npyDtypeDescr(npyDtypeOf(argument.type)) +
-        "'" + (argument.type == ElementType::I32 ? " (or '<i8')" : "") +
-        ", got '" + npyDtypeDescr(array->dtype) + "'");
+        what + ": expected dtype '" + npyDtypeDescr(*expected) + "'" +
+        (argument.type == ElementType::I32 ? " (or '<i8')" : "") + ", got '" +
+        npyDtypeDescr(array->dtype) + "'");
   if (array->shape != argument.shape)
     return llvm::createStringError(
         what + ": expected shape " + formatNpyShape(argument.shape) + " (" +
@@ -268,11 +269,12 @@ int attnc::runCommand(const RunOptions &options) {
   for (unsigned i = 0; i < arguments.size(); ++i) {
     const KernelArgument &a = arguments[i];
     if (a.role == ArgumentRole::Output) {
-      values[i] = a.type == ElementType::F32
-                      ? NpyArray::fromF32(
-                            a.shape, std::vector<float>(a.numElements(), 0.0f))
-                      : NpyArray::fromI32(
-                            a.shape, std::vector<int32_t>(a.numElements(), 0));
+      // Zeros of the output's dtype (every supported type has one).
+      NpyArray zeros;
+      zeros.dtype = *npyDtypeOf(a.type);
+      zeros.shape = a.shape;
+      zeros.data.assign(a.numElements() * npyDtypeSize(zeros.dtype), 0);
+      values[i] = std::move(zeros);
       continue;
     }
     if (values[i])

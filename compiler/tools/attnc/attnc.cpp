@@ -6,12 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn/Target/CpuTarget.h"
-#include "attn/Target/GpuTarget.h"
-#include "attnc/Codegen/CHeader.h"
-#include "attnc/Codegen/Compile.h"
-#include "attnc/Codegen/GpuCompile.h"
-#include "attnc/Codegen/Target.h"
+#include "attnc/Codegen/CodeGenerator.h"
+#include "attnc/Codegen/TargetMachine.h"
 #include "attnc/Frontend/Frontend.h"
 #include "attnc/Gen/MLIRGen.h"
 #include "attnc/Halide/HalideBackend.h"
@@ -54,7 +50,6 @@ namespace {
 enum ExitCode { kSuccess = 0, kUserError = 1, kInternalError = 2 };
 
 enum class EmitKind { Attn, Lowered, Llvm, Asm, Obj, Header, Ptx };
-enum class Target { Cpu, Nvptx };
 enum class AttentionLowering { Auto, Fused, Decomposed };
 enum class HalideScheduleFlag { Attnc, Adams2019, Mullapudi2016, Li2018 };
 
@@ -112,12 +107,12 @@ cl::opt<std::string>
               cl::value_desc("NAME"), cl::sub(cl::SubCommand::getTopLevel()),
               cl::sub(runSubcommand), cl::cat(codegenCategory));
 
-cl::opt<Target, false, ListedValuesParser<Target>>
+cl::opt<TargetKind, false, ListedValuesParser<TargetKind>>
     target("target", cl::desc("Code generation target (default: cpu)"),
-           cl::values(clEnumValN(Target::Cpu, "cpu", "the host CPU"),
-                      clEnumValN(Target::Nvptx, "nvptx",
+           cl::values(clEnumValN(TargetKind::Cpu, "cpu", "the host CPU"),
+                      clEnumValN(TargetKind::Nvptx, "nvptx",
                                  "NVIDIA GPUs (--mcpu=sm_90a by default)")),
-           cl::init(Target::Cpu), cl::sub(cl::SubCommand::getTopLevel()),
+           cl::init(TargetKind::Cpu), cl::sub(cl::SubCommand::getTopLevel()),
            cl::sub(runSubcommand), cl::cat(codegenCategory));
 
 cl::opt<std::string>
@@ -339,8 +334,7 @@ llvm::StringRef attentionName(AttentionLowering lowering) {
 /// The target and pipeline options the flags ask for (both commands).
 CompileOptions compileOptions(CompileOptions options, unsigned level) {
   options.setOptLevel(level);
-  if (target == Target::Nvptx)
-    options.target.kind = TargetKind::Nvptx;
+  options.target.kind = target;
   if (!mcpu.empty())
     options.target.cpu = mcpu;
   options.target.triple = triple;
@@ -351,19 +345,15 @@ CompileOptions compileOptions(CompileOptions options, unsigned level) {
   return options;
 }
 
-/// --backend and --halide-schedule together with the other flags; reports
+/// The flags that only one backend reads, given with the other; reports
 /// and returns false when they do not fit.
-bool checkBackendFlags(const CompileOptions &options) {
+bool checkBackendFlags() {
   if (backend != Backend::Halide) {
     if (halideSchedule.getNumOccurrences()) {
       error() << "--halide-schedule needs --backend=halide\n";
       return false;
     }
     return true;
-  }
-  if (llvm::Error bad = checkHalideOptions(options)) {
-    error() << llvm::toString(std::move(bad)) << "\n";
-    return false;
   }
   if (attentionLowering.getNumOccurrences()) {
     error() << "--attention chooses the MLIR backend's lowering; the Halide "
@@ -393,49 +383,24 @@ int writeOutput(llvm::StringRef text, bool binary) {
   return kSuccess;
 }
 
-/// --target=nvptx: the GPU header, or what compileForGpu makes.
-int emitGpuCode(mlir::ModuleOp module, const CompileOptions &options) {
-  auto internal = [](llvm::Error error) {
-    llvm::errs() << "attnc: internal error: "
-                 << llvm::toString(std::move(error)) << "\n";
-    return kInternalError;
-  };
-  if (emitKind == EmitKind::Header) {
-    auto signatures = kernelSignatures(module);
-    if (!signatures)
-      return internal(signatures.takeError());
-    HeaderTarget header{mlir::attn::abi::ObjectKind::Gpu,
-                        gpuChip(options.target)};
-    return writeOutput(
-        emitCHeader(*signatures, llvm::sys::path::filename(inputFile), header),
-        /*binary=*/false);
-  }
-  GpuOutputKind kind = GpuOutputKind::Object;
+/// The code --emit asks for, or none (attn, header).
+std::optional<OutputKind> outputKind() {
   switch (emitKind) {
   case EmitKind::Lowered:
-    kind = GpuOutputKind::Lowered;
-    break;
+    return OutputKind::Lowered;
   case EmitKind::Llvm:
-    kind = GpuOutputKind::LlvmIr;
-    break;
+    return OutputKind::LlvmIr;
   case EmitKind::Asm:
-    kind = GpuOutputKind::Assembly;
-    break;
+    return OutputKind::Assembly;
+  case EmitKind::Obj:
+    return OutputKind::Object;
   case EmitKind::Ptx:
-    kind = GpuOutputKind::Ptx;
-    break;
-  default:
+    return OutputKind::Ptx;
+  case EmitKind::Attn:
+  case EmitKind::Header:
     break;
   }
-  // A machine without the CUDA toolkit is the user's to fix, not attnc's.
-  if (llvm::Expected<CudaToolkit> toolkit = findCudaToolkit(); !toolkit) {
-    error() << llvm::toString(toolkit.takeError()) << "\n";
-    return kUserError;
-  }
-  auto code = compileForGpu(module, options, kind);
-  if (!code)
-    return internal(code.takeError());
-  return writeOutput(*code, kind == GpuOutputKind::Object);
+  return std::nullopt;
 }
 
 int emitCode(const LoadedSpec &spec, unsigned optLevelValue,
@@ -451,59 +416,23 @@ int emitCode(const LoadedSpec &spec, unsigned optLevelValue,
                  << "' does not verify\n";
     return kInternalError;
   }
-  if (emitKind == EmitKind::Attn) {
-    // With the target description the CPU passes will read (DLTI).
-    if (llvm::Error error =
-            target == Target::Nvptx
-                ? llvm::Error::success()
-                : attachCpuTarget(*module,
-                                  compileOptions({}, optLevelValue).target)) {
-      llvm::errs() << "attnc: internal error: "
-                   << llvm::toString(std::move(error)) << "\n";
-      return kInternalError;
-    }
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    module->print(os);
-    os << "\n";
-    return writeOutput(text, /*binary=*/false);
-  }
-
-  // Everything below is code generation: its failures are attnc's (a CPU
-  // name the user got wrong was checked before).
+  // Everything below is code generation: its failures are attnc's (the
+  // target and the output kind were checked before).
   CompileOptions options = compileOptions(CompileOptions(), optLevelValue);
   options.printIRAfterAll = printIrAfterAll;
   options.pipeline.parallel = parallelLoops;
   options.onStage = [&progress](llvm::StringRef stage) {
     progress.stage(stage);
   };
+  std::unique_ptr<CodeGenerator> generator = createCodeGenerator(options);
   auto internal = [](llvm::Error error) {
     llvm::errs() << "attnc: internal error: "
                  << llvm::toString(std::move(error)) << "\n";
     return kInternalError;
   };
-  if (options.target.kind == TargetKind::Nvptx)
-    return emitGpuCode(*module, options);
-  if (emitKind == EmitKind::Header) {
-    // The size of each kernel's packed params is known once lowered.
-    auto signatures = kernelSignatures(*module);
-    if (!signatures)
-      return internal(signatures.takeError());
-    if (llvm::Error error = lowerToLLVMDialect(*module, options))
-      return internal(std::move(error));
-    if (llvm::Error error = readPackedElements(*module, *signatures))
-      return internal(std::move(error));
-    return writeOutput(emitCHeader(*signatures,
-                                   llvm::sys::path::filename(inputFile),
-                                   HeaderTarget{}),
-                       /*binary=*/false);
-  }
-  if (emitKind == EmitKind::Lowered && cpuList(options.target).size() > 1) {
-    error() << "--emit=lowered shows one CPU's MLIR; give one --mcpu\n";
-    return kUserError;
-  }
-  if (emitKind == EmitKind::Lowered) {
-    if (llvm::Error error = lowerToLLVMDialect(*module, options))
+  if (emitKind == EmitKind::Attn) {
+    // With what the target's passes will read (the CPU's DLTI description).
+    if (llvm::Error error = generator->annotate(*module))
       return internal(std::move(error));
     std::string text;
     llvm::raw_string_ostream os(text);
@@ -511,78 +440,29 @@ int emitCode(const LoadedSpec &spec, unsigned optLevelValue,
     os << "\n";
     return writeOutput(text, /*binary=*/false);
   }
-  if (emitKind == EmitKind::Llvm) {
-    auto text = compileToLLVMIRText(*module, options);
+  if (emitKind == EmitKind::Header) {
+    auto text =
+        generator->emitHeader(*module, llvm::sys::path::filename(inputFile));
     if (!text)
       return internal(text.takeError());
     return writeOutput(*text, /*binary=*/false);
   }
-  bool object = emitKind == EmitKind::Obj;
-  auto code = compileToMachineCode(*module, options,
-                                   object ? MachineCodeKind::Object
-                                          : MachineCodeKind::Assembly);
-  if (!code)
-    return internal(code.takeError());
-  return writeOutput(*code, object);
+  auto compiled = generator->compile(*module, *outputKind());
+  if (!compiled)
+    return internal(compiled.takeError());
+  return writeOutput(compiled->code, emitKind == EmitKind::Obj);
 }
 
-/// --print-schedule: what the CPU passes will use for each CPU of --mcpu.
+/// --print-schedule: what the code generator's schedules choose for each
+/// CPU of --mcpu (or the GPU).
 int printScheduleMain(unsigned level) {
-  TargetOptions targetOptions = compileOptions({}, level).target;
-  if (targetOptions.kind == TargetKind::Nvptx) {
-    if (llvm::Error bad = checkGpuTarget(targetOptions)) {
-      error() << llvm::toString(std::move(bad)) << "\n";
-      return kUserError;
-    }
-    mlir::attn::GpuTargetDescription gpu =
-        mlir::attn::describeGpu(gpuChip(targetOptions));
-    llvm::outs() << "target: " << gpu.summary() << "\n"
-                 << "schedule:\n"
-                 << "  threads per block: " << gpu.preferredBlockSize
-                 << ", or fewer (down to " << gpu.warpSize
-                 << ") so that a launch covers the " << gpu.multiprocessors
-                 << " multiprocessors twice\n"
-                 << "  attention: a block of up to "
-                 << mlir::attn::kAttentionMaxQueryRows
-                 << " query rows, a thread per row (more when its query and "
-                    "value rows pass "
-                 << mlir::attn::kAttentionRowFloats
-                 << " floats), key and value tiles of up to "
-                 << mlir::attn::kAttentionMaxKeyRows << " rows in "
-                 << mlir::attn::kAttentionTileBytes / 1024
-                 << " KiB of shared memory\n";
-    mlir::attn::GpuGemmTile tile = mlir::attn::gemmTile(gpu);
-    llvm::outs() << "  GEMM: " << tile.rows << " x " << tile.cols
-                 << " tiles per block of " << tile.threads()
-                 << " threads, k-slices of " << tile.depth
-                 << " in shared memory, " << tile.threadRows << " x "
-                 << tile.threadCols
-                 << " outputs per thread; below a quarter of a tile's rows "
-                    "or columns, one thread per block of up to 4 x 4 "
-                    "outputs\n"
-                 << "  row reductions (softmax, layer norm): a warp per row "
-                    "of "
-                 << mlir::attn::warpPerRowMinLength(gpu)
-                 << " elements or more, its lanes combined with shuffles; a "
-                    "thread per shorter row\n";
-    return kSuccess;
+  auto text =
+      createCodeGenerator(compileOptions({}, level))->describeSchedule();
+  if (!text) {
+    error() << llvm::toString(text.takeError()) << "\n";
+    return kUserError;
   }
-  for (const std::string &cpu : cpuList(targetOptions)) {
-    TargetOptions one = targetOptions;
-    one.cpu = cpu;
-    auto target = describeCpuTarget(one);
-    if (!target) {
-      error() << llvm::toString(target.takeError()) << "\n";
-      return kUserError;
-    }
-    mlir::attn::CpuSchedule schedule = mlir::attn::deriveCpuSchedule(*target);
-    llvm::outs() << "target: " << target->summary() << "\n"
-                 << "schedule:\n";
-    std::string lines = schedule.format();
-    for (llvm::StringRef line : llvm::split(lines, '\n'))
-      if (!line.empty())
-        llvm::outs() << "  " << line << "\n";
-  }
+  llvm::outs() << *text;
   return kSuccess;
 }
 
@@ -595,10 +475,6 @@ int compileMain() {
   if (inputFile.empty()) {
     error() << "no spec given: attnc SPEC.attn [options] (see attnc "
                "--help)\n";
-    return kUserError;
-  }
-  if (emitKind == EmitKind::Ptx && target != Target::Nvptx) {
-    error() << "--emit=ptx needs --target=nvptx\n";
     return kUserError;
   }
   if (verbose && quiet) {
@@ -615,20 +491,19 @@ int compileMain() {
   LoadedSpec spec;
   if (!loadSpec(spec))
     return kUserError;
-  TargetOptions targetOptions = compileOptions({}, *level).target;
-  if (llvm::Error bad = targetOptions.kind == TargetKind::Nvptx
-                            ? checkGpuTarget(targetOptions)
-                            : checkTarget(targetOptions)) {
+  std::unique_ptr<CodeGenerator> generator =
+      createCodeGenerator(compileOptions({}, *level));
+  if (llvm::Error bad = generator->check()) {
     error() << llvm::toString(std::move(bad)) << "\n";
     return kUserError;
   }
-  if (!checkBackendFlags(compileOptions({}, *level)))
+  if (!checkBackendFlags())
     return kUserError;
-  if (backend == Backend::Halide && emitKind == EmitKind::Lowered) {
-    error() << "--emit=lowered shows the MLIR backend's IR; with "
-               "--backend=halide use --emit=llvm or --emit=asm\n";
-    return kUserError;
-  }
+  if (std::optional<OutputKind> kind = outputKind())
+    if (llvm::Error bad = generator->checkOutput(*kind)) {
+      error() << llvm::toString(std::move(bad)) << "\n";
+      return kUserError;
+    }
   return emitCode(spec, *level, progress);
 }
 
@@ -721,13 +596,17 @@ int runMain() {
   options.repeat = repeat;
   options.threads = threads;
   options.compile = compileOptions(Runtime::defaultOptions(), *level);
-  if (!checkBackendFlags(options.compile))
+  std::unique_ptr<CodeGenerator> generator =
+      createCodeGenerator(options.compile);
+  if (llvm::Error bad = generator->check()) {
+    error() << llvm::toString(std::move(bad)) << "\n";
+    return kUserError;
+  }
+  if (!checkBackendFlags())
     return kUserError;
   // The kernel runs here: code for a CPU this machine lacks would stop
   // with an illegal instruction.
-  if (llvm::Error bad = options.compile.target.kind == TargetKind::Nvptx
-                            ? checkGpuTarget(options.compile.target)
-                            : checkRunsOnHost(options.compile.target)) {
+  if (llvm::Error bad = generator->checkRunsHere()) {
     error() << llvm::toString(std::move(bad)) << "\n";
     return kUserError;
   }

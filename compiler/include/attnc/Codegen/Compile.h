@@ -1,8 +1,7 @@
 //===- Compile.h - attn-level module -> machine code ------------*- C++ -*-===//
 //
-// The steps of `attnc` and of the runtime's JIT, in one place: read the
-// kernels' signatures, lower to the LLVM dialect, translate and optimize,
-// emit machine code.
+// The steps the code generators (CodeGenerator.h) share: read the kernels'
+// signatures, lower to the LLVM dialect with attnc's CPU pipeline.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,7 +10,7 @@
 
 #include "attnc/Codegen/CompileOptions.h"
 #include "attnc/Codegen/KernelSignature.h"
-#include "attnc/Codegen/Target.h"
+#include "attnc/Codegen/TargetMachine.h"
 
 #include "llvm/Support/Error.h"
 
@@ -51,17 +50,6 @@ void enableIRPrintingAfterAll(mlir::PassManager &pm);
 /// reported to the context's diagnostic handler; the error says which stage.
 llvm::Error lowerToLLVMDialect(mlir::ModuleOp module,
                                const CompileOptions &options);
-
-/// Lowers (if not already lowered), translates and optimizes `module`, and
-/// returns LLVM IR text.
-llvm::Expected<std::string> compileToLLVMIRText(mlir::ModuleOp module,
-                                                const CompileOptions &options);
-
-/// Lowers (if not already lowered), translates, optimizes and emits
-/// `module` as an object file or assembly.
-llvm::Expected<std::string> compileToMachineCode(mlir::ModuleOp module,
-                                                 const CompileOptions &options,
-                                                 MachineCodeKind kind);
 
 } // namespace attnc
 

@@ -93,8 +93,6 @@ struct CompileOptions {
 
   /// -O0 .. -O3: -O0 also turns off tiling/vectorization (scalar loops).
   void setOptLevel(unsigned level);
-  /// Everything that changes the generated code, for cache keys.
-  std::string fingerprint() const;
 };
 
 } // namespace attnc

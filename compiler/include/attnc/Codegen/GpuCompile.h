@@ -3,18 +3,19 @@
 // --target=nvptx: the kernels become PTX (and, with the CUDA toolkit's
 // ptxas, a cubin) embedded in a host object for x86-64 whose exported
 // entries are NAME (host pointers) and NAME_cuda (device pointers, on a
-// CUstream). The object carries its own CUDA loader (runtime/gpu/
-// attnc_cuda.c) and links with libc and libdl only. docs/gpu.md describes
-// the ABI.
+// CUstream). The object carries its own CUDA loader (compiler/lib/
+// ObjectCode/attnc_cuda.c) and links with libc and libdl only. docs/gpu.md
+// describes the ABI.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef ATTNC_CODEGEN_GPUCOMPILE_H
 #define ATTNC_CODEGEN_GPUCOMPILE_H
 
+#include "attnc/Codegen/CodeGenerator.h"
 #include "attnc/Codegen/CompileOptions.h"
 #include "attnc/Codegen/KernelSignature.h"
-#include "attnc/Codegen/Target.h"
+#include "attnc/Codegen/TargetMachine.h"
 
 #include "llvm/Support/Error.h"
 
@@ -51,24 +52,12 @@ llvm::Error checkGpuTarget(const TargetOptions &options);
 /// The PTX ISA version features for `chip` (`+ptx80` for sm_90a).
 std::string ptxFeatures(llvm::StringRef chip);
 
-enum class GpuOutputKind {
-  /// MLIR just before translation (host in the LLVM dialect, gpu.binary).
-  Lowered,
-  /// The host's LLVM IR, loader linked, optimized.
-  LlvmIr,
-  /// The host's assembly.
-  Assembly,
-  /// The host object with the GPU image inside.
-  Object,
-  /// The device code as PTX text.
-  Ptx,
-};
-
 /// Lowers `module` (attn level) for options.target (TargetKind::Nvptx) and
-/// returns what `kind` asks for.
+/// returns what `kind` asks for (OutputKind::Lowered: the host in the LLVM
+/// dialect with the gpu.binary; LlvmIr: the host's, loader linked).
 llvm::Expected<std::string> compileForGpu(mlir::ModuleOp module,
                                           const CompileOptions &options,
-                                          GpuOutputKind kind);
+                                          OutputKind kind);
 
 } // namespace attnc
 

@@ -67,7 +67,7 @@ struct GpuPipelineOptions {
 };
 
 /// attn -> device code in a gpu.binary and host code in the LLVM dialect
-/// that calls the `mgpu*` functions (provided by runtime/gpu/attnc_cuda.c).
+/// that calls the `mgpu*` functions (provided by lib/ObjectCode/attnc_cuda.c).
 void buildGpuLoweringPipeline(mlir::OpPassManager &pm,
                               const GpuPipelineOptions &options);
 

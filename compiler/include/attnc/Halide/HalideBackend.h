@@ -46,6 +46,12 @@ std::string halideVersion();
 /// target is a CPU of a triple Halide supports (x86-64, AArch64 Linux).
 llvm::Error checkHalideOptions(const CompileOptions &options);
 
+/// --print-schedule with --backend=halide: for each CPU of the options'
+/// --mcpu, its description, the Halide target string and what the schedule
+/// (attnc's, or an autoscheduler's parameters) chooses.
+llvm::Expected<std::string>
+describeHalideSchedule(const CompileOptions &options);
+
 /// The Halide target string for `machine`'s CPU features
 /// (`x86-64-linux-sse41-avx-f16c-fma-avx2`, ...): built from attnc's own
 /// feature detection, never Halide's `host` (which keys on the CPU model

@@ -3,16 +3,18 @@
 //
 // The one place where attnc's CPU code generation decides how to tile: a
 // target description (vector width and registers, FMA, caches, features),
-// filled from LLVM's subtarget for the chosen CPU (attnc/Codegen/Target.h,
-// from the features for `native`, never the CPU's name) and attached to the
-// module as a DLTI target device spec; and the schedule derived from it
-// (deriveCpuSchedule), which every CPU pass reads (cpuScheduleOf). Pass
-// options only override single fields of it.
+// filled from LLVM's subtarget for the chosen CPU (attnc/Codegen/
+// TargetMachine.h, from the features for `native`, never the CPU's name) and
+// attached to the module as a DLTI target device spec; and the schedule
+// derived from it (deriveCpuSchedule), which every CPU pass reads
+// (cpuScheduleOf). Pass options only override single fields of it.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef ATTN_TARGET_CPUTARGET_H
 #define ATTN_TARGET_CPUTARGET_H
+
+#include "attn/Target/ElementType.h"
 
 #include "mlir/Support/LLVM.h"
 
@@ -52,8 +54,10 @@ struct CpuTargetDescription {
       "avx",  "avx2", "avx512bw", "avx512dq", "avx512f", "avx512vl",
       "f16c", "fma",  "sse2",     "sse4.1",   "sse4.2"};
 
-  /// f32 lanes of one vector register.
-  int64_t lanes() const { return vectorBits / 32; }
+  /// Lanes of `type` in one vector register.
+  int64_t lanes(ElementType type) const {
+    return vectorBits / (8 * bytesOf(type));
+  }
   bool hasFeature(llvm::StringRef name) const;
   /// `x86_64 znver4: 512-bit x 32 vector registers, fma x 2, ...`.
   std::string summary() const;

@@ -1,11 +1,11 @@
 /*===- KernelStatus.h - What a kernel's entries return ------------*- C -*-===//
  *
  * The status codes of attnc's objects, in C so that the CUDA loader
- * (runtime/gpu/attnc_cuda.c, compiled into every GPU object) and the
- * compiler read the same values. Positive values count the embedding ids
- * found out of range; the negative ones are below. Generated headers
- * define them per kernel (NAME_STATUS_...), the runtime turns them into
- * messages; attn/Target/KernelAbi.h says which object kind returns which.
+ * (compiler/lib/ObjectCode/attnc_cuda.c, compiled into every GPU object)
+ * and the compiler read the same values. Positive values count the
+ * embedding ids found out of range; the negative ones are below. Generated
+ * headers define them per kernel (NAME_STATUS_...), the runtime turns them
+ * into messages; attn/Target/KernelAbi.h says which object kind returns which.
  *
  *===----------------------------------------------------------------------===*/
 

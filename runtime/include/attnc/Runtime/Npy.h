@@ -13,12 +13,15 @@
 #ifndef ATTNC_RUNTIME_NPY_H
 #define ATTNC_RUNTIME_NPY_H
 
+#include "attn/Target/ElementType.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +34,9 @@ enum class NpyDtype { F32, I32, I64 };
 llvm::StringRef npyDtypeDescr(NpyDtype dtype);
 /// Bytes per element of \p dtype.
 size_t npyDtypeSize(NpyDtype dtype);
+/// The dtype that holds a kernel argument of element type \p type (its
+/// descr in attn/Target/ElementType.h), if .npy I/O supports it.
+std::optional<NpyDtype> npyDtypeOf(mlir::attn::ElementType type);
 
 /// A dense, C-order array as stored in a .npy file.
 struct NpyArray {

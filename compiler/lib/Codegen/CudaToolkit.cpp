@@ -1,4 +1,4 @@
-//===- GpuTarget.cpp - The CUDA toolkit and compute capabilities ----------===//
+//===- CudaToolkit.cpp - The CUDA toolkit and compute capabilities --------===//
 
 #include "attnc/Codegen/GpuCompile.h"
 

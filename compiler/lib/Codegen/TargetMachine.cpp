@@ -1,6 +1,6 @@
-//===- Target.cpp - LLVM dialect -> optimized LLVM IR -> machine code -----===//
+//===- TargetMachine.cpp - LLVM dialect -> LLVM IR -> machine code --------===//
 
-#include "attnc/Codegen/Target.h"
+#include "attnc/Codegen/TargetMachine.h"
 
 #include "attnc/Codegen/Dispatch.h"
 

@@ -1,4 +1,4 @@
-//===- Target.h - LLVM dialect -> LLVM IR -> machine code -------*- C++ -*-===//
+//===- TargetMachine.h - LLVM dialect -> LLVM IR -> machine code *- C++ -*-===//
 //
 // The back half of code generation, shared by `attnc` (objects, assembly)
 // and the runtime (objects loaded by the JIT): one TargetMachine per CPU
@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ATTNC_CODEGEN_TARGET_H
-#define ATTNC_CODEGEN_TARGET_H
+#ifndef ATTNC_CODEGEN_TARGETMACHINE_H
+#define ATTNC_CODEGEN_TARGETMACHINE_H
 
 #include "attnc/Codegen/CompileOptions.h"
 
@@ -133,4 +133,4 @@ llvm::Error emitMachineCode(llvm::Module &module, llvm::TargetMachine &machine,
 
 } // namespace attnc
 
-#endif // ATTNC_CODEGEN_TARGET_H
+#endif // ATTNC_CODEGEN_TARGETMACHINE_H
