@@ -4,7 +4,11 @@
 
 #include "attnc/Runtime/Runtime.h"
 
+#include "llvm/Support/ErrorHandling.h"
+
+#include <optional>
 #include <string>
+#include <utility>
 
 using namespace attnc;
 
@@ -75,16 +79,27 @@ int argument(const attnc_kernel *kernel, int index) {
   return index;
 }
 
+/// The C API's dtypes: the rows of the element-type table it names.
+constexpr std::pair<attnc_dtype, ElementType> kDtypes[] = {
+    {ATTNC_F32, ElementType::F32}, {ATTNC_I32, ElementType::I32}};
+
+std::optional<ElementType> elementTypeOf(attnc_dtype dtype) {
+  for (auto [c, type] : kDtypes)
+    if (c == dtype)
+      return type;
+  return std::nullopt;
+}
+
 bool toHostBuffer(const attnc_buffer &in, HostBuffer &out) {
-  if (!in.name || in.rank < 0 || (in.rank > 0 && !in.shape) ||
-      (in.dtype != ATTNC_F32 && in.dtype != ATTNC_I32)) {
+  std::optional<ElementType> type = elementTypeOf(in.dtype);
+  if (!in.name || in.rank < 0 || (in.rank > 0 && !in.shape) || !type) {
     fail("attnc: malformed attnc_buffer (name, dtype, rank and shape must be "
          "set)");
     return false;
   }
   out.name = in.name;
   out.data = in.data;
-  out.type = in.dtype == ATTNC_F32 ? ElementType::F32 : ElementType::I32;
+  out.type = *type;
   out.shape.assign(in.shape, in.shape + in.rank);
   return true;
 }
@@ -183,9 +198,13 @@ attnc_role attnc_kernel_arg_role(const attnc_kernel *kernel, int index) {
 attnc_dtype attnc_kernel_arg_dtype(const attnc_kernel *kernel, int index) {
   if (argument(kernel, index) < 0)
     return ATTNC_F32;
-  return kernel->kernel->signature().arguments[index].type == ElementType::F32
-             ? ATTNC_F32
-             : ATTNC_I32;
+  ElementType type = kernel->kernel->signature().arguments[index].type;
+  for (auto [dtype, row] : kDtypes)
+    if (row == type)
+      return dtype;
+  // Only the table's supported rows reach a kernel's signature, and the C
+  // API names each of them.
+  llvm_unreachable("an element type the C API does not name");
 }
 
 int attnc_kernel_arg_rank(const attnc_kernel *kernel, int index) {

@@ -16,6 +16,7 @@
 
 #include "GoldenCase.h"
 #include "NaiveReference.h"
+#include "TestSupport.h"
 
 #include "attnc/Codegen/KernelSignature.h"
 #include "attnc/Codegen/TargetMachine.h"
@@ -179,14 +180,7 @@ std::string stacksSpec() {
          "\n" + readFile(ATTNC_BLOCK_CALL_STACKS);
 }
 
-Runtime &testRuntime() {
-  static Runtime *runtime = [] {
-    llvm::SmallString<128> dir;
-    (void)llvm::sys::fs::createUniqueDirectory("attnc-block-call-cache", dir);
-    return new Runtime(std::string(dir));
-  }();
-  return *runtime;
-}
+Runtime &testRuntime() { return sharedTestRuntime(); }
 
 struct Lowering {
   const char *name;

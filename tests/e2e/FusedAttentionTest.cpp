@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "NaiveReference.h"
+#include "TestSupport.h"
 
 #include "attnc/Codegen/TargetMachine.h"
 #include "attnc/Runtime/Runtime.h"
@@ -124,9 +125,7 @@ TEST_P(FusedAttention, MatchesTheReference) {
   ref::Tensor expected =
       ref::attention(q, k, v, lens ? &*lens : nullptr, c.causal);
 
-  llvm::SmallString<128> dir;
-  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("attnc-fused", dir));
-  Runtime runtime{std::string(dir)};
+  Runtime &runtime = attnc::test::sharedTestRuntime();
   CompileOptions options;
   options.pipeline.attention = lowering;
   auto kernel = runtime.compile(specOf(c), "fused.attn", "", options);
@@ -141,7 +140,6 @@ TEST_P(FusedAttention, MatchesTheReference) {
     buffers.push_back({"vl", lens->data.data(), ElementType::I32, lens->shape});
   llvm::Error error = (*kernel)->run(buffers);
   ASSERT_FALSE(!!error) << llvm::toString(std::move(error));
-  llvm::sys::fs::remove_directories(dir);
 
   double worst = 0;
   for (size_t i = 0; i < out.size(); ++i) {
@@ -679,9 +677,7 @@ TEST_P(MultiheadAttentionV2, MatchesTheReference) {
                  << " code: " << llvm::toString(std::move(lacks));
   std::string spec = mhaSpecOf(c);
   SCOPED_TRACE(spec);
-  llvm::SmallString<128> dir;
-  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("attnc-mha-v2", dir));
-  Runtime runtime{std::string(dir)};
+  Runtime &runtime = attnc::test::sharedTestRuntime();
   auto kernel = runtime.compile(spec, "mha.attn", "", compile);
   ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
   std::vector<float> out(expected.data.size(), NAN);
@@ -710,7 +706,6 @@ TEST_P(MultiheadAttentionV2, MatchesTheReference) {
         {"a", weights.data(), ElementType::F32, expectedWeights.shape});
   llvm::Error error = (*kernel)->run(buffers);
   ASSERT_FALSE(!!error) << llvm::toString(std::move(error));
-  llvm::sys::fs::remove_directories(dir);
 
   auto worstOf = [&](const std::vector<float> &got, const ref::Tensor &want,
                      const char *what) {

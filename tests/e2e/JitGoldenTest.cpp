@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GoldenCase.h"
+#include "TestSupport.h"
 
 #include "attnc/Codegen/TargetMachine.h"
 #include "attnc/Halide/HalideBackend.h"
@@ -25,6 +26,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <ostream>
 
 using namespace attnc;
@@ -32,14 +34,7 @@ using namespace attnc::test;
 
 namespace {
 
-Runtime &testRuntime() {
-  static Runtime *runtime = [] {
-    llvm::SmallString<128> dir;
-    (void)llvm::sys::fs::createUniqueDirectory("attnc-golden-cache", dir);
-    return new Runtime(std::string(dir));
-  }();
-  return *runtime;
-}
+Runtime &testRuntime() { return sharedTestRuntime(); }
 
 /// How a case is compiled: -O level, attention lowering, and the CPU whose
 /// target description (hence schedule) is used: the host's, and each class
@@ -108,13 +103,50 @@ const std::pair<const char *, Variant> kAutoscheduled[] = {
 
 /// The Halide variants of every case, or none without Halide in this
 /// build (its configure said that the backend is left out).
-std::vector<std::tuple<std::string, Variant>> halideParams() {
+/// Variants that differ from others only in the target's numbers (the
+/// same passes with other tiles and vector widths) take turns in the
+/// sanitize tier (TestSupport.h): the slot of `variant` among `slots`, or
+/// none when it runs a path of its own (parallel, a lowering, -O0, GPU).
+std::optional<size_t> targetSlot(const Variant &variant, size_t &slots) {
+  llvm::StringRef name = variant.name, cpu = variant.cpu;
+  if (variant.backend == Backend::Halide) {
+    slots = 2;
+    if (name == "O3")
+      return 0;
+    if (name == "O2_sse2")
+      return 1;
+    return std::nullopt;
+  }
+  slots = 4;
+  if (name == "O3_auto")
+    return 0;
+  if (cpu == "x86-64-v4")
+    return 1;
+  if (cpu == "x86-64-v3")
+    return 2;
+  if (cpu == "x86-64")
+    return 3;
+  return std::nullopt;
+}
+
+/// Every golden with each of `variants` in this tier.
+std::vector<std::tuple<std::string, Variant>>
+tierParams(llvm::ArrayRef<Variant> variants) {
   std::vector<std::tuple<std::string, Variant>> params;
-  if (haveHalideBackend())
-    for (const std::string &name : goldenCaseNames())
-      for (const Variant &variant : kHalideVariants)
+  for (const auto &[index, name] : llvm::enumerate(goldenCaseNames()))
+    for (const Variant &variant : variants) {
+      size_t slots = 1;
+      std::optional<size_t> slot = targetSlot(variant, slots);
+      if (!slot || inTier(index, *slot, slots))
         params.emplace_back(name, variant);
+    }
   return params;
+}
+
+std::vector<std::tuple<std::string, Variant>> halideParams() {
+  if (!haveHalideBackend())
+    return {};
+  return tierParams(kHalideVariants);
 }
 
 std::vector<std::tuple<std::string, Variant>> autoscheduledParams() {
@@ -270,11 +302,9 @@ std::string jitGoldenName(
   return std::get<0>(info.param) + "_" + std::get<1>(info.param).name;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Goldens, JitGolden,
-    ::testing::Combine(::testing::ValuesIn(goldenCaseNames()),
-                       ::testing::ValuesIn(kVariants)),
-    jitGoldenName);
+INSTANTIATE_TEST_SUITE_P(Goldens, JitGolden,
+                         ::testing::ValuesIn(tierParams(kVariants)),
+                         jitGoldenName);
 
 INSTANTIATE_TEST_SUITE_P(Halide, JitGolden, ::testing::ValuesIn(halideParams()),
                          jitGoldenName);
