@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CacheTrust.h"
 #include "LoadedObject.h"
 
 #include "attnc/Codegen/CodeGenerator.h"
@@ -90,13 +91,14 @@ std::string sha256Hex(llvm::ArrayRef<llvm::StringRef> parts) {
   return llvm::toHex(hash.final(), /*LowerCase=*/true);
 }
 
-/// Writes `contents` to `path` through a temporary file in the same
-/// directory and a rename.
+/// Writes `contents` to `path` (mode 0600) through a temporary file in the
+/// same directory and a rename.
 llvm::Error writeAtomically(llvm::StringRef path, llvm::StringRef contents) {
   llvm::SmallString<256> temp;
   int fd = -1;
-  if (std::error_code ec =
-          llvm::sys::fs::createUniqueFile(path + ".tmp-%%%%%%%%", fd, temp))
+  if (std::error_code ec = llvm::sys::fs::createUniqueFile(
+          path + ".tmp-%%%%%%%%", fd, temp, llvm::sys::fs::OF_None,
+          llvm::sys::fs::owner_read | llvm::sys::fs::owner_write))
     return llvm::createStringError(ec, "cannot create a file next to '" + path +
                                            "'");
   {
@@ -134,17 +136,17 @@ std::string entryDigest(llvm::StringRef key, llvm::StringRef objectDigest,
   return sha256Hex({key, compilerVersion(), objectDigest, signatureText});
 }
 
-/// A cache file as it is on disk: a regular file, whose size bounds what is
-/// read (one replaced by a device or a pipe, /dev/zero say, would be read
-/// without end).
-llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>>
+/// A cache file as it is on disk: a regular file of this user's alone
+/// (CacheTrust.h), whose size bounds what is read (one replaced by a device
+/// or a pipe, /dev/zero say, would be read without end).
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
 readCacheFile(llvm::StringRef path) {
-  llvm::sys::fs::file_status status;
-  if (std::error_code error = llvm::sys::fs::status(path, status))
-    return error;
-  if (!llvm::sys::fs::is_regular_file(status))
-    return std::make_error_code(std::errc::invalid_argument);
-  return llvm::MemoryBuffer::getFile(path);
+  if (llvm::Error untrusted = checkPrivateFile(path))
+    return std::move(untrusted);
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return llvm::errorCodeToError(buffer.getError());
+  return std::move(*buffer);
 }
 
 /// Reads and validates a cache entry; any mismatch is an error.
@@ -153,7 +155,7 @@ llvm::Expected<DiskEntry> readEntry(llvm::StringRef jsonPath,
                                     llvm::StringRef key) {
   auto jsonBuffer = readCacheFile(jsonPath);
   if (!jsonBuffer)
-    return llvm::errorCodeToError(jsonBuffer.getError());
+    return jsonBuffer.takeError();
   auto parsed = llvm::json::parse((*jsonBuffer)->getBuffer());
   if (!parsed)
     return parsed.takeError();
@@ -170,7 +172,7 @@ llvm::Expected<DiskEntry> readEntry(llvm::StringRef jsonPath,
     return llvm::createStringError("entry does not match its digest");
   auto objectBuffer = readCacheFile(objectPath);
   if (!objectBuffer)
-    return llvm::errorCodeToError(objectBuffer.getError());
+    return objectBuffer.takeError();
   DiskEntry entry;
   entry.object = (*objectBuffer)->getBuffer().str();
   if (sha256Hex({entry.object}) != *digest)
@@ -185,9 +187,8 @@ llvm::Expected<DiskEntry> readEntry(llvm::StringRef jsonPath,
 llvm::Error writeEntry(llvm::StringRef directory, llvm::StringRef jsonPath,
                        llvm::StringRef objectPath, llvm::StringRef key,
                        const DiskEntry &entry) {
-  if (std::error_code ec = llvm::sys::fs::create_directories(directory))
-    return llvm::createStringError(ec, "cannot create the cache directory '" +
-                                           directory + "'");
+  if (llvm::Error error = makePrivateDirectory(directory))
+    return error;
   if (llvm::Error error = writeAtomically(objectPath, entry.object))
     return error;
   std::string objectDigest = sha256Hex({entry.object});
@@ -310,7 +311,15 @@ Runtime::compile(llvm::StringRef text, llvm::StringRef sourceName,
   llvm::sys::path::append(jsonPath, key + ".json");
   llvm::sys::path::append(objectPath, key + ".o");
   std::optional<CachedKernel> kernel;
-  if (!cacheDir.empty() && llvm::sys::fs::exists(jsonPath)) {
+  // Machine code is read only from a directory of this user's alone; one
+  // that is not (shared, writable by others) is not used at all.
+  bool useDisk = !cacheDir.empty();
+  if (useDisk && llvm::sys::fs::exists(cacheDir))
+    if (llvm::Error untrusted = checkPrivateDirectory(cacheDir)) {
+      warnUntrustedCache(cacheDir, std::move(untrusted));
+      useDisk = false;
+    }
+  if (useDisk && llvm::sys::fs::exists(jsonPath)) {
     auto entry = readEntry(jsonPath, objectPath, key);
     if (entry) {
       auto object = LoadedObject::load(entry->object, entry->signature.name,
@@ -330,7 +339,7 @@ Runtime::compile(llvm::StringRef text, llvm::StringRef sourceName,
     auto entry = compileSpec(text, sourceName, block, *generator);
     if (!entry)
       return entry.takeError();
-    if (!cacheDir.empty())
+    if (useDisk)
       // A read-only or full cache directory costs speed, not correctness.
       llvm::consumeError(
           writeEntry(cacheDir, jsonPath, objectPath, key, *entry));

@@ -23,6 +23,7 @@
 #include <random>
 #include <sys/resource.h>
 #include <thread>
+#include <unistd.h>
 
 using namespace attnc;
 
@@ -430,6 +431,134 @@ TEST_F(RuntimeTest, AnEditedSignatureIsRebuiltNotTrusted) {
   ASSERT_EQ(
       message((*kernel)->bindParam({"w", w.data(), ElementType::F32, {4, 5}})),
       "");
+  ASSERT_EQ(message((*kernel)->run(buffers())), "");
+  expectCorrect(y);
+}
+
+/// The paths of the cache's entry files (.json and .o) in `dir`.
+std::vector<std::string> entryFiles(const std::string &dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
+       it.increment(ec)) {
+    llvm::StringRef path(it->path());
+    if (path.ends_with(".o") || path.ends_with(".json"))
+      files.push_back(path.str());
+  }
+  return files;
+}
+
+/// The permission bits of `path`.
+unsigned modeOf(const std::string &path) {
+  llvm::sys::fs::file_status status;
+  EXPECT_FALSE(llvm::sys::fs::status(path, status, /*Follow=*/false));
+  return status.permissions() & llvm::sys::fs::all_perms;
+}
+
+/// The cache trusts only this user (issue 31, item 1): a directory it
+/// makes is 0700, its files 0600.
+TEST_F(RuntimeTest, TheCacheIsCreatedPrivate) {
+  std::string nested = cacheDir + "/a/b";
+  Runtime runtime(nested);
+  ASSERT_TRUE(!!runtime.compile(kSpec, "small.attn", ""));
+  EXPECT_EQ(modeOf(cacheDir + "/a"), 0700u);
+  EXPECT_EQ(modeOf(nested), 0700u);
+  std::vector<std::string> files = entryFiles(nested);
+  ASSERT_EQ(files.size(), 2u);
+  for (const std::string &file : files)
+    EXPECT_EQ(modeOf(file), 0600u) << file;
+}
+
+/// A cache directory that others may write (a shared one, /tmp-like) is
+/// not used at all: nothing is read from it or written to it, a warning
+/// names it, and kernels are compiled in memory.
+TEST_F(RuntimeTest, ACacheDirectoryOthersCanWriteIsNotUsed) {
+  {
+    Runtime runtime(cacheDir);
+    ASSERT_TRUE(!!runtime.compile(kSpec, "small.attn", ""));
+  }
+  ASSERT_FALSE(
+      llvm::sys::fs::setPermissions(cacheDir, llvm::sys::fs::all_all)); // 0777
+  ::testing::internal::CaptureStderr();
+  Runtime second(cacheDir);
+  auto kernel = second.compile(kSpec, "small.attn", "");
+  std::string warning = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  EXPECT_EQ(second.statistics().diskHits, 0u);
+  EXPECT_EQ(second.statistics().compilations, 1u);
+  EXPECT_NE(warning.find("not using the kernel cache '" + cacheDir + "': '" +
+                         cacheDir + "' is writable by other users (mode 0777)"),
+            std::string::npos)
+      << warning;
+  ASSERT_EQ(message((*kernel)->run(buffers())), "");
+  expectCorrect(y);
+  // Group-writable is refused too; the warning is given once per
+  // directory.
+  ASSERT_FALSE(llvm::sys::fs::setPermissions(
+      cacheDir, llvm::sys::fs::owner_all | llvm::sys::fs::group_all));
+  ::testing::internal::CaptureStderr();
+  Runtime third(cacheDir);
+  ASSERT_TRUE(!!third.compile(kSpec, "small.attn", ""));
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  EXPECT_EQ(third.statistics().diskHits, 0u);
+}
+
+/// An entry file others may write is not read: it is rebuilt, and the new
+/// one is private again.
+TEST_F(RuntimeTest, CacheFilesOthersCanWriteAreRebuilt) {
+  {
+    Runtime runtime(cacheDir);
+    ASSERT_TRUE(!!runtime.compile(kSpec, "small.attn", ""));
+  }
+  for (const std::string &file : entryFiles(cacheDir))
+    if (llvm::StringRef(file).ends_with(".o"))
+      ASSERT_FALSE(llvm::sys::fs::setPermissions(
+          file, llvm::sys::fs::all_read | llvm::sys::fs::all_write));
+  Runtime second(cacheDir);
+  auto kernel = second.compile(kSpec, "small.attn", "");
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  EXPECT_EQ(second.statistics().corruptEntries, 1u);
+  EXPECT_EQ(second.statistics().compilations, 1u);
+  for (const std::string &file : entryFiles(cacheDir))
+    EXPECT_EQ(modeOf(file), 0600u) << file;
+}
+
+/// The attack of issue 31: another user who can write the files (here:
+/// given them, which needs root) plants an entry whose digests are right
+/// (a real entry of the same key). It is not loaded, whether the files or
+/// the whole directory are theirs.
+TEST_F(RuntimeTest, AnotherUsersCacheFilesAreNotTrusted) {
+  if (geteuid() != 0)
+    GTEST_SKIP() << "giving files to another uid needs root (chown); this "
+                    "runs as uid "
+                 << geteuid();
+  constexpr uid_t kOther = 65534; // nobody
+  {
+    Runtime runtime(cacheDir);
+    ASSERT_TRUE(!!runtime.compile(kSpec, "small.attn", ""));
+  }
+  for (const std::string &file : entryFiles(cacheDir))
+    ASSERT_EQ(::chown(file.c_str(), kOther, kOther), 0) << file;
+  Runtime second(cacheDir);
+  auto kernel = second.compile(kSpec, "small.attn", "");
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  EXPECT_EQ(second.statistics().diskHits, 0u);
+  EXPECT_EQ(second.statistics().corruptEntries, 1u);
+
+  // The rebuilt entry is this user's; now the directory becomes another's.
+  ASSERT_EQ(::chown(cacheDir.c_str(), kOther, kOther), 0);
+  for (const std::string &file : entryFiles(cacheDir))
+    ASSERT_EQ(::chown(file.c_str(), kOther, kOther), 0) << file;
+  ::testing::internal::CaptureStderr();
+  Runtime third(cacheDir);
+  kernel = third.compile(kSpec, "small.attn", "");
+  std::string warning = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  EXPECT_EQ(third.statistics().diskHits, 0u);
+  EXPECT_EQ(third.statistics().compilations, 1u);
+  EXPECT_NE(warning.find("belongs to uid 65534, not to this user"),
+            std::string::npos)
+      << warning;
   ASSERT_EQ(message((*kernel)->run(buffers())), "");
   expectCorrect(y);
 }
