@@ -80,5 +80,6 @@ void attnc::warnUntrustedCache(llvm::StringRef directory, llvm::Error why) {
   llvm::WithColor::warning(llvm::errs(), "attnc")
       << "not using the kernel cache '" << directory << "': " << reason
       << "; kernels are compiled in memory (the cache must be this user's "
-         "alone: docs/security.md)\n";
+         "alone: 'chmod go-w' a directory of yours, or set ATTNC_CACHE_DIR "
+         "to another; docs/security.md)\n";
 }
