@@ -96,7 +96,14 @@ struct PyKernel {
         throw nb::python_error();
       return false;
     }
-    bool cast = nb::cast<bool>(nb::handle(value));
+    // True or False only: nb::cast<bool> of anything else ("no", 1) raised
+    // a bare RuntimeError('std::bad_cast').
+    if (!PyBool_Check(value))
+      throw nb::type_error(("cast= takes True or False, got " +
+                            std::string(nb::type_name(nb::handle(value).type())
+                                            .c_str()))
+                               .c_str());
+    bool cast = value == Py_True;
     PyDict_DelItem(arrays.ptr(), key);
     return cast;
   }

@@ -134,6 +134,19 @@ def test_conversions_are_copies(mha, rng):
             np.asarray(k(X=x, valid_lens=lens, cast=cast)), expected)
 
 
+def test_cast_takes_a_bool(mha, rng):
+    # cast="no" used to raise RuntimeError('std::bad_cast') (issue 31).
+    k, _ = mha
+    X = rng.standard_normal((2, 4, 100)).astype(np.float32)
+    vl = np.array([3, 2], np.int32)
+    for bad, name in (("no", "str"), (1, "int"), (None, "NoneType")):
+        with pytest.raises(TypeError,
+                           match=f"cast= takes True or False, got {name}"):
+            k(X=X, valid_lens=vl, cast=bad)
+    np.testing.assert_array_equal(k(X=X, valid_lens=vl, cast=False),
+                                  k(X=X, valid_lens=vl))
+
+
 def test_column_major_weight_is_read_right(rng):
     # A Fortran-order weight (ctypes would pass its memory as is) is
     # converted, not misread.
