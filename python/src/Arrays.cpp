@@ -316,6 +316,14 @@ ArgumentArray attnc::python::readArray(const KernelArgument &argument,
   bool read = array.isTorch
                   ? readTorch(value, array)
                   : nb::try_cast(value, array.view, /*convert=*/false);
+  // nanobind's writable view refuses a read-only array; the kernel only
+  // reads inputs and params, so take it as it is.
+  nb::ndarray<nb::ro> readOnly;
+  if (!read && !array.isTorch &&
+      nb::try_cast(value, readOnly, /*convert=*/false)) {
+    array.view = nb::ndarray<>(readOnly);
+    array.readOnly = read = true;
+  }
   if (!read)
     throw nb::value_error((describe(argument) +
                            ": expected a NumPy array or a torch tensor (" +

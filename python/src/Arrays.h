@@ -45,6 +45,9 @@ struct ArgumentArray {
   bool copied = false;
   /// True for a torch.Tensor (results are then torch tensors too).
   bool isTorch = false;
+  /// A read-only array (NumPy's writeable flag off): fine as an input or
+  /// param, never as an output.
+  bool readOnly = false;
 };
 
 /// Reads `value`, given for `argument`, as an array. Throws ValueError

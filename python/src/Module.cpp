@@ -99,10 +99,10 @@ struct PyKernel {
     // True or False only: nb::cast<bool> of anything else ("no", 1) raised
     // a bare RuntimeError('std::bad_cast').
     if (!PyBool_Check(value))
-      throw nb::type_error(("cast= takes True or False, got " +
-                            std::string(nb::type_name(nb::handle(value).type())
-                                            .c_str()))
-                               .c_str());
+      throw nb::type_error(
+          ("cast= takes True or False, got " +
+           std::string(nb::type_name(nb::handle(value).type()).c_str()))
+              .c_str());
     bool cast = value == Py_True;
     PyDict_DelItem(arrays.ptr(), key);
     return cast;
@@ -146,6 +146,10 @@ struct PyKernel {
                                 .c_str());
     for (size_t i = 0; i < items.size(); ++i) {
       ArgumentArray array = readArray(*outputs[i], items[i], false);
+      if (array.readOnly)
+        throw nb::value_error(("out=: output '" + outputs[i]->name +
+                               "' is a read-only array; the kernel writes it")
+                                  .c_str());
       if (array.copied)
         throw nb::value_error(
             ("out=: output '" + outputs[i]->name + "' (" +

@@ -147,6 +147,31 @@ def test_cast_takes_a_bool(mha, rng):
                                   k(X=X, valid_lens=vl))
 
 
+def test_read_only_arrays_are_inputs_not_outputs(mha, rng):
+    # A read-only array used to be refused as "expected a NumPy array ...
+    # got ndarray" (issue 31); it is read in place, and out= refuses it.
+    k, params = mha
+    X = rng.standard_normal((2, 4, 100)).astype(np.float32)
+    vl = np.array([3, 2], np.int32)
+    expected = k(X=X, valid_lens=vl)
+    X.flags.writeable = False
+    vl.flags.writeable = False
+    plan = dict((n, (how, address)) for n, how, address in
+                k.plan(X=X, valid_lens=vl))
+    assert plan == {"X": ("view", X.ctypes.data),
+                    "valid_lens": ("view", vl.ctypes.data)}
+    np.testing.assert_array_equal(k(X=X, valid_lens=vl), expected)
+    frozen = {n: w.copy() for n, w in params.items()}
+    for w in frozen.values():
+        w.flags.writeable = False
+    np.testing.assert_array_equal(k(X=X, valid_lens=vl, **frozen), expected)
+    Y = np.empty((2, 4, 100), np.float32)
+    Y.flags.writeable = False
+    with pytest.raises(ValueError,
+                       match="out=: output 'Y' is a read-only array"):
+        k(X=X, valid_lens=vl, out=Y)
+
+
 def test_column_major_weight_is_read_right(rng):
     # A Fortran-order weight (ctypes would pass its memory as is) is
     # converted, not misread.
