@@ -13,22 +13,6 @@
 
 using namespace attnc;
 
-llvm::StringRef attnc::outputKindName(OutputKind kind) {
-  switch (kind) {
-  case OutputKind::Lowered:
-    return "lowered";
-  case OutputKind::LlvmIr:
-    return "llvm";
-  case OutputKind::Assembly:
-    return "asm";
-  case OutputKind::Object:
-    return "obj";
-  case OutputKind::Ptx:
-    return "ptx";
-  }
-  llvm_unreachable("unknown output kind");
-}
-
 CodeGenerator::~CodeGenerator() = default;
 
 llvm::Error CodeGenerator::checkLoadsHere() const {

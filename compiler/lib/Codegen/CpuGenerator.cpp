@@ -75,23 +75,15 @@ public:
       : CpuGenerator(options) {}
 
   llvm::Expected<std::string> describeSchedule() const override {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    for (const std::string &cpu : cpuList(compileOptions.target)) {
-      TargetOptions one = compileOptions.target;
-      one.cpu = cpu;
-      auto target = describeCpuTarget(one);
-      if (!target)
-        return target.takeError();
-      mlir::attn::CpuSchedule schedule = mlir::attn::deriveCpuSchedule(*target);
-      os << "target: " << target->summary() << "\n"
-         << "schedule:\n";
-      std::string lines = schedule.format();
-      for (llvm::StringRef line : llvm::split(lines, '\n'))
-        if (!line.empty())
-          os << "  " << line << "\n";
-    }
-    return text;
+    return describeEachCpu(
+        compileOptions.target,
+        [](const TargetOptions &,
+           const mlir::attn::CpuTargetDescription &description)
+            -> llvm::Expected<CpuScheduleText> {
+          return CpuScheduleText{
+              "schedule:\n",
+              mlir::attn::deriveCpuSchedule(description).format()};
+        });
   }
 
 protected:
@@ -185,19 +177,18 @@ llvm::Expected<CompiledKernels> CpuGenerator::compile(mlir::ModuleOp module,
                                                       OutputKind kind) const {
   if (llvm::Error error = checkOutput(kind))
     return std::move(error);
+  if (kind == OutputKind::Lowered) {
+    // The header's lowering, printed.
+    auto signatures = CpuGenerator::headerSignatures(module);
+    if (!signatures)
+      return signatures.takeError();
+    return CompiledKernels{printed(module), std::move(*signatures)};
+  }
   auto signatures = kernelSignatures(module);
   if (!signatures)
     return signatures.takeError();
   CompiledKernels result;
   result.signatures = std::move(*signatures);
-  if (kind == OutputKind::Lowered) {
-    if (llvm::Error error = lowerToLLVMDialect(module, compileOptions))
-      return std::move(error);
-    if (llvm::Error error = readPackedElements(module, result.signatures))
-      return std::move(error);
-    result.code = printed(module);
-    return result;
-  }
   auto code = buildVariants(
       module, result.signatures,
       [&](llvm::Module &llvmModule,

@@ -313,6 +313,30 @@ attnc::describeCpuTarget(const TargetOptions &options) {
   return target;
 }
 
+llvm::Expected<std::string> attnc::describeEachCpu(
+    const TargetOptions &options,
+    llvm::function_ref<llvm::Expected<CpuScheduleText>(
+        const TargetOptions &, const mlir::attn::CpuTargetDescription &)>
+        describe) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  for (const std::string &cpu : cpuList(options)) {
+    TargetOptions one = options;
+    one.cpu = cpu;
+    auto description = describeCpuTarget(one);
+    if (!description)
+      return description.takeError();
+    auto schedule = describe(one, *description);
+    if (!schedule)
+      return schedule.takeError();
+    os << "target: " << description->summary() << "\n" << schedule->heading;
+    for (llvm::StringRef line : llvm::split(schedule->lines, '\n'))
+      if (!line.empty())
+        os << "  " << line << "\n";
+  }
+  return text;
+}
+
 llvm::Error attnc::attachCpuTarget(mlir::ModuleOp module,
                                    const TargetOptions &options) {
   if (module->hasAttr(mlir::DLTIDialect::kTargetSystemDescAttrName))

@@ -380,38 +380,31 @@ llvm::Error attnc::checkHalideOptions(const CompileOptions &options) {
 
 llvm::Expected<std::string>
 attnc::describeHalideSchedule(const CompileOptions &options) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  for (const std::string &cpu : cpuList(options.target)) {
-    TargetOptions one = options.target;
-    one.cpu = cpu;
-    auto description = describeCpuTarget(one);
-    if (!description)
-      return description.takeError();
-    auto machine = createTargetMachine(one);
-    if (!machine)
-      return machine.takeError();
-    os << "target: " << description->summary() << "\n"
-       << "halide target: " << halideTarget(**machine) << "\n";
-    std::string lines;
-    if (options.halideSchedule == "attnc") {
-      os << "schedule: attnc's\n";
-      lines = halide::describeSchedules(
-          scheduleTargetOf(*description, options.pipeline.parallel));
-    } else {
-      os << "schedule: Halide's " << options.halideSchedule
-         << " autoscheduler\n";
-      for (const auto &[key, value] :
-           autoschedulerParams(options.halideSchedule,
-                               options.pipeline.parallel)
-               .extra)
-        lines += key + " = " + value + "\n";
-    }
-    for (llvm::StringRef line : llvm::split(lines, '\n'))
-      if (!line.empty())
-        os << "  " << line << "\n";
-  }
-  return text;
+  return describeEachCpu(
+      options.target,
+      [&](const TargetOptions &one,
+          const mlir::attn::CpuTargetDescription &description)
+          -> llvm::Expected<CpuScheduleText> {
+        auto machine = createTargetMachine(one);
+        if (!machine)
+          return machine.takeError();
+        CpuScheduleText text;
+        text.heading = "halide target: " + halideTarget(**machine) + "\n";
+        if (options.halideSchedule == "attnc") {
+          text.heading += "schedule: attnc's\n";
+          text.lines = halide::describeSchedules(
+              scheduleTargetOf(description, options.pipeline.parallel));
+          return text;
+        }
+        text.heading +=
+            "schedule: Halide's " + options.halideSchedule + " autoscheduler\n";
+        for (const auto &[key, value] :
+             autoschedulerParams(options.halideSchedule,
+                                 options.pipeline.parallel)
+                 .extra)
+          text.lines += key + " = " + value + "\n";
+        return text;
+      });
 }
 
 std::string attnc::halideTarget(const llvm::TargetMachine &machine) {

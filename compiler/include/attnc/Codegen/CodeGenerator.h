@@ -45,9 +45,6 @@ enum class OutputKind {
   Ptx,
 };
 
-/// The spelling of `kind` as an --emit value (`lowered`, `llvm`, ...).
-llvm::StringRef outputKindName(OutputKind kind);
-
 /// The code (or text) a compile made, and the kernels it holds as their
 /// header declares them (packed sizes filled where the object has a
 /// prepare step).

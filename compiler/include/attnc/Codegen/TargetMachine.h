@@ -11,6 +11,7 @@
 
 #include "attnc/Codegen/CompileOptions.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -73,6 +74,23 @@ llvm::Error checkTarget(const TargetOptions &options);
 /// CPU: for `native`, from this machine's features, never its name.
 llvm::Expected<mlir::attn::CpuTargetDescription>
 describeCpuTarget(const TargetOptions &options);
+
+/// What --print-schedule says of one CPU beyond its description: heading
+/// lines (`schedule:`), then the schedule's own lines.
+struct CpuScheduleText {
+  std::string heading;
+  std::string lines;
+};
+
+/// --print-schedule for every CPU of `options.cpu`: `target: SUMMARY`
+/// (describeCpuTarget), then `describe`'s heading and its lines indented by
+/// two spaces.
+llvm::Expected<std::string>
+describeEachCpu(const TargetOptions &options,
+                llvm::function_ref<llvm::Expected<CpuScheduleText>(
+                    const TargetOptions &one,
+                    const mlir::attn::CpuTargetDescription &description)>
+                    describe);
 
 /// Attaches describeCpuTarget(options) to `module` (for a --mcpu list: the
 /// first CPU's) unless it carries a description already (hand-written IR
