@@ -273,11 +273,14 @@ block wide_ffn {
 
 
 def test_the_gil_is_released_while_a_kernel_runs(rng):
-    # With a switch interval far longer than the call, another thread runs
-    # during the call only if the call releases the GIL: while the caller
-    # holds it, the other thread cannot run at all, so its count would not
-    # move.
+    # With a switch interval far longer than the test, the other thread runs
+    # while this one is in Python only if this one releases the GIL: the
+    # kernel call is the only place that does. The other thread sleeps after
+    # each step (releasing the GIL), so this one gets it back at once. On a
+    # loaded machine one call may end before the other thread is scheduled,
+    # so the calls repeat until it has run or two seconds have passed.
     import sys
+    import time
     k = attnc.compile(FFN)
     k.bind(**random_params(k, rng))
     X = rng.standard_normal((64, 512)).astype(np.float32)
@@ -288,23 +291,27 @@ def test_the_gil_is_released_while_a_kernel_runs(rng):
     def spin():
         while not stop.is_set():
             count[0] += 1
+            time.sleep(0.0005)
 
     interval = sys.getswitchinterval()
-    sys.setswitchinterval(1.0)
+    spinner = threading.Thread(target=spin)
+    spinner.start()
     try:
-        spinner = threading.Thread(target=spin)
-        spinner.start()
         while count[0] == 0:
-            pass
+            time.sleep(0.001)
+        sys.setswitchinterval(60.0)
         before = count[0]
-        for _ in range(3):
+        deadline = time.monotonic() + 2.0
+        calls = 0
+        while count[0] == before and time.monotonic() < deadline:
             k(X=X)
+            calls += 1
         during = count[0] - before
-        stop.set()
-        spinner.join()
     finally:
         sys.setswitchinterval(interval)
-    assert during > 0
+        stop.set()
+        spinner.join()
+    assert during > 0, f"no other thread ran during {calls} calls"
 
 
 def test_out_writes_in_place(mha, rng):
