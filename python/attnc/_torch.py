@@ -182,12 +182,24 @@ def _check_eval(module):
                 f"module.eval() first")
 
 
-def _lens_of(valid_lens, heads, per_head):
+def _lens_of(valid_lens, heads, per_head, keys):
     """valid_lens as the kernel takes them: int32, repeated per head (D2L's
-    repeat_interleave) when the spec uses the primitives."""
+    repeat_interleave) when the spec uses the primitives. D2L keeps key j
+    where `j < valid_len` (sequence_mask compares an arange), so a float
+    length keeps ceil(length) keys and NaN keeps none; lengths are clamped
+    to [0, keys] first, which keeps the same keys and cannot wrap (a .to()
+    of 2**32 + 1 gives 1)."""
     if valid_lens is None:
         return None
-    lens = valid_lens.to(torch.int32)
+    lens = valid_lens.detach()
+    if lens.dtype == torch.bool:
+        lens = lens.to(torch.int32)
+    if lens.is_floating_point():
+        lens = torch.nan_to_num(torch.ceil(lens), nan=0.0)
+    elif lens.is_complex():
+        raise TypeError("attnc.from_torch: valid_lens must be integer or "
+                        f"floating point, got {lens.dtype}")
+    lens = lens.clamp(0, keys).to(torch.int32)
     if per_head:
         lens = torch.repeat_interleave(lens, repeats=heads, dim=0)
     return lens
@@ -259,15 +271,16 @@ def _d2l_lens_input(spec, valid_lens, heads, per_head, B, Tq):
                       "i32")
 
 
-def _call_d2l(block, kernel, args, valid_lens, lens, heads, per_head,
+def _call_d2l(block, kernel, args, valid_lens, lens, heads, per_head, keys,
               return_weights):
     """A D2L block's call: the lengths as its kernel takes them (`lens`
-    names the input, or is None), the weights kept as D2L keeps them."""
+    names the input, or is None; `keys` is the number of keys), the weights
+    kept as D2L keeps them."""
     if (valid_lens is None) != (lens is None):
         raise ValueError("attnc.from_torch: compiled " +
                          ("with" if lens else "without") + " valid_lens")
     if lens:
-        args["valid_lens"] = _lens_of(valid_lens, heads, per_head)
+        args["valid_lens"] = _lens_of(valid_lens, heads, per_head, keys)
     result = kernel(**args)
     if return_weights:
         result, block.attention_weights = result
@@ -306,7 +319,7 @@ def _from_d2l_mha(m, inputs, return_weights, options):
                 "passed one tensor as queries, keys and values); pass one "
                 "tensor three times")
         return _call_d2l(block, kernel, args, valid_lens, lens, heads,
-                         per_head, return_weights)
+                         per_head, keys.shape[1], return_weights)
 
     return TorchBlock(spec, kernel, call)
 
@@ -378,7 +391,7 @@ def _from_d2l_encoder_block(m, inputs, return_weights, options):
 
     def call(block, X, valid_lens):
         return _call_d2l(block, kernel, {"X": X}, valid_lens, lens, heads,
-                         per_head, return_weights)
+                         per_head, X.shape[1], return_weights)
 
     return TorchBlock(spec, kernel, call)
 
@@ -507,7 +520,7 @@ def _from_nn_mha(m, inputs, return_weights, options):
             "query": q.contiguous(), "key": k.contiguous(),
             "value": v.contiguous()}
         if lens is not None:
-            args["lens"] = _lens_of(lens, heads, per_head)
+            args["lens"] = _lens_of(lens, heads, per_head, Tk)
         result = kernel(**args)
         out, attn = result if need_weights else (result, None)
         out = _batch_major(out, m.batch_first)
@@ -598,7 +611,7 @@ def _from_nn_encoder_layer(m, inputs, return_weights, options):
         _, kernel = variants.get(lens is not None, bool(is_causal))
         args = {"X": x.contiguous()}
         if lens is not None:
-            args["lens"] = _lens_of(lens, heads, per_head)
+            args["lens"] = _lens_of(lens, heads, per_head, x.shape[1])
         return _batch_major(kernel(**args), batch_first)
 
     return TorchBlock(spec, kernel, call)

@@ -150,27 +150,15 @@ nb::dlpack::dtype dlpackTypeOf(ElementType type) {
   return dtype;
 }
 
-/// Copies `view` into `out` (row-major) as `argument`'s dtype; throws
-/// ValueError when it cannot be done exactly (or, for float64, without
-/// `cast`).
-void convert(const KernelArgument &argument, const nb::ndarray<> &view,
-             bool cast, llvm::ArrayRef<int64_t> shape, void *out) {
-  nb::dlpack::dtype type = view.dtype();
-  const char *data = static_cast<const char *>(view.data());
+/// Throws ValueError when an array of dtype `type` cannot be read as
+/// `argument`'s dtype exactly (or, for float64, without `cast`); integer
+/// values are range-checked as they are copied.
+void checkConvertible(const KernelArgument &argument, nb::dlpack::dtype type,
+                      bool cast, llvm::ArrayRef<int64_t> shape) {
   if (argument.type == ElementType::F32) {
-    auto *dst = static_cast<float *>(out);
-    if (isType(type, Code::Float, 32)) {
-      forEachElement(view, [&](int64_t flat, int64_t offset) {
-        dst[flat] = reinterpret_cast<const float *>(data)[offset];
-      });
+    if (isType(type, Code::Float, 32) ||
+        (isType(type, Code::Float, 64) && cast))
       return;
-    }
-    if (isType(type, Code::Float, 64) && cast) {
-      forEachElement(view, [&](int64_t flat, int64_t offset) {
-        dst[flat] = float(reinterpret_cast<const double *>(data)[offset]);
-      });
-      return;
-    }
     std::string hint = isType(type, Code::Float, 64)
                            ? " (pass cast=True to convert float64 to f32)"
                            : "";
@@ -189,6 +177,36 @@ void convert(const KernelArgument &argument, const nb::ndarray<> &view,
                            argument.typeString() + ", got " + dtypeName(type) +
                            shapeText(shape) + " (integers are converted)")
                               .c_str());
+}
+
+/// attnc's name of `type` with `shape`: f32[2, 3].
+std::string shapedTypeString(ElementType type, llvm::ArrayRef<int64_t> shape) {
+  KernelArgument a;
+  a.type = type;
+  a.shape.assign(shape.begin(), shape.end());
+  return a.typeString();
+}
+
+/// Copies `view` into `out` (row-major) as `argument`'s dtype, which
+/// checkConvertible accepted; throws ValueError for an integer that does
+/// not fit.
+void convert(const KernelArgument &argument, const nb::ndarray<> &view,
+             llvm::ArrayRef<int64_t> shape, void *out) {
+  nb::dlpack::dtype type = view.dtype();
+  const char *data = static_cast<const char *>(view.data());
+  if (argument.type == ElementType::F32) {
+    auto *dst = static_cast<float *>(out);
+    if (isType(type, Code::Float, 32)) {
+      forEachElement(view, [&](int64_t flat, int64_t offset) {
+        dst[flat] = reinterpret_cast<const float *>(data)[offset];
+      });
+      return;
+    }
+    forEachElement(view, [&](int64_t flat, int64_t offset) {
+      dst[flat] = float(reinterpret_cast<const double *>(data)[offset]);
+    });
+    return;
+  }
   auto *dst = static_cast<int32_t *>(out);
   forEachElement(view, [&](int64_t flat, int64_t offset) {
     int64_t value = readInteger(data, offset, type);
@@ -255,7 +273,15 @@ struct TorchNames {
   PyObject *isContiguous = PyUnicode_InternFromString("is_contiguous");
   PyObject *shape = PyUnicode_InternFromString("shape");
   PyObject *dataPtr = PyUnicode_InternFromString("data_ptr");
+  PyObject *untypedStorage = PyUnicode_InternFromString("untyped_storage");
+  PyObject *nbytes = PyUnicode_InternFromString("nbytes");
+  PyObject *isNeg = PyUnicode_InternFromString("is_neg");
 };
+
+const TorchNames &torchNames() {
+  static const TorchNames names; // Kept for the process's life.
+  return names;
+}
 
 /// `tensor.name` or `tensor.name()` (`call`); null with no Python error set
 /// when it fails.
@@ -273,7 +299,9 @@ nb::object torchAttribute(nb::handle tensor, PyObject *name, bool call) {
 bool readTorchInPlace(const KernelArgument &argument, nb::handle tensor,
                       ArgumentArray &array) {
   const TorchHandles *torch = torchHandles();
-  static const TorchNames names; // Kept for the process's life.
+  const TorchNames &names = torchNames();
+  if (!array.torchStorage.is_valid())
+    return false;
   nb::object isCpu = torchAttribute(tensor, names.isCpu, false);
   nb::object dtype = torchAttribute(tensor, names.dtype, false);
   if (!isCpu.is_valid() || !dtype.is_valid() || !isCpu.is(nb::handle(Py_True)))
@@ -290,8 +318,60 @@ bool readTorchInPlace(const KernelArgument &argument, nb::handle tensor,
     return false;
   for (nb::handle extent : shape)
     array.shape.push_back(nb::cast<int64_t>(extent));
-  array.data = reinterpret_cast<void *>(nb::cast<uintptr_t>(pointer));
-  return array.data != nullptr;
+  // The elements must lie in the storage held for the call.
+  auto begin = nb::cast<uintptr_t>(pointer);
+  auto storageBegin = nb::cast<uintptr_t>(
+      torchAttribute(array.torchStorage, names.dataPtr, true));
+  auto storageBytes = nb::cast<uintptr_t>(
+      torchAttribute(array.torchStorage, names.nbytes, true));
+  uintptr_t bytes = elementSize(argument.type);
+  bool inStorage =
+      begin && begin >= storageBegin && begin - storageBegin <= storageBytes;
+  for (int64_t extent : array.shape)
+    inStorage &= extent >= 0 &&
+                 !__builtin_mul_overflow(bytes, uintptr_t(extent), &bytes);
+  if (!inStorage || bytes > storageBytes - (begin - storageBegin)) {
+    array.shape.clear();
+    return false;
+  }
+  array.data = reinterpret_cast<void *>(begin);
+  return true;
+}
+
+/// Holds `tensor`'s storage in `array` for the call and refuses a tensor
+/// without data: a FakeTensor (torch.compile's tracing) or a meta tensor
+/// has a storage at address 0, and its data_ptr() is not memory. A tensor
+/// without a storage of its own (a sparse one) is left to DLPack, which
+/// refuses it.
+void holdTorchStorage(const KernelArgument &argument, nb::handle tensor,
+                      ArgumentArray &array) {
+  const TorchNames &names = torchNames();
+  nb::object storage = torchAttribute(tensor, names.untypedStorage, true);
+  if (!storage.is_valid())
+    return;
+  nb::object pointer = torchAttribute(storage, names.dataPtr, true);
+  nb::object bytes = torchAttribute(storage, names.nbytes, true);
+  if (!pointer.is_valid() || !bytes.is_valid())
+    return;
+  if (nb::cast<uintptr_t>(pointer) == 0 && nb::cast<uintptr_t>(bytes) != 0)
+    throw nb::value_error(
+        (describe(argument) + ": the " + nb::type_name(tensor.type()).c_str() +
+         " has no data (a FakeTensor or a meta tensor, as torch.compile "
+         "traces with); attnc kernels read real CPU tensors")
+            .c_str());
+  array.torchStorage = std::move(storage);
+}
+
+/// `tensor` as the values it stands for: with torch's negative view bit
+/// (torch._neg_view, the real part of a conjugate view) its memory holds
+/// the negated values, so it is resolved into a tensor of its own (a copy,
+/// hence never an out= array).
+nb::object resolveTorchViews(nb::handle tensor, ArgumentArray &array) {
+  nb::object isNeg = torchAttribute(tensor, torchNames().isNeg, true);
+  if (!isNeg.is(nb::handle(Py_True)))
+    return nb::borrow(tensor);
+  array.copied = true;
+  return tensor.attr("resolve_neg")();
 }
 
 /// Any other torch tensor, through DLPack, of the tensor or, when it
@@ -311,8 +391,13 @@ ArgumentArray attnc::python::readArray(const KernelArgument &argument,
   array.argument = &argument;
   array.source = nb::borrow(value);
   array.isTorch = isTorchTensor(value);
-  if (array.isTorch && readTorchInPlace(argument, value, array))
-    return array;
+  if (array.isTorch) {
+    array.source = resolveTorchViews(value, array);
+    value = array.source;
+    holdTorchStorage(argument, value, array);
+    if (!array.copied && readTorchInPlace(argument, value, array))
+      return array;
+  }
   bool read = array.isTorch
                   ? readTorch(value, array)
                   : nb::try_cast(value, array.view, /*convert=*/false);
@@ -345,17 +430,25 @@ ArgumentArray attnc::python::readArray(const KernelArgument &argument,
   nb::dlpack::dtype type = view.dtype();
   bool sameType = type.code == want.code && type.bits == want.bits &&
                   type.lanes == want.lanes;
-  if (sameType && isCContiguous(view) && view.data()) {
+  if (sameType && isCContiguous(view) && view.data() && !array.copied) {
     array.data = view.data();
     return array;
   }
-  // The shape is checked by the runtime, but a copy is made to the given
-  // shape, whatever it is, so that the runtime's message names it.
-  int64_t count = 1;
-  for (int64_t extent : array.shape)
-    count *= extent;
-  array.storage = allocateAligned(size_t(count) * elementSize(argument.type));
-  convert(argument, view, cast, array.shape, array.storage.get());
+  // A copy is made to the argument's shape only: an array of another shape
+  // (torch.ones(1).expand(2**62, 1): its byte count overflows) is refused
+  // before anything is allocated or read.
+  checkConvertible(argument, type, cast, array.shape);
+  if (llvm::ArrayRef<int64_t>(array.shape) !=
+      llvm::ArrayRef<int64_t>(argument.shape)) {
+    std::string given = sameType ? shapedTypeString(argument.type, array.shape)
+                                 : dtypeName(type) + shapeText(array.shape);
+    throw nb::value_error((describe(argument) + ": expected " +
+                           argument.typeString() + ", got " + given)
+                              .c_str());
+  }
+  array.storage = allocateAligned(size_t(argument.numElements()) *
+                                  elementSize(argument.type));
+  convert(argument, view, array.shape, array.storage.get());
   array.data = array.storage.get();
   array.copied = true;
   return array;

@@ -38,6 +38,9 @@ AlignedBuffer allocateAligned(size_t bytes);
 struct ArgumentArray {
   const KernelArgument *argument = nullptr;
   nanobind::object source;
+  /// A torch tensor's storage, held for the call: another thread's
+  /// `X.set_(...)` then cannot free the memory the kernel reads or writes.
+  nanobind::object torchStorage;
   nanobind::ndarray<> view;
   AlignedBuffer storage;
   void *data = nullptr;
@@ -52,9 +55,12 @@ struct ArgumentArray {
 
 /// Reads `value`, given for `argument`, as an array. Throws ValueError
 /// (nanobind::value_error) with a message naming the argument when it is
-/// not an array, lives on another device, or has a dtype the kernel cannot
-/// take exactly (float64 is taken when `cast`). The shape is left to the
-/// runtime's check, so that its message is the runtime's.
+/// not an array, lives on another device, has no data (a FakeTensor), has
+/// a dtype the kernel cannot take exactly (float64 is taken when `cast`),
+/// or must be copied and has another shape (checked before any byte is
+/// copied). The shape of an array read in place is left to the runtime's
+/// check, whose message is the same. A torch tensor with the negative view
+/// bit (torch._neg_view) is read as the values it stands for, in a copy.
 ArgumentArray readArray(const KernelArgument &argument, nanobind::handle value,
                         bool cast);
 

@@ -207,13 +207,17 @@ struct PyKernel {
   void bind(nb::kwargs params) {
     bool cast = takeCast(params);
     llvm::SmallVector<ArgumentArray, 8> read = readArrays(params, cast);
-    nb::gil_scoped_release release;
-    for (ArgumentArray &array : read) {
-      if (llvm::Error error = kernel->bindParam(hostBuffer(array))) {
-        nb::gil_scoped_acquire acquire;
-        raise(std::move(error));
-      }
+    llvm::SmallVector<HostBuffer, 8> buffers;
+    for (ArgumentArray &array : read)
+      buffers.push_back(hostBuffer(array));
+    // One bind for the whole set: a call on another thread sees the old
+    // params or these, never some of each.
+    llvm::Error error = llvm::Error::success();
+    {
+      nb::gil_scoped_release release;
+      error = kernel->bindParams(buffers);
     }
+    check(std::move(error));
   }
 
   void prepare() {

@@ -4,6 +4,7 @@
 
 #include "attnc/Runtime/Runtime.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
@@ -100,19 +101,31 @@ llvm::Error Kernel::check(unsigned index, const HostBuffer &buffer) const {
 }
 
 llvm::Error Kernel::bindParam(const HostBuffer &param) {
-  llvm::Expected<unsigned> index = argumentIndex(param.name);
-  if (!index)
-    return index.takeError();
-  const KernelArgument &a = kernelSignature.arguments[*index];
-  if (a.role != ArgumentRole::Param)
-    return bufferError("'" + a.name + "' is an " + roleName(a.role) +
-                       ", not a param: only params can be bound");
-  if (llvm::Error error = check(*index, param))
-    return error;
-  const char *bytes = static_cast<const char *>(param.data);
-  std::vector<char> copy(bytes, bytes + a.numElements() * elementSize(a.type));
+  return bindParams(param);
+}
+
+llvm::Error Kernel::bindParams(llvm::ArrayRef<HostBuffer> params) {
+  std::vector<std::pair<unsigned, std::vector<char>>> copies;
+  for (const HostBuffer &param : params) {
+    llvm::Expected<unsigned> index = argumentIndex(param.name);
+    if (!index)
+      return index.takeError();
+    const KernelArgument &a = kernelSignature.arguments[*index];
+    if (a.role != ArgumentRole::Param)
+      return bufferError("'" + a.name + "' is an " + roleName(a.role) +
+                         ", not a param: only params can be bound");
+    if (llvm::any_of(copies, [&](const auto &c) { return c.first == *index; }))
+      return bufferError("'" + param.name + "' is given more than once");
+    if (llvm::Error error = check(*index, param))
+      return error;
+    const char *bytes = static_cast<const char *>(param.data);
+    copies.emplace_back(
+        *index, std::vector<char>(bytes, bytes + a.numElements() *
+                                                     elementSize(a.type)));
+  }
   std::unique_lock<std::shared_mutex> lock(boundMutex);
-  bound[*index] = std::move(copy);
+  for (auto &[index, copy] : copies)
+    bound[index] = std::move(copy);
   prepared = false;
   return llvm::Error::success();
 }
@@ -173,6 +186,34 @@ llvm::Error Kernel::checkEmbeddingIds(llvm::ArrayRef<void *> pointers) const {
   return llvm::Error::success();
 }
 
+llvm::Error Kernel::checkOutputsApart(llvm::ArrayRef<void *> pointers) const {
+  const auto &args = kernelSignature.arguments;
+  auto bytes = [&](unsigned i) {
+    auto begin = reinterpret_cast<uintptr_t>(pointers[i]);
+    return std::make_pair(begin, begin + uintptr_t(args[i].numElements()) *
+                                             elementSize(args[i].type));
+  };
+  for (unsigned out = 0; out < args.size(); ++out) {
+    if (args[out].role != ArgumentRole::Output || !pointers[out])
+      continue;
+    auto [outBegin, outEnd] = bytes(out);
+    for (unsigned other = 0; other < args.size(); ++other) {
+      if (other == out || !pointers[other] ||
+          (args[other].role == ArgumentRole::Output && other < out))
+        continue;
+      auto [begin, end] = bytes(other);
+      if (begin < outEnd && outBegin < end)
+        return bufferError("output '" + args[out].name + "' overlaps " +
+                           roleName(args[other].role) + " '" +
+                           args[other].name +
+                           "' in memory: the kernel writes an output while "
+                           "it reads the other buffers; pass separate "
+                           "buffers");
+    }
+  }
+  return llvm::Error::success();
+}
+
 llvm::Error Kernel::run(llvm::ArrayRef<HostBuffer> buffers) const {
   const auto &args = kernelSignature.arguments;
   llvm::SmallVector<void *, 16> pointers(args.size(), nullptr);
@@ -188,6 +229,8 @@ llvm::Error Kernel::run(llvm::ArrayRef<HostBuffer> buffers) const {
     pointers[*index] = buffer.data;
     paramGiven |= args[*index].role == ArgumentRole::Param;
   }
+  if (llvm::Error error = checkOutputsApart(pointers))
+    return error;
 
   // With every param bound and none passed, run on the prepared params
   // (prepared here the first time).

@@ -43,6 +43,20 @@ def test_d2l_mha_cross_attention_and_2d_lens():
     close(f(Q, KV, KV, vl), m(Q, KV, KV, vl))
 
 
+@pytest.mark.parametrize("vl", [
+    torch.tensor([2**32 + 1, 2]),        # before: wrapped to 1 by .to(int32)
+    torch.tensor([2.5, 0.5]),            # D2L keeps ceil(len) keys: 3 and 1
+    torch.tensor([-3, 7]),               # <= 0: uniform; > Tk: all keys
+    torch.tensor([float("nan"), float("inf")]),
+    torch.tensor([[1.5, 2, 9, -1], [0, 6, 2.01, 1]]),
+])
+def test_d2l_lengths_mean_what_they_mean_in_d2l(vl):
+    m = d2l.MultiHeadAttention(20, 4, 0.5).eval()
+    Q, KV = torch.randn(2, 4, 20), torch.randn(2, 6, 20)
+    f = attnc.from_torch(m, (Q, KV, KV, vl))
+    close(f(Q, KV, KV, vl), m(Q, KV, KV, vl))
+
+
 def test_d2l_mha_without_lens():
     m = d2l.MultiHeadAttention(20, 4, 0.5).eval()
     X = torch.randn(3, 5, 20)

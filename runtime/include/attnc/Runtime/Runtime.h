@@ -74,6 +74,11 @@ public:
   /// run passes that param itself. Checked like a run's buffers.
   llvm::Error bindParam(const HostBuffer &param);
 
+  /// Binds several params at once: every one is checked and copied before
+  /// any is bound, so a run on another thread sees the params bound before
+  /// or all of these, never a mix; on an error none is bound.
+  llvm::Error bindParams(llvm::ArrayRef<HostBuffer> params);
+
   /// Whether argument `index` is a param with values bound.
   bool isBound(unsigned index) const;
 
@@ -85,8 +90,9 @@ public:
 
   /// Runs the kernel. `buffers` names every input, every output and every
   /// param that is not bound; each is checked against the signature before
-  /// the kernel runs. When no param is passed and all are bound, the run
-  /// uses the prepared params.
+  /// the kernel runs, and no output may share a byte with another buffer
+  /// (the kernel reads its inputs while it writes its outputs). When no param
+  /// is passed and all are bound, the run uses the prepared params.
   llvm::Error run(llvm::ArrayRef<HostBuffer> buffers) const;
 
   /// A GPU kernel (TargetKind::Nvptx) on device buffers: `buffers` name
@@ -102,6 +108,8 @@ private:
   /// Checks one buffer against argument `index`.
   llvm::Error check(unsigned index, const HostBuffer &buffer) const;
   llvm::Error checkEmbeddingIds(llvm::ArrayRef<void *> pointers) const;
+  /// Refuses an output whose bytes overlap another buffer's.
+  llvm::Error checkOutputsApart(llvm::ArrayRef<void *> pointers) const;
   /// The names of the params not bound; `boundMutex` held.
   std::vector<std::string> unboundParams() const;
   /// Fills `packed` from the bound params; `boundMutex` held exclusively.
