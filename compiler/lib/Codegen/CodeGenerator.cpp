@@ -6,8 +6,12 @@
 
 #include "Generators.h"
 
+#include "attn/Target/KernelAbi.h"
+
 #include "mlir/IR/BuiltinOps.h"
 
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Object/ObjectFile.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/TargetParser/Host.h"
 
@@ -23,6 +27,60 @@ llvm::Error CodeGenerator::checkLoadsHere() const {
         "the JIT runs kernels on this machine; --triple=" +
         compileOptions.target.triple + " is for objects (attnc SPEC -o OBJ)");
   return llvm::Error::success();
+}
+
+namespace {
+
+/// Checks that `object` defines, as global symbols, exactly the ABI's
+/// entries of `kernels` for `kind`: every internal function stays local,
+/// so no block name, host function or library can collide with one.
+llvm::Error checkObjectSymbols(llvm::StringRef object,
+                               llvm::ArrayRef<KernelSignature> kernels,
+                               mlir::attn::abi::ObjectKind kind) {
+  auto file = llvm::object::ObjectFile::createObjectFile(
+      llvm::MemoryBufferRef(object, "kernel object"));
+  if (!file)
+    return file.takeError();
+  llvm::StringSet<> expected;
+  for (const KernelSignature &kernel : kernels)
+    for (const std::string &symbol :
+         mlir::attn::abi::exportedSymbols(kernel.name, kind))
+      expected.insert(symbol);
+  llvm::StringSet<> defined;
+  for (const llvm::object::SymbolRef &symbol : (*file)->symbols()) {
+    llvm::Expected<uint32_t> flags = symbol.getFlags();
+    llvm::Expected<llvm::StringRef> name = symbol.getName();
+    if (!flags || !name)
+      return flags ? name.takeError() : flags.takeError();
+    if (!(*flags & llvm::object::SymbolRef::SF_Global) ||
+        (*flags & llvm::object::SymbolRef::SF_Undefined))
+      continue;
+    if (!expected.contains(*name))
+      return llvm::createStringError(
+          "internal error: the object exports '" + *name +
+          "', which is not an entry of its kernels (attn/Target/KernelAbi.h); "
+          "it could collide with a function of the program it is linked "
+          "into");
+    defined.insert(*name);
+  }
+  for (const auto &symbol : expected)
+    if (!defined.contains(symbol.getKey()))
+      return llvm::createStringError("internal error: the object does not "
+                                     "export its entry '" +
+                                     symbol.getKey() + "'");
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Expected<CompiledKernels> CodeGenerator::compile(mlir::ModuleOp module,
+                                                       OutputKind kind) const {
+  auto compiled = generate(module, kind);
+  if (compiled && kind == OutputKind::Object)
+    if (llvm::Error error = checkObjectSymbols(
+            compiled->code, compiled->signatures, objectKind()))
+      return std::move(error);
+  return compiled;
 }
 
 llvm::Expected<std::string>

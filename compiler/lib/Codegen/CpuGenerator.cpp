@@ -173,8 +173,8 @@ CpuGenerator::headerSignatures(mlir::ModuleOp module) const {
   return signatures;
 }
 
-llvm::Expected<CompiledKernels> CpuGenerator::compile(mlir::ModuleOp module,
-                                                      OutputKind kind) const {
+llvm::Expected<CompiledKernels> CpuGenerator::generate(mlir::ModuleOp module,
+                                                       OutputKind kind) const {
   if (llvm::Error error = checkOutput(kind))
     return std::move(error);
   if (kind == OutputKind::Lowered) {

@@ -34,11 +34,12 @@ public:
   llvm::Error checkRunsHere() const override;
   std::string fingerprint() const override;
   llvm::Error annotate(mlir::ModuleOp module) const override;
-  llvm::Expected<CompiledKernels> compile(mlir::ModuleOp module,
-                                          OutputKind kind) const override;
 
 protected:
   using CodeGenerator::CodeGenerator;
+
+  llvm::Expected<CompiledKernels> generate(mlir::ModuleOp module,
+                                           OutputKind kind) const override;
 
   /// The signatures with the packed sizes of the MLIR pipeline's prepare
   /// step: a host sees one header whichever backend built the object.

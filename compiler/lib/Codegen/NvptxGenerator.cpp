@@ -94,8 +94,8 @@ public:
     return llvm::Error::success();
   }
 
-  llvm::Expected<CompiledKernels> compile(mlir::ModuleOp module,
-                                          OutputKind kind) const override {
+  llvm::Expected<CompiledKernels> generate(mlir::ModuleOp module,
+                                           OutputKind kind) const override {
     auto signatures = kernelSignatures(module);
     if (!signatures)
       return signatures.takeError();

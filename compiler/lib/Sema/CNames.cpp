@@ -8,6 +8,11 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 
+#if defined(__linux__) && __has_include(<dlfcn.h>)
+#include <dlfcn.h>
+#define ATTNC_HAVE_DLSYM 1
+#endif
+
 using namespace attnc;
 
 namespace {
@@ -128,6 +133,26 @@ const llvm::StringSet<> &libraryFunctions() {
   return set;
 }
 
+/// The C library of this machine that defines `name` (libc.so.6, or
+/// libm.so.6 for the math functions), or null. The list above is what any
+/// C library has; this is everything this one has (glibc's libc holds
+/// libpthread, libdl and librt too), so a POSIX or GNU function the list
+/// leaves out (sched_getaffinity, clock_gettime) is refused as well. Both
+/// libraries are in every process that runs attnc (LLVM links libm), so
+/// nothing is loaded: RTLD_NOLOAD only finds them.
+const char *cLibraryDefining(llvm::StringRef name) {
+#ifdef ATTNC_HAVE_DLSYM
+  static void *const libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+  static void *const libm = dlopen("libm.so.6", RTLD_LAZY | RTLD_NOLOAD);
+  std::string symbol = name.str();
+  if (libc && dlsym(libc, symbol.c_str()))
+    return "libc.so.6";
+  if (libm && dlsym(libm, symbol.c_str()))
+    return "libm.so.6";
+#endif
+  return nullptr;
+}
+
 } // namespace
 
 std::string attnc::cNameConflict(llvm::StringRef name, CNameUse use) {
@@ -151,6 +176,10 @@ std::string attnc::cNameConflict(llvm::StringRef name, CNameUse use) {
     std::string reserved = mlir::attn::abi::reservedSymbolConflict(name);
     if (!reserved.empty())
       return reserved;
+    if (const char *library = cLibraryDefining(name))
+      return "is defined by the C library (" + std::string(library) +
+             "), which an exported kernel of that name would replace in "
+             "every program it is linked into";
   }
   return "";
 }

@@ -166,6 +166,50 @@ TEST_F(RuntimeTest, BoundParamsAreCopiedOnce) {
   expectCorrect(y);
 }
 
+TEST_F(RuntimeTest, ParamsBoundTogetherAreBoundAllOrNone) {
+  Runtime runtime(cacheDir);
+  auto kernel = runtime.compile(kSpec, "small.attn", "");
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  std::vector<HostBuffer> all = buffers();
+  HostBuffer wrongTable = all[4];
+  wrongTable.shape = {6, 5};
+  EXPECT_EQ(message((*kernel)->bindParams({all[2], all[3], wrongTable})),
+            "param 'table': expected f32[6, 4], got f32[6, 5]");
+  for (unsigned i : {2u, 3u, 4u})
+    EXPECT_FALSE((*kernel)->isBound(i)) << i;
+  EXPECT_EQ(message((*kernel)->bindParams({all[2], all[2]})),
+            "'w' is given more than once");
+  EXPECT_FALSE((*kernel)->isBound(2));
+  ASSERT_EQ(message((*kernel)->bindParams({all[2], all[3], all[4]})), "");
+  ASSERT_EQ(message((*kernel)->run({all[0], all[1], all[5]})), "");
+  expectCorrect(y);
+}
+
+TEST_F(RuntimeTest, AnOutputMayNotOverlapAnotherBuffer) {
+  Runtime runtime(cacheDir);
+  auto kernel = runtime.compile(kSpec, "small.attn", "");
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  std::vector<HostBuffer> all = buffers();
+  // y (12 floats) written over x (15 floats), then over its last float.
+  HostBuffer overX = all[5];
+  overX.data = x.data();
+  EXPECT_EQ(
+      message((*kernel)->run({all[0], all[1], all[2], all[3], all[4], overX})),
+      "output 'y' overlaps input 'x' in memory: the kernel writes an "
+      "output while it reads the other buffers; pass separate buffers");
+  std::vector<float> wide(15 + 12);
+  HostBuffer xInWide = all[0], yInWide = all[5];
+  xInWide.data = wide.data();
+  yInWide.data = wide.data() + 14;
+  EXPECT_NE(message((*kernel)->run(
+                {xInWide, all[1], all[2], all[3], all[4], yInWide})),
+            "");
+  yInWide.data = wide.data() + 15; // adjacent, apart
+  EXPECT_EQ(message((*kernel)->run(
+                {xInWide, all[1], all[2], all[3], all[4], yInWide})),
+            "");
+}
+
 TEST_F(RuntimeTest, KernelsFromTheCacheHaveParamsOfTheirOwn) {
   // Two compiles of one spec (the second a memory hit) share code, not
   // bound weights: two modules of one shape keep their own weights.

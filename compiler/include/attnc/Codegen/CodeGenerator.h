@@ -91,9 +91,12 @@ public:
   /// (--emit=attn shows it); nothing for a generator that reads none.
   virtual llvm::Error annotate(mlir::ModuleOp module) const = 0;
 
-  /// Builds `module` (attn level, lowered in place) into `kind`.
-  virtual llvm::Expected<CompiledKernels> compile(mlir::ModuleOp module,
-                                                  OutputKind kind) const = 0;
+  /// Builds `module` (attn level, lowered in place) into `kind`. The global
+  /// symbols of an object are checked against the ABI: it defines exactly
+  /// the entries of its kernels (abi::exportedSymbols), so no helper of the
+  /// generated code or of a loader can take a name from the host program.
+  llvm::Expected<CompiledKernels> compile(mlir::ModuleOp module,
+                                          OutputKind kind) const;
 
   /// The C header of the kernels of `module` (attn level; lowered in place
   /// where the packed sizes need it) as its objects export them; `origin`
@@ -104,6 +107,10 @@ public:
 protected:
   explicit CodeGenerator(CompileOptions options)
       : compileOptions(std::move(options)) {}
+
+  /// What compile() builds, before its checks.
+  virtual llvm::Expected<CompiledKernels> generate(mlir::ModuleOp module,
+                                                   OutputKind kind) const = 0;
 
   /// The signatures emitHeader declares.
   virtual llvm::Expected<std::vector<KernelSignature>>
