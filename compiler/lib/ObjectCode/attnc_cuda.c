@@ -15,6 +15,9 @@
  *
  *===----------------------------------------------------------------------===*/
 
+/* secure_getenv (glibc, musl). */
+#define _GNU_SOURCE
+
 #include "attnc_cuda.h"
 
 #include <dlfcn.h>
@@ -156,8 +159,10 @@ static void open_driver(void) {
   pthread_mutex_init(&call_lock, &attributes);
   pthread_mutexattr_destroy(&attributes);
 
-  /* ATTNC_CUDA_DRIVER names another driver library (a test's fake one). */
-  const char *driver = getenv("ATTNC_CUDA_DRIVER");
+  /* ATTNC_CUDA_DRIVER names another driver library (a test's fake one).
+   * Not in a set-uid or set-gid program (secure_getenv): whoever runs it
+   * could otherwise make it load any library. */
+  const char *driver = secure_getenv("ATTNC_CUDA_DRIVER");
   void *library = dlopen(driver && *driver ? driver : "libcuda.so.1",
                          RTLD_NOW | RTLD_LOCAL);
   if (!library) {
