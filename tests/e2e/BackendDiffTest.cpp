@@ -54,6 +54,12 @@
 //   ATTNC_DIFF_CASES=2000 ATTNC_DIFF_SEED=7 ./build/bin/AttncBackendDiffTests
 // (or the same variables before `ctest --preset default -R BackendDiff`).
 //
+// BackendDiffSpecialValues (issue 31) runs kSpecialCases more generated
+// specs, of the single ops whose results on NaN, +-inf and huge finite
+// inputs do not depend on the order a kernel sums in, with such values in
+// their inputs, and compares NaN-aware: NaN where MLIR's is NaN, the same
+// infinity, else the tolerance above.
+//
 //===----------------------------------------------------------------------===//
 
 #include "BackendDiffSpecGen.h"
@@ -627,6 +633,97 @@ void runCaseUnguarded(unsigned index, Totals &totals, std::string &who,
 }
 
 //===----------------------------------------------------------------------===//
+// Special values (issue 31)
+//===----------------------------------------------------------------------===//
+
+constexpr unsigned kSpecialCases = 10;
+constexpr uint64_t kSpecialSeed = 31;
+
+/// The special values a generated case of `kind` gets.
+enum class Specials {
+  /// Not a special-value case: it chains ops, whose sums of huge values
+  /// may overflow in one backend's order and not in the other's.
+  None,
+  /// NaN and +-inf: attention, whose dot products could sum two huge
+  /// values.
+  NanInf,
+  /// NaN, +-inf, +-3e38 and +-2e11: elementwise ops, softmax and the norms.
+  All,
+};
+
+Specials specialsFor(const std::string &kind) {
+  std::string base = kind.substr(0, kind.find('('));
+  if (base == "attention")
+    return Specials::NanInf;
+  for (const char *op :
+       {"relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid", "scale", "add",
+        "mul", "sub", "softmax", "masked_softmax", "layer_norm", "add_norm",
+        "rms_norm"})
+    if (base == op)
+      return Specials::All;
+  return Specials::None;
+}
+
+/// Writes special values into the float inputs (not the params): one
+/// element in about a third of the rows (last axis), and in at least one
+/// row of each input, so that a row's sum meets at most one of each input.
+void addSpecialValues(const GeneratedSpec &spec, Specials specials,
+                      uint64_t seed, std::vector<Values> &inputs) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> pool = {std::numeric_limits<float>::quiet_NaN(), inf,
+                             -inf};
+  if (specials == Specials::All)
+    pool.insert(pool.end(), {3e38f, -3e38f, 2e11f, -2e11f});
+  Rng r(seed ^ 0x5bd1e9955bd1e995ull);
+  for (size_t a = 0; a < spec.arguments.size(); ++a) {
+    const GenArgument &arg = spec.arguments[a];
+    std::vector<float> &v = inputs[a].floats;
+    if (arg.isInt || arg.param || v.empty())
+      continue;
+    int64_t width = arg.shape.empty() ? 1 : arg.shape.back();
+    int64_t rows = int64_t(v.size()) / width;
+    bool any = false;
+    for (int64_t row = 0; row < rows; ++row)
+      if (r.chance(0.3) || (!any && row + 1 == rows)) {
+        v[size_t(row * width + r.integer(0, width - 1))] = r.pick(pool);
+        any = true;
+      }
+  }
+}
+
+/// Where Halide's output differs from MLIR's on special values: NaN where
+/// the other is not, another infinity, or a finite value out of tolerance
+/// (0 equals -0). `worstAt` is the first such element.
+Comparison compareSpecial(const std::vector<float> &mlir,
+                          const std::vector<float> &halide) {
+  Comparison c;
+  for (size_t j = 0; j < mlir.size(); ++j) {
+    double m = mlir[j], h = halide[j];
+    bool ok = std::isnan(m)   ? std::isnan(h)
+              : std::isinf(m) ? h == m
+                              : std::isfinite(h) &&
+                                    std::fabs(h - m) <=
+                                        kAbsoluteTolerance +
+                                            kRelativeTolerance * std::fabs(m);
+    c.nans += std::isnan(m);
+    if (!ok && !c.bad++)
+      c.worstAt = j;
+  }
+  return c;
+}
+
+/// Whether two runs' inputs hold the same bits (== never equals NaN).
+bool sameInputs(const std::vector<Values> &a, const std::vector<Values> &b) {
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].ints != b[i].ints || a[i].floats.size() != b[i].floats.size() ||
+        (!a[i].floats.empty() &&
+         std::memcmp(a[i].floats.data(), b[i].floats.data(),
+                     a[i].floats.size() * sizeof(float)) != 0))
+      return false;
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
 // Tests
 //===----------------------------------------------------------------------===//
 
@@ -651,6 +748,66 @@ TEST_P(BackendDiff, MlirAndHalideAgree) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shards, BackendDiff, ::testing::Range(0u, kShards));
+
+/// NaN, +-inf and huge finite inputs (issue 31): the Halide backend gives
+/// what the MLIR backend (and torch) gives.
+TEST(BackendDiffSpecialValues, MlirAndHalideAgree) {
+  ASSERT_TRUE(haveHalideBackend());
+  unsigned cases = 0;
+  for (unsigned i = 0; cases < kSpecialCases && i < 10000; ++i) {
+    uint64_t seed = caseSeed(kSpecialSeed, i);
+    GeneratedSpec spec = generateSpec(seed);
+    Specials specials = specialsFor(spec.kind);
+    if (specials == Specials::None)
+      continue;
+    ++cases;
+    std::string sourceName = "special_case_" + std::to_string(i) + ".attn";
+    SCOPED_TRACE("special-value case " + std::to_string(i) + " [" + spec.kind +
+                 "] (case seed " + std::to_string(seed) + "):\n" + spec.text);
+    ASSERT_TRUE(spec.error.empty()) << spec.error;
+    auto signature = frontEnd(spec, sourceName);
+    ASSERT_TRUE(!!signature) << llvm::toString(signature.takeError());
+    std::vector<Values> inputs = makeInputs(spec, seed);
+    addSpecialValues(spec, specials, seed, inputs);
+    CompileOptions halideOptions = Runtime::defaultOptions();
+    halideOptions.backend = Backend::Halide;
+    auto mlir = testRuntime().compile(spec.text, sourceName, spec.block,
+                                      Runtime::defaultOptions());
+    ASSERT_TRUE(!!mlir) << llvm::toString(mlir.takeError());
+    auto halide =
+        testRuntime().compile(spec.text, sourceName, spec.block, halideOptions);
+    ASSERT_TRUE(!!halide) << llvm::toString(halide.takeError());
+    std::vector<std::vector<float>> mlirOut, halideOut;
+    std::vector<Values> after;
+    llvm::Error error = runKernel(**mlir, *signature, inputs, /*bind=*/false, 1,
+                                  mlirOut, after);
+    ASSERT_FALSE(!!error) << "MLIR: " << llvm::toString(std::move(error));
+    EXPECT_TRUE(sameInputs(inputs, after)) << "MLIR modified an input";
+    error = runKernel(**halide, *signature, inputs, /*bind=*/false, 1,
+                      halideOut, after);
+    ASSERT_FALSE(!!error) << "Halide: " << llvm::toString(std::move(error));
+    EXPECT_TRUE(sameInputs(inputs, after)) << "Halide modified an input";
+    size_t n = spec.arguments.size();
+    bool differ = false;
+    for (size_t o = 0; o < mlirOut.size(); ++o) {
+      const KernelArgument &out = signature->arguments[n + o];
+      Comparison c = compareSpecial(mlirOut[o], halideOut[o]);
+      differ |= c.bad != 0;
+      EXPECT_EQ(c.bad, 0u) << "output '" << out.name
+                           << "': Halide differs from MLIR on " << c.bad
+                           << " of " << out.numElements() << " elements ("
+                           << c.nans << " NaN in MLIR's); the first at "
+                           << indexText(out.shape, c.worstAt) << ": MLIR "
+                           << mlirOut[o][c.worstAt] << ", Halide "
+                           << halideOut[o][c.worstAt];
+    }
+    std::printf("special-value case %u %s: %s\n", i, spec.kind.c_str(),
+                differ ? "DIFFER" : "agree");
+    std::fflush(stdout);
+    testRuntime().clearMemoryCache();
+  }
+  EXPECT_EQ(cases, kSpecialCases) << "the generator made too few such cases";
+}
 
 /// The generator alone, on many more specs than are compiled: each passes
 /// the front end with the signature the generator meant.

@@ -212,7 +212,7 @@ Tensor sub(const Tensor &a, const Tensor &b) {
 Tensor relu(const Tensor &x) {
   Tensor y = x;
   for (float &v : y.data)
-    v = v > 0.0f ? v : 0.0f;
+    v = v > 0.0f || std::isnan(v) ? v : 0.0f;
   return y;
 }
 

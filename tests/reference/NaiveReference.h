@@ -71,10 +71,11 @@ Tensor broadcastTo(const Tensor &x, const std::vector<int64_t> &shape);
 Tensor add(const Tensor &a, const Tensor &b);
 Tensor mul(const Tensor &a, const Tensor &b);
 Tensor sub(const Tensor &a, const Tensor &b);
+/// torch.relu: max(x, 0), NaN for NaN.
 Tensor relu(const Tensor &x);
 /// torch's F.silu, torch.tanh, torch.sigmoid in double, rounded to f32:
-/// x / (1 + exp(-x)), tanh(x), 1 / (1 + exp(-x)) (never NaN: exp overflowing
-/// to infinity gives -0 and 0).
+/// x / (1 + exp(-x)), tanh(x), 1 / (1 + exp(-x)) (NaN only for NaN and
+/// silu(-inf), as in torch: exp overflowing to infinity gives -0 and 0).
 Tensor silu(const Tensor &x);
 Tensor tanh(const Tensor &x);
 Tensor sigmoid(const Tensor &x);

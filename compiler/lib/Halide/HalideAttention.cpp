@@ -61,8 +61,7 @@ std::pair<Func, Func> Translator::attentionCore(const AttentionCore &core) {
   Func maxOf(fresh("score_max")), expOf(fresh("score_exp")),
       sumOf(fresh("score_sum"));
   maxOf(args({i})) = Halide::maximum(scores(exprArgs({rj.x, i})));
-  expOf(args({j, i})) =
-      Halide::exp(scores(args({j, i})) - maxOf(exprArgs({i})));
+  expOf(args({j, i})) = softmaxExp(scores(args({j, i})) - maxOf(exprArgs({i})));
   sumOf(args({i})) = Halide::sum(expOf(exprArgs({rj.x, i})));
   Func weights(fresh("weights"));
   weights(args({j, i})) = expOf(args({j, i})) / sumOf(exprArgs({i}));

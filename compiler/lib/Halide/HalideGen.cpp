@@ -35,20 +35,28 @@ using namespace attnc::halide;
 
 namespace {
 
-/// exp(x) for the activations' x / (1 + exp(-x)) forms: Halide's exp gives
-/// garbage, not +inf, past f32's range (its exponent wraps), so x is kept
-/// where exp is finite; beyond it the quotients are 0 (or -0) to well
-/// within f32 as they are.
-Expr boundedExp(Expr x) {
-  return Halide::exp(Halide::clamp(x, -104.0f, 88.0f));
-}
+/// exp(x) for the activations' x / (1 + exp(-x)) forms. Halide's exp is
+/// inline code, right from -inf to 1.4e9 (+inf from 88.73 on), but beyond,
+/// where its exponent overflows an int, it is 0 (and exp(NaN) is 0): x is
+/// capped at 89, whose exp is +inf, so that x / (1 + exp(-x)) is -0 for
+/// x = -huge and NaN for -inf, as in torch. A NaN x is the caller's:
+/// min(NaN, 89) is not NaN.
+Expr expNoWrap(Expr x) { return Halide::exp(Halide::min(x, 89.0f)); }
+
+/// `value`, or x where x is NaN: for the activations whose formula loses a
+/// NaN (max, Halide's exp(NaN) = 0), which torch propagates.
+Expr keepNan(Expr x, Expr value) { return Halide::select(isNan(x), x, value); }
+
+/// torch.relu: max(x, 0), NaN for NaN (Halide's max is maxnum, which
+/// returns the number).
+Expr reluOf(Expr x) { return keepNan(x, Halide::max(x, 0.0f)); }
 
 /// tanh(x) = sign(x) (1 - e) / (1 + e) with e = exp(-2|x|): Halide's exp is
 /// inline code, its tanh a call of libm's tanhf, and kernels need libc only.
 Expr tanhWithoutLibm(Expr x) {
-  Expr e = boundedExp(-2.0f * Halide::abs(x));
+  Expr e = expNoWrap(-2.0f * Halide::abs(x));
   Expr magnitude = (1.0f - e) / (1.0f + e);
-  return Halide::select(x < 0.0f, -magnitude, magnitude);
+  return keepNan(x, Halide::select(x < 0.0f, -magnitude, magnitude));
 }
 
 } // namespace
@@ -188,7 +196,7 @@ Tensor Translator::softmax(const Tensor &x, const Tensor *validLens) {
   maxOf(hRow) = Halide::maximum(masked(atR));
   std::vector<Var> hv = reversedVars(vars);
   std::vector<Expr> hRowExprs(hRow.begin(), hRow.end());
-  expOf(hv) = Halide::exp(masked(hv) - maxOf(hRowExprs));
+  expOf(hv) = softmaxExp(masked(hv) - maxOf(hRowExprs));
   sumOf(hRow) = Halide::sum(expOf(atR));
   Func y(fresh("softmax"));
   y(hv) = expOf(hv) / sumOf(hRowExprs);
@@ -409,7 +417,7 @@ Translator::translate(mlir::func::FuncOp func, std::vector<Tensor> arguments) {
       binary(sub.getA(), sub.getB(), "sub",
              [](Expr a, Expr b) { return a - b; });
     } else if (auto relu = llvm::dyn_cast<attn::ReluOp>(&op)) {
-      unary(relu.getX(), "relu", [](Expr x) { return Halide::max(x, 0.0f); });
+      unary(relu.getX(), "relu", reluOf);
     } else if (auto gelu = llvm::dyn_cast<attn::GeluOp>(&op)) {
       if (gelu.getApproximate())
         // torch's 'tanh' form, 0.5 x (1 + tanh(u)) with
@@ -417,21 +425,26 @@ Translator::translate(mlir::func::FuncOp func, std::vector<Tensor> arguments) {
         unary(gelu.getX(), "gelu", [](Expr x) {
           float beta = static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5);
           Expr u = beta * (x + 0.044715f * x * x * x);
-          return x / (1.0f + boundedExp(-2.0f * u));
+          return x / (1.0f + expNoWrap(-2.0f * u));
         });
       else
         unary(gelu.getX(), "gelu", [](Expr x) {
-          return x * 0.5f *
-                 (1.0f + Halide::erf(x * static_cast<float>(M_SQRT1_2)));
+          // Halide's erf is NaN from |x| ~ 1e11 on and at +-inf (its
+          // 1 - P(x)^-16 form overflows) and exactly +-1 from 3.93: the
+          // clamp changes no other result, and gelu(huge) = x, gelu(-huge)
+          // = 0, gelu(-inf) = NaN, as in torch.
+          Expr scaled =
+              Halide::clamp(x * static_cast<float>(M_SQRT1_2), -10.0f, 10.0f);
+          return x * 0.5f * (1.0f + Halide::erf(scaled));
         });
     } else if (auto silu = llvm::dyn_cast<attn::SiluOp>(&op)) {
       unary(silu.getX(), "silu",
-            [](Expr x) { return x / (1.0f + boundedExp(-x)); });
+            [](Expr x) { return x / (1.0f + expNoWrap(-x)); });
     } else if (auto tanh = llvm::dyn_cast<attn::TanhOp>(&op)) {
       unary(tanh.getX(), "tanh", [](Expr x) { return tanhWithoutLibm(x); });
     } else if (auto sigmoid = llvm::dyn_cast<attn::SigmoidOp>(&op)) {
       unary(sigmoid.getX(), "sigmoid",
-            [](Expr x) { return 1.0f / (1.0f + boundedExp(-x)); });
+            [](Expr x) { return keepNan(x, 1.0f / (1.0f + expNoWrap(-x))); });
     } else if (auto split = llvm::dyn_cast<attn::SplitHeadsOp>(&op)) {
       set(split.getResult(), splitHeads(*get(split.getX()), split.getHeads()));
     } else if (auto merge = llvm::dyn_cast<attn::MergeHeadsOp>(&op)) {
@@ -473,9 +486,9 @@ Translator::translate(mlir::func::FuncOp func, std::vector<Tensor> arguments) {
       // D2L PositionWiseFFN: dense2(relu(dense1(x))).
       Tensor hidden =
           this->linear(*get(ffn.getX()), *get(ffn.getW1()), get(ffn.getB1()));
-      Tensor relu = elementwise(
-          "ffn_relu", hidden.shape, {&hidden},
-          [](const std::vector<Expr> &v) { return Halide::max(v[0], 0.0f); });
+      Tensor relu =
+          elementwise("ffn_relu", hidden.shape, {&hidden},
+                      [](const std::vector<Expr> &v) { return reluOf(v[0]); });
       set(ffn.getResult(),
           this->linear(relu, *get(ffn.getW2()), get(ffn.getB2())));
     } else if (auto emb = llvm::dyn_cast<attn::EmbeddingOp>(&op)) {

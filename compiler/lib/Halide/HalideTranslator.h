@@ -64,6 +64,24 @@ inline std::vector<Var> reversedVars(const std::vector<Var> &vars) {
   return std::vector<Var>(vars.rbegin(), vars.rend());
 }
 
+/// Whether x is NaN, from its bits. Halide emits float math with LLVM's
+/// nnan and ninf flags, from which LLVM may prove a computed value not NaN
+/// and fold Halide::is_nan (an fcmp) of it to false: LLVM 22 at -O3 does
+/// for attention scores. It does not fold this integer compare.
+inline Expr isNan(const Expr &x) {
+  Expr magnitude =
+      Halide::reinterpret(Halide::UInt(32), x) & Expr(uint32_t(0x7fffffff));
+  return magnitude > Expr(uint32_t(0x7f800000));
+}
+
+/// exp(x - max) of a softmax row, given x - max. Halide's exp(NaN) is 0,
+/// which dropped a NaN score; torch's makes the row's sum, and so every
+/// weight of the row, NaN. (x = max = +-inf gives NaN here too, as in
+/// torch; a masked score is -1e6 by then, D2L's replacement.)
+inline Expr softmaxExp(const Expr &shifted) {
+  return Halide::select(isNan(shifted), shifted, Halide::exp(shifted));
+}
+
 /// The Funcs of one kernel, built op by op.
 class Translator {
 public:
