@@ -19,6 +19,8 @@
 
 #include <nanobind/stl/string.h>
 
+#include <unistd.h>
+
 namespace nb = nanobind;
 using namespace attnc;
 using namespace attnc::python;
@@ -49,6 +51,41 @@ struct AttncError : std::runtime_error {
 void check(llvm::Error error) {
   if (error)
     raise(std::move(error));
+}
+
+bool interpreterIsFinalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
+/// Takes the GIL back after withoutGil's work. A thread whose work ends
+/// while the interpreter shuts down (a daemon thread inside a call at exit)
+/// does not: CPython would end it with pthread_exit, whose forced
+/// unwinding through nanobind's `catch (...)` aborts the process ("FATAL:
+/// exception not rethrown"). It waits for the process to exit instead, as
+/// CPython 3.14 makes such threads do.
+void restoreThread(PyThreadState *state) {
+  if (interpreterIsFinalizing())
+    for (;;)
+      pause();
+  PyEval_RestoreThread(state);
+}
+
+/// Runs `work` (a compile, a kernel, a bind) with the GIL released, so that
+/// other Python threads run meanwhile.
+template <typename Work> auto withoutGil(Work work) {
+  PyThreadState *state = PyEval_SaveThread();
+  try {
+    auto result = work();
+    restoreThread(state);
+    return result;
+  } catch (...) {
+    restoreThread(state);
+    throw;
+  }
 }
 
 /// The Python-visible kernel: the runtime's, shared with its cache.
@@ -184,12 +221,7 @@ struct PyKernel {
       buffers.push_back(
           HostBuffer{a.name, outputs.back().get(), a.type, a.shape});
     }
-    llvm::Error error = llvm::Error::success();
-    {
-      nb::gil_scoped_release release;
-      error = kernel->run(buffers);
-    }
-    check(std::move(error));
+    check(withoutGil([&] { return kernel->run(buffers); }));
     size_t count = out.empty() ? outputs.size() : out.size();
     auto result = [&](size_t i) {
       return out.empty()
@@ -212,21 +244,11 @@ struct PyKernel {
       buffers.push_back(hostBuffer(array));
     // One bind for the whole set: a call on another thread sees the old
     // params or these, never some of each.
-    llvm::Error error = llvm::Error::success();
-    {
-      nb::gil_scoped_release release;
-      error = kernel->bindParams(buffers);
-    }
-    check(std::move(error));
+    check(withoutGil([&] { return kernel->bindParams(buffers); }));
   }
 
   void prepare() {
-    llvm::Error error = llvm::Error::success();
-    {
-      nb::gil_scoped_release release;
-      error = kernel->prepareParams();
-    }
-    check(std::move(error));
+    check(withoutGil([&] { return kernel->prepareParams(); }));
   }
 
   /// How a call would pass each array: (name, "view" or "copy", address).
@@ -351,11 +373,9 @@ NB_MODULE(_attnc, m) {
          const std::string &halideSchedule) {
         CompileOptions options =
             compileOptions(target, mcpu, optLevel, backend, halideSchedule);
-        nb::gil_scoped_release release;
-        auto kernel =
-            Runtime::global().compile(text, sourceName, block, options);
-        nb::gil_scoped_acquire acquire;
-        return compiled(std::move(kernel));
+        return compiled(withoutGil([&] {
+          return Runtime::global().compile(text, sourceName, block, options);
+        }));
       },
       nb::arg("text"), nb::arg("source_name"), nb::arg("block"),
       nb::arg("target"), nb::arg("mcpu"), nb::arg("opt_level"),
@@ -367,10 +387,9 @@ NB_MODULE(_attnc, m) {
          const std::string &backend, const std::string &halideSchedule) {
         CompileOptions options =
             compileOptions(target, mcpu, optLevel, backend, halideSchedule);
-        nb::gil_scoped_release release;
-        auto kernel = Runtime::global().compileFile(path, block, options);
-        nb::gil_scoped_acquire acquire;
-        return compiled(std::move(kernel));
+        return compiled(withoutGil([&] {
+          return Runtime::global().compileFile(path, block, options);
+        }));
       },
       nb::arg("path"), nb::arg("block"), nb::arg("target"), nb::arg("mcpu"),
       nb::arg("opt_level"), nb::arg("backend"), nb::arg("halide_schedule"));

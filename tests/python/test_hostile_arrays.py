@@ -191,3 +191,30 @@ def test_a_failed_bind_binds_nothing(rng):
     with pytest.raises(ValueError, match=r"param 'b': expected f32\[64\]"):
         k.bind(W=W, b=np.zeros(63, np.float32))
     assert not k.is_bound("W")
+
+
+def test_a_daemon_thread_inside_a_call_at_exit_does_not_abort():
+    # The interpreter exits while daemon threads are inside calls (the GIL
+    # released). A thread whose call then ends must not take the GIL back:
+    # CPython ends it with pthread_exit, whose unwinding through the
+    # module's C++ aborted the process ("FATAL: exception not rethrown"),
+    # every time here.
+    script = """
+        import threading, time, numpy as np, attnc
+        k = attnc.compile('''
+        block big {
+          input  X: f32[2048, 2048]
+          Y = relu(X)
+          output Y
+        }''')
+        X = np.ones((2048, 2048), np.float32)
+        def loop():
+            while True:
+                k(X=X)
+        for _ in range(2):
+            threading.Thread(target=loop, daemon=True).start()
+        time.sleep(0.2)
+        """
+    for _ in range(3):
+        result = run_python(script)
+        assert result.returncode == 0, result.stderr
