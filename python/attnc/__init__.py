@@ -13,7 +13,10 @@ or dtype raises ValueError with the runtime's message; a run-time failure
 raises attnc.Error. The GIL is released while a kernel runs.
 """
 
+import itertools
 import os
+import sys
+import weakref
 
 from ._attnc import (  # noqa: F401
     Error,
@@ -24,6 +27,7 @@ from ._attnc import (  # noqa: F401
     get_num_threads,
     set_num_threads,
 )
+from ._attnc import _NeedsAutograd
 
 # "attnc 0.1.0 <commit> LLVM ...": the version CMakeLists.txt sets.
 __version__ = compiler_version().split()[1]
@@ -91,18 +95,92 @@ def compile(spec, block=None, target="cpu", mcpu="native", backend="mlir",
             raise FileNotFoundError(
                 f"attnc.compile: no spec file {path!r} (pass a path to a "
                 f".attn file or the spec's text)")
-        return _attnc_compile_file(path, block, target, mcpu, opt_level,
-                                   backend, halide_schedule)
+        return _register(_attnc_compile_file(path, block, target, mcpu,
+                                             opt_level, backend,
+                                             halide_schedule))
     if not isinstance(spec, str):
         raise TypeError(
             f"attnc.compile: spec must be a path or the spec's text, got "
             f"{type(spec).__name__}")
-    return _attnc_compile_text(spec, "<string>", block, target, mcpu,
-                               opt_level, backend, halide_schedule)
+    return _register(_attnc_compile_text(spec, "<string>", block, target,
+                                         mcpu, opt_level, backend,
+                                         halide_schedule))
 
 
 from ._attnc import compile_file as _attnc_compile_file  # noqa: E402
 from ._attnc import compile_text as _attnc_compile_text  # noqa: E402
+
+
+# Every kernel compile() made, by key (`Kernel._key`): torch.compile's
+# graphs name a kernel by its key (the attnc::run operator, attnc/_torch.py).
+_kernels = weakref.WeakValueDictionary()
+_keys = itertools.count()
+
+
+def _register(kernel):
+    """Gives a new kernel what its Python half reads as plain Python values
+    (torch.compile traces through them; it cannot call into the C++ half):
+    its key, its argument names in signature order, its outputs, and the
+    params bound so far."""
+    signature = kernel.signature
+    kernel._key = f"{kernel.name}#{next(_keys)}"
+    kernel._inputs = tuple(n for n, role, _, _ in signature if role == "input")
+    kernel._arguments = tuple(n for n, role, _, _ in signature
+                              if role != "output")
+    kernel._outputs = tuple((n, dtype, tuple(shape))
+                            for n, role, dtype, shape in signature
+                            if role == "output")
+    kernel._bound = frozenset()
+    _kernels[kernel._key] = kernel
+    if "torch" in sys.modules:
+        from . import _torch  # noqa: F401 - its operators, before any trace
+    return kernel
+
+
+# torch.compiler.is_compiling, once torch is imported (calls check it, and
+# look it up only until then).
+_is_compiling = None
+
+
+def _compiling():
+    global _is_compiling
+    if _is_compiling is None:
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return False
+        _is_compiling = torch.compiler.is_compiling
+    return _is_compiling()
+
+
+_native_call = Kernel.__call__
+_native_bind = Kernel.bind
+
+
+def _call(self, **arrays):
+    """Runs the kernel on keyword arrays (SPEC §6b). While torch.compile
+    traces, and when autograd must see the call (grad mode on and a tensor
+    that requires grad), it goes through the attnc::run torch operator:
+    into the graph, or with a backward that says the kernel computes no
+    gradient. Otherwise it calls the C++ half directly."""
+    if _compiling():
+        from ._torch import operator_call
+        return operator_call(self, arrays)
+    try:
+        return _native_call(self, **arrays)
+    except _NeedsAutograd:
+        from ._torch import operator_call
+        return operator_call(self, arrays)
+
+
+def _bind(self, **params):
+    _native_bind(self, **params)
+    self._bound = self._bound | (params.keys() - {"cast"})
+    return self
+
+
+Kernel.__call__ = _call
+Kernel.bind = _bind
+_bind.__doc__ = _native_bind.__doc__
 
 
 def _kernel_op(kernel):
@@ -112,8 +190,9 @@ def _kernel_op(kernel):
 
 Kernel.op = property(_kernel_op, doc=(
     "the kernel as a torch operator (torch.library.custom_op, with a fake "
-    "implementation for torch.compile): takes its inputs and unbound params "
-    "as tensors, in signature order"))
+    "implementation for torch.compile and a backward that raises: kernels "
+    "compute no gradients): takes its inputs and unbound params as "
+    "tensors, in signature order"))
 
 
 def __getattr__(name):

@@ -15,41 +15,160 @@ Anything else raises NotImplementedError or ValueError naming the module's
 attribute that attnc cannot express.
 """
 
+import functools
 import itertools
+from typing import List, Optional
 
 import numpy as np
 import torch
 from torch import nn
 
+from . import _kernels, _native_call
 from . import compile as _compile
 
 _op_counter = itertools.count()
-_ops = {}
 
 
 # ---------------------------------------------------------------------------
 # Kernels as torch operators.
 # ---------------------------------------------------------------------------
 
+def _no_gradient_message(kernel_name):
+    return (f"attnc kernel '{kernel_name}' computes no gradients (attnc's "
+            "kernels are inference-only), and backward() reached it: it "
+            "was called in grad mode on a tensor that requires grad. Call "
+            "it under torch.no_grad() or torch.inference_mode(), or "
+            "detach its inputs, when no gradient should flow through it")
+
+
+@torch.library.custom_op("attnc::no_gradient", mutates_args=(),
+                         device_types="cpu")
+def _no_gradient(grad: torch.Tensor, kernel: str,
+                 shape: List[int]) -> torch.Tensor:
+    """The gradient of a kernel's input: an error when it is computed, so
+    that a backward through a kernel fails with a message rather than
+    dropping the gradient (eager and in torch.compile's graphs)."""
+    raise RuntimeError(_no_gradient_message(kernel))
+
+
+@_no_gradient.register_fake
+def _(grad, kernel, shape):
+    return grad.new_empty(shape)
+
+
+def _input_types(tensors):
+    """(dtype, shape) of each tensor (None for None): what a backward needs
+    of the inputs, without keeping them."""
+    return [None if t is None else (t.dtype, list(t.shape)) for t in tensors]
+
+
+def _input_gradients(kernel_name, grads, inputs):
+    """What a kernel operator's backward returns for `inputs` (from
+    _input_types): an attnc::no_gradient for each floating-point tensor (it
+    raises when run), None for the rest."""
+    seed = next(g for g in grads if g is not None)
+    return [_no_gradient(seed, kernel_name, t[1])
+            if t is not None and t[0].is_floating_point else None
+            for t in inputs]
+
+
+def _kernel_named(key):
+    kernel = _kernels.get(key)
+    if kernel is None:
+        raise RuntimeError(f"attnc: kernel {key!r} no longer exists (a "
+                           "compiled graph outlived the kernel it calls)")
+    return kernel
+
+
+@torch.library.custom_op(
+    "attnc::run", mutates_args=(), device_types="cpu",
+    schema="(str kernel, str[] names, Tensor[] arrays) -> Tensor[]")
+def _run(kernel, names, arrays):
+    """Runs the kernel whose key is `kernel` (attnc.compile gives each one)
+    on `arrays`, the arguments `names` (the others: bound params). (A list
+    of optional tensors would be simpler, but autograd loses track of the
+    tensors of such a list.)"""
+    k = _kernel_named(kernel)
+    with torch.no_grad():  # autograd has seen the call; run it plainly
+        result = _native_call(k, **dict(zip(names, arrays)))
+    return list(result) if isinstance(result, tuple) else [result]
+
+
+@_run.register_fake
+def _(kernel, names, arrays):
+    k = _kernel_named(kernel)
+    device = arrays[0].device if arrays else None
+    return [torch.empty(shape, dtype=_torch_dtype(dtype), device=device)
+            for _, dtype, shape in k._outputs]
+
+
+def _run_setup_context(ctx, inputs, output):
+    kernel, _, arrays = inputs
+    ctx.kernel = kernel
+    ctx.inputs = _input_types(arrays)
+
+
+def _run_backward(ctx, grads):
+    name = ctx.kernel.rsplit("#", 1)[0]
+    return None, None, _input_gradients(name, grads, ctx.inputs)
+
+
+_run.register_autograd(_run_backward, setup_context=_run_setup_context)
+
+
+def operator_call(kernel, arrays):
+    """A keyword call of `kernel` through attnc::run: while torch.compile
+    traces (the call goes into the graph) and when autograd must see it."""
+    if "out" in arrays:
+        raise ValueError(
+            f"attnc kernel '{kernel.name}': out= is not supported with "
+            "autograd or torch.compile (a tensor requires grad in grad "
+            "mode, or the call is being compiled); drop out= or call it "
+            "under torch.no_grad()")
+    cast = arrays.get("cast", False)
+    unknown = [n for n in arrays if n != "cast" and n not in kernel._arguments]
+    if unknown:
+        raise ValueError(
+            f"kernel '{kernel.name}' has no argument named '{unknown[0]}'; "
+            f"its arguments are {', '.join(kernel._arguments)}")
+
+    def tensor(value):
+        t = value if isinstance(value, torch.Tensor) else \
+            torch.as_tensor(np.asarray(value))
+        if cast and t.dtype == torch.float64:
+            t = t.to(torch.float32)
+        return t
+
+    names = [n for n in kernel._arguments if n in arrays]
+    results = _run(kernel._key, names, [tensor(arrays[n]) for n in names])
+    return results[0] if len(results) == 1 else tuple(results)
+
+
 def torch_op(kernel):
     """The torch operator (torch.library.custom_op) of `kernel`: it takes the
     kernel's inputs and its params that are not bound, as tensors in
     signature order, and returns the outputs (a tuple when there are several).
     It has a fake implementation, so modules that call it work under
-    torch.compile. One operator per Kernel object, made at the first call."""
-    key = id(kernel)
-    if key in _ops and _ops[key][0] is kernel:
-        return _ops[key][1]
+    torch.compile, and a backward that raises (kernels compute no
+    gradients). One operator per Kernel object, made at the first use
+    outside torch.compile; while torch.compile traces a kernel whose
+    operator was never made, the same call goes into the graph through
+    attnc::run."""
+    op = getattr(kernel, "_op", None)
+    if op is not None:
+        return op
+    if torch.compiler.is_compiling():
+        return functools.partial(_traced_op_call, kernel)
     names = _op_arguments(kernel)
-    outputs = [(n, dtype, shape) for n, role, dtype, shape in kernel.signature
-               if role == "output"]
+    outputs = kernel._outputs
     returns = "Tensor" if len(outputs) == 1 else \
         "(" + ", ".join("Tensor" for _ in outputs) + ")"
     schema = "(" + ", ".join(f"Tensor {n}" for n in names) + ") -> " + returns
     qualname = f"attnc::{kernel.name}_{next(_op_counter)}"
 
     def impl(*tensors):
-        return kernel(**dict(zip(names, tensors)))
+        with torch.no_grad():  # autograd has seen the call
+            return _native_call(kernel, **dict(zip(names, tensors)))
 
     def fake(*tensors):
         device = tensors[0].device if tensors else None
@@ -58,17 +177,35 @@ def torch_op(kernel):
             for _, dtype, shape in outputs)
         return results[0] if len(results) == 1 else results
 
+    def setup_context(ctx, inputs, output):
+        ctx.inputs = _input_types(inputs)
+
+    def backward(ctx, *grads):
+        return tuple(_input_gradients(kernel.name, grads, ctx.inputs))
+
     op = torch.library.custom_op(qualname, impl, mutates_args=(),
                                  schema=schema, device_types="cpu")
     op.register_fake(fake)
-    _ops[key] = (kernel, op)
+    op.register_autograd(backward, setup_context=setup_context)
+    kernel._op = op
     return op
+
+
+def _traced_op_call(kernel, *tensors):
+    """`kernel.op(*tensors)` while torch.compile traces, for a kernel whose
+    operator was never made: the same arguments, through attnc::run."""
+    names = [n for n in kernel._arguments
+             if n in kernel._inputs or n not in kernel._bound]
+    if len(tensors) != len(names):
+        raise TypeError(f"attnc kernel '{kernel.name}'.op takes {len(names)} "
+                        f"tensors ({', '.join(names)}), got {len(tensors)}")
+    return operator_call(kernel, dict(zip(names, tensors)))
 
 
 def _op_arguments(kernel):
     """The names the kernel's torch operator takes, in order."""
-    return [n for n, role, _, _ in kernel.signature
-            if role == "input" or (role == "param" and not kernel.is_bound(n))]
+    return [n for n in kernel._arguments
+            if n in kernel._inputs or not kernel.is_bound(n)]
 
 
 class _BoundKernel:

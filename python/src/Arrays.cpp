@@ -228,6 +228,7 @@ struct TorchHandles {
   PyObject *fromNumpy = nullptr;
   PyObject *float32 = nullptr;
   PyObject *int32 = nullptr;
+  PyObject *isGradEnabled = nullptr;
 };
 
 const TorchHandles *torchHandles() {
@@ -241,12 +242,14 @@ const TorchHandles *torchHandles() {
   PyObject *fromNumpy = PyObject_GetAttrString(torch, "from_numpy");
   PyObject *float32 = PyObject_GetAttrString(torch, "float32");
   PyObject *int32 = PyObject_GetAttrString(torch, "int32");
-  if (!tensorType || !fromNumpy || !float32 || !int32) {
+  PyObject *isGradEnabled = PyObject_GetAttrString(torch, "is_grad_enabled");
+  if (!tensorType || !fromNumpy || !float32 || !int32 || !isGradEnabled) {
     PyErr_Clear();
-    for (PyObject *o : {tensorType, fromNumpy, float32, int32})
+    for (PyObject *o : {tensorType, fromNumpy, float32, int32, isGradEnabled})
       Py_XDECREF(o);
     return nullptr;
   }
+  handles.isGradEnabled = isGradEnabled;
   handles.fromNumpy = fromNumpy;
   handles.float32 = float32;
   handles.int32 = int32;
@@ -276,6 +279,7 @@ struct TorchNames {
   PyObject *untypedStorage = PyUnicode_InternFromString("untyped_storage");
   PyObject *nbytes = PyUnicode_InternFromString("nbytes");
   PyObject *isNeg = PyUnicode_InternFromString("is_neg");
+  PyObject *requiresGrad = PyUnicode_InternFromString("requires_grad");
 };
 
 const TorchNames &torchNames() {
@@ -392,6 +396,8 @@ ArgumentArray attnc::python::readArray(const KernelArgument &argument,
   array.source = nb::borrow(value);
   array.isTorch = isTorchTensor(value);
   if (array.isTorch) {
+    array.requiresGrad = torchAttribute(value, torchNames().requiresGrad, false)
+                             .is(nb::handle(Py_True));
     array.source = resolveTorchViews(value, array);
     value = array.source;
     holdTorchStorage(argument, value, array);
@@ -452,6 +458,16 @@ ArgumentArray attnc::python::readArray(const KernelArgument &argument,
   array.data = array.storage.get();
   array.copied = true;
   return array;
+}
+
+bool attnc::python::torchGradEnabled() {
+  const TorchHandles *torch = torchHandles();
+  if (!torch)
+    return false;
+  nb::object enabled = nb::steal(PyObject_CallNoArgs(torch->isGradEnabled));
+  if (!enabled.is_valid())
+    throw nb::python_error();
+  return enabled.is(nb::handle(Py_True));
 }
 
 nb::object attnc::python::wrapOutput(const KernelArgument &argument,

@@ -48,6 +48,9 @@ struct ArgumentArray {
   bool copied = false;
   /// True for a torch.Tensor (results are then torch tensors too).
   bool isTorch = false;
+  /// A torch tensor with requires_grad set (read as its values: the kernel
+  /// computes no gradient, so a call that needs one goes through autograd).
+  bool requiresGrad = false;
   /// A read-only array (NumPy's writeable flag off): fine as an input or
   /// param, never as an output.
   bool readOnly = false;
@@ -63,6 +66,9 @@ struct ArgumentArray {
 /// bit (torch._neg_view) is read as the values it stands for, in a copy.
 ArgumentArray readArray(const KernelArgument &argument, nanobind::handle value,
                         bool cast);
+
+/// torch.is_grad_enabled(), false without torch.
+bool torchGradEnabled();
 
 /// A new NumPy array or torch tensor (`torch`) of `argument`'s dtype and
 /// shape, owning `storage`.

@@ -32,6 +32,14 @@ struct AttncError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Raised by a call that autograd must see (grad mode on and a tensor that
+/// requires grad): the Python half (attnc/_torch.py) runs it through the
+/// kernel's torch operator, whose backward says that the kernel computes
+/// no gradient. Never reaches users.
+struct NeedsAutograd : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 /// Raises `error` (which must be an error) as ValueError or attnc.Error.
 [[noreturn]] void raise(llvm::Error error) {
   std::string message;
@@ -205,6 +213,10 @@ struct PyKernel {
     llvm::SmallVector<ArgumentArray, 8> read = readArrays(arrays, cast);
     bool torch =
         llvm::any_of(read, [](const ArgumentArray &a) { return a.isTorch; });
+    auto requiresGrad = [](const ArgumentArray &a) { return a.requiresGrad; };
+    if ((llvm::any_of(read, requiresGrad) || llvm::any_of(out, requiresGrad)) &&
+        torchGradEnabled())
+      throw NeedsAutograd(signature().name);
     llvm::SmallVector<HostBuffer, 8> buffers;
     for (ArgumentArray &array : read)
       buffers.push_back(hostBuffer(array));
@@ -333,8 +345,13 @@ NB_MODULE(_attnc, m) {
   nb::set_leak_warnings(false);
 
   nb::exception<AttncError>(m, "Error", PyExc_RuntimeError);
+  nb::exception<NeedsAutograd>(m, "_NeedsAutograd", PyExc_RuntimeError);
 
-  nb::class_<PyKernel>(m, "Kernel")
+  // Attributes of its own (the Python half keeps the kernel's torch
+  // operator and argument names there) and weak references (its registry
+  // of kernels by key, which torch.compile's graphs name).
+  nb::class_<PyKernel>(m, "Kernel", nb::dynamic_attr(),
+                       nb::is_weak_referenceable())
       .def_prop_ro("name", [](const PyKernel &k) { return k.signature().name; })
       .def_prop_ro("signature", &PyKernel::signatureList,
                    "[(name, role, dtype, shape), ...] in ABI order: inputs "

@@ -166,8 +166,8 @@ def check_result(result, X, lens, W, b):
     Y, Z = result
     with np.errstate(all="ignore"):
         eY, eZ = expected(X, lens, W, b)
-    Y = Y.numpy() if isinstance(Y, torch.Tensor) else Y
-    Z = Z.numpy() if isinstance(Z, torch.Tensor) else Z
+    Y = Y.detach().numpy() if isinstance(Y, torch.Tensor) else Y
+    Z = Z.detach().numpy() if isinstance(Z, torch.Tensor) else Z
     if not np.array_equal(Y, eY, equal_nan=True):
         raise AssertionError(f"Y differs: {Y} vs {eY}")
     # Z in f32 overflows where NumPy's f64 does not: compared for moderate

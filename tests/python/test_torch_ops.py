@@ -3,6 +3,7 @@
 import os
 
 import numpy as np
+import pytest
 import torch
 
 import attnc
@@ -89,3 +90,90 @@ def test_torch_compile_of_a_module_calling_from_torch():
         expected = encoder.norm(X + mha(X, X, X, vl))
         np.testing.assert_allclose(compiled(X, vl).numpy(), expected.numpy(),
                                    atol=1e-5)
+
+
+# ---------------------------------------------------------------------------
+# Kernels compute no gradients: a backward through one is an error that
+# names it, never a gradient silently dropped (issue 32, item 1); and a
+# module calls its kernels the way modules are written, compiled or not
+# (item 2).
+# ---------------------------------------------------------------------------
+
+NO_GRADIENT = "attnc kernel 'd2l_mha' computes no gradients"
+
+
+class CallsTheKernel(torch.nn.Module):
+    """A projection (which trains) before an attnc block, called as
+    self.k(...), self.k.op(...) or a from_torch callable."""
+
+    def __init__(self, how, k=None, block=None):
+        super().__init__()
+        self.proj = torch.nn.Linear(100, 100)
+        self.how, self.k, self.block = how, k, block
+
+    def forward(self, x, valid_lens):
+        h = self.proj(x)
+        if self.how == "call":
+            return self.k(X=h, valid_lens=valid_lens)
+        if self.how == "op":
+            return self.k.op(h, valid_lens)
+        return self.block(h, h, h, valid_lens)
+
+
+def make_module(how, rng):
+    if how == "from_torch":
+        import make_goldens as d2l
+        torch.manual_seed(0)
+        mha = d2l.MultiHeadAttention(100, 5, 0.5).eval()
+        X = torch.randn(2, 4, 100)
+        vl = torch.tensor([3, 2])
+        return CallsTheKernel(how, block=attnc.from_torch(mha, (X, X, X, vl)))
+    return CallsTheKernel(how, k=bound_kernel(rng))
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("how", ["call", "op", "from_torch"])
+def test_a_training_step_through_a_kernel_says_it_has_no_gradient(
+        how, compiled, rng):
+    module = make_module(how, rng)
+    forward = torch.compile(module, fullgraph=True) if compiled else module
+    optimizer = torch.optim.SGD(module.parameters(), lr=0.1)
+    X = torch.randn(2, 4, 100)
+    vl = torch.tensor([3, 2], dtype=torch.int32)
+    Y = forward(X, vl)
+    # The output is part of the graph (before, k(...) returned a tensor
+    # without grad: the projection silently got no gradient).
+    assert Y.requires_grad
+    loss = Y.square().mean()
+    optimizer.zero_grad()
+    with pytest.raises(RuntimeError, match=NO_GRADIENT if how != "from_torch"
+                       else "attnc kernel 'd2l_mha' computes no gradients"):
+        loss.backward()
+
+
+@pytest.mark.parametrize("how", ["call", "op", "from_torch"])
+def test_inference_in_grad_mode_still_runs(how, rng):
+    # Grad mode and parameters that require grad are the default in a
+    # module: a forward pass without backward gives the kernel's values.
+    module = make_module(how, rng)
+    X = torch.randn(2, 4, 100)
+    vl = torch.tensor([3, 2], dtype=torch.int32)
+    Y = module(X, vl)
+    with torch.no_grad():
+        expected = module(X, vl)
+    assert not expected.requires_grad
+    torch.testing.assert_close(Y.detach(), expected, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("how", ["call", "op", "from_torch"])
+def test_modules_calling_self_k_compile_into_one_graph(how, rng):
+    # self.k(...) and self.k.op(...) reached through the module, the op
+    # never fetched outside (before: "call to a callable object with no
+    # traceable __call__").
+    module = make_module(how, rng).eval()
+    compiled = torch.compile(module, fullgraph=True)
+    X = torch.randn(2, 4, 100)
+    vl = torch.tensor([3, 2], dtype=torch.int32)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(X, vl), module(X, vl),
+                                   rtol=1e-5, atol=1e-5)
