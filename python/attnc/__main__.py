@@ -2,34 +2,107 @@
 draws, from a .npy file (such as the attention weights `attnc run` writes)."""
 
 import argparse
+import os
 import sys
 
 
-def _heatmaps(args):
-    import matplotlib
-    matplotlib.use("Agg")
+# Agg's limit on each side of an image (matplotlib refuses more).
+_MAX_PIXELS = 2 ** 16
+
+
+def _fail(message):
+    # One line on stderr and exit status 1, as for every error after the
+    # command line parsed: never a traceback (issue 31).
+    sys.exit(f"attnc heatmaps: {message}")
+
+
+def _check_numbers(args):
+    """The numeric options, before the file is read (and before matplotlib
+    is imported, which takes longer than all of this)."""
+    import math
+
+    w, h = args.figsize
+    figsize = " ".join(f"{x:g}" for x in args.figsize)
+    if not all(math.isfinite(x) and x > 0 for x in args.figsize):
+        _fail(f"--figsize {figsize}: width and height must be positive "
+              "finite inches")
+    if args.dpi < 1:
+        _fail(f"--dpi {args.dpi}: must be at least 1")
+    pixels = [int(w * args.dpi), int(h * args.dpi)]
+    if not all(1 <= p <= _MAX_PIXELS for p in pixels):
+        _fail(f"--figsize {figsize} at --dpi {args.dpi} is a {pixels[0]} x "
+              f"{pixels[1]} pixel image: each side must be 1 to "
+              f"{_MAX_PIXELS} pixels")
+    if args.rows is not None and args.rows < 1:
+        _fail(f"--rows {args.rows}: must be at least 1")
+
+
+def _check_names(args):
+    """--cmap and the output's format, before anything is drawn."""
+    import matplotlib.backend_bases
+
+    from ._heatmaps import check_cmap
+
+    try:
+        check_cmap(args.cmap)
+    except ValueError as e:
+        _fail(e)
+    # savefig picks the format by the extension (none: PNG); an unknown one
+    # would fail only after drawing.
+    formats = matplotlib.backend_bases.FigureCanvasBase \
+        .get_supported_filetypes()
+    ext = os.path.splitext(args.output)[1][1:].lower()
+    if ext and ext not in formats:
+        _fail(f"cannot write {args.output}: unknown format {ext!r} "
+              f"({', '.join(sorted(formats, key=lambda f: f != 'png'))})")
+
+
+def _load(path):
     import numpy as np
 
+    # np.load takes what is no .npy for a pickle, and a .npz for an
+    # archive: say what the file is instead.
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(6)
+    except OSError as e:
+        _fail(f"cannot read {path}: {e}")
+    if magic.startswith(b"PK"):
+        _fail(f"{path}: a .npz archive, not a .npy file (np.save writes "
+              "one array)")
+    if magic != b"\x93NUMPY":
+        _fail(f"{path}: not a .npy file (np.save writes one)")
+    try:
+        return np.load(path)
+    except (OSError, ValueError, EOFError) as e:
+        _fail(f"cannot read {path}: {e}")
+
+
+def _heatmaps(args):
     from ._heatmaps import as_grid, show_heatmaps
 
-    try:
-        matrices = np.load(args.input)
-    except (OSError, ValueError) as e:
-        sys.exit(f"attnc heatmaps: cannot read {args.input}: {e}")
+    _check_numbers(args)
+    matrices = _load(args.input)
     try:
         grid = as_grid(matrices, rows=args.rows)
-    except ValueError as e:
-        sys.exit(f"attnc heatmaps: {args.input}: {e}")
+    except (TypeError, ValueError) as e:
+        _fail(f"{args.input}: {e}")
     titles = args.titles
     if titles and len(titles) != grid.shape[1]:
-        sys.exit(f"attnc heatmaps: {len(titles)} titles for {grid.shape[1]} "
-                 "columns")
-    fig = show_heatmaps(grid, args.xlabel, args.ylabel, titles=titles,
-                        figsize=tuple(args.figsize), cmap=args.cmap)
+        _fail(f"{len(titles)} titles for {grid.shape[1]} columns")
+    # matplotlib only now: an error above is said without waiting for it.
+    import matplotlib
+    matplotlib.use("Agg")
+    _check_names(args)
+    try:
+        fig = show_heatmaps(grid, args.xlabel, args.ylabel, titles=titles,
+                            figsize=tuple(args.figsize), cmap=args.cmap)
+    except (TypeError, ValueError) as e:
+        _fail(e)
     try:
         fig.savefig(args.output, dpi=args.dpi)
-    except OSError as e:
-        sys.exit(f"attnc heatmaps: cannot write {args.output}: {e}")
+    except (OSError, ValueError) as e:
+        _fail(f"cannot write {args.output}: {e}")
     return 0
 
 
