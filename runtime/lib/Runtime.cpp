@@ -275,6 +275,10 @@ void Runtime::setNumThreads(unsigned threads) {
   attnc_rt_set_num_threads(static_cast<int>(threads == 0 ? 1 : threads));
 }
 
+unsigned Runtime::defaultNumThreads() {
+  return static_cast<unsigned>(attnc_rt_default_threads());
+}
+
 unsigned Runtime::numThreads() const {
   return static_cast<unsigned>(attnc_rt_get_num_threads());
 }

@@ -16,13 +16,18 @@
  *
  *===----------------------------------------------------------------------===*/
 
+/* sched_getaffinity and CPU_COUNT (glibc, musl). */
+#define _GNU_SOURCE
+
 #include "attnc_rt.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,14 +108,105 @@ static void install_fork_handlers(void) {
   pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
 }
 
+int attnc_rt_cpu_quota(const char *cpu_max) {
+  char quota_text[32];
+  long long period = 0;
+  if (sscanf(cpu_max, "%31s %lld", quota_text, &period) != 2 || period <= 0)
+    return 0;
+  char *end = 0;
+  long long quota = strtoll(quota_text, &end, 10);
+  if (end == quota_text || *end || quota <= 0)
+    return 0; /* "max": no limit */
+  long long cpus = (quota + period - 1) / period;
+  return cpus > kMaxThreads ? kMaxThreads : (int)cpus;
+}
+
+/* The first line of `path` into `line`; 0 when it cannot be read. */
+static int read_line(const char *path, char *line, int size) {
+  FILE *file = fopen(path, "re");
+  if (!file)
+    return 0;
+  int read = fgets(line, size, file) != 0;
+  fclose(file);
+  return read;
+}
+
+/* The path of this process's cgroup v2 ("0::PATH" in /proc/self/cgroup)
+ * into `path`; 0 without one. */
+static int cgroup_v2_path(char *path, int size) {
+  FILE *file = fopen("/proc/self/cgroup", "re");
+  if (!file)
+    return 0;
+  char line[4096];
+  int found = 0;
+  while (!found && fgets(line, sizeof line, file))
+    if (strncmp(line, "0::", 3) == 0) {
+      line[strcspn(line, "\n")] = 0;
+      snprintf(path, size, "/sys/fs/cgroup%s", line + 3);
+      found = 1;
+    }
+  fclose(file);
+  return found;
+}
+
+/* The CPUs the cgroups of this process give it, rounded up; 0 without a
+ * limit. cgroup v2: the smallest cpu.max quota from its own cgroup up to
+ * the root. cgroup v1 (or a hybrid system, whose v2 tree has no cpu
+ * controller): the cpu controller's cfs quota. A container's `--cpus=2`
+ * is such a quota: the affinity mask still shows every core. */
+static int cgroup_cpu_limit(void) {
+  char path[4200];
+  int limit = 0, read_any = 0;
+  if (cgroup_v2_path(path, sizeof path))
+    for (;;) {
+      char file[4300], cpu_max[64];
+      snprintf(file, sizeof file, "%s/cpu.max", path);
+      if (read_line(file, cpu_max, sizeof cpu_max)) {
+        read_any = 1;
+        int cpus = attnc_rt_cpu_quota(cpu_max);
+        if (cpus && (!limit || cpus < limit))
+          limit = cpus;
+      }
+      char *slash = strrchr(path, '/');
+      if (!slash || strcmp(path, "/sys/fs/cgroup") == 0)
+        break;
+      *slash = 0;
+    }
+  if (read_any)
+    return limit;
+  char quota[32], period[32];
+  if (read_line("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", quota, sizeof quota) &&
+      read_line("/sys/fs/cgroup/cpu/cpu.cfs_period_us", period,
+                sizeof period)) {
+    char cpu_max[80];
+    quota[strcspn(quota, "\n")] = 0;
+    snprintf(cpu_max, sizeof cpu_max, "%s %s", quota, period);
+    limit = attnc_rt_cpu_quota(cpu_max); /* -1: no limit, refused */
+  }
+  return limit;
+}
+
+int attnc_rt_default_threads(void) {
+  int cpus = 0;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    cpus = CPU_COUNT(&set);
+  if (cpus < 1)
+    cpus = 1;
+  int quota = cgroup_cpu_limit();
+  if (quota && quota < cpus)
+    cpus = quota;
+  return cpus > kMaxThreads ? kMaxThreads : cpus;
+}
+
 static int threads_from_environment(void) {
   const char *text = getenv("ATTNC_NUM_THREADS");
   if (!text)
-    return 1;
+    return attnc_rt_default_threads();
   char *end = 0;
   long value = strtol(text, &end, 10);
   if (end == text || *end || value < 1)
-    return 1;
+    return attnc_rt_default_threads();
   return value > kMaxThreads ? kMaxThreads : (int)value;
 }
 

@@ -6,7 +6,8 @@
  * scheduling, barriers). This small C library implements exactly those on
  * its own pthread pool, so a parallel object links against it alone.
  *
- * The pool size is ATTNC_NUM_THREADS (read once), else 1, until
+ * The pool size is ATTNC_NUM_THREADS (read once), else the CPUs this
+ * process may use (attnc_rt_default_threads), until
  * attnc_rt_set_num_threads() changes it. With 1 thread, a parallel loop runs
  * entirely on the calling thread: the single-threaded code path. A parallel
  * region entered while another one runs (a kernel called from several host
@@ -26,6 +27,15 @@ extern "C" {
 /* Threads used by the next parallel regions (>= 1). */
 void attnc_rt_set_num_threads(int threads);
 int attnc_rt_get_num_threads(void);
+
+/* The CPUs this process may use: its affinity mask (taskset, numactl),
+ * capped by its cgroups' CPU quota (a container's --cpus), at least 1. The
+ * default of the pool, of `attnc run` and of the Python module. */
+int attnc_rt_default_threads(void);
+
+/* The CPUs a cgroup v2 `cpu.max` line ("QUOTA PERIOD") gives, rounded up;
+ * 0 for "max PERIOD" (no limit) or a line it cannot read. */
+int attnc_rt_cpu_quota(const char *cpu_max);
 
 /* malloc/free for kernel temporaries: blocks of 64 KB or more are kept and
    reused for the same size (up to 512 MB in all) instead of being returned

@@ -146,3 +146,61 @@ def test_halide_backend_errors():
         attnc.compile(MHA, backend="halide", halide_schedule="Adams")
     with pytest.raises(ValueError, match="CPU kernels"):
         attnc.compile(MHA, backend="halide", target="nvptx")
+
+
+def cgroup_cpu_limit():
+    """The CPUs cgroup quotas give this process, rounded up, or None: v2's
+    cpu.max from its cgroup up to the root, else v1's cfs quota."""
+    import math
+    try:
+        with open("/proc/self/cgroup") as f:
+            v2 = [line.strip()[3:] for line in f if line.startswith("0::")]
+    except OSError:
+        v2 = []
+    path, limits, read = "/sys/fs/cgroup" + (v2[0] if v2 else ""), [], False
+    while True:
+        try:
+            with open(os.path.join(path, "cpu.max")) as f:
+                quota, period = f.read().split()
+            read = True
+            if quota != "max":
+                limits.append(math.ceil(int(quota) / int(period)))
+        except (OSError, ValueError):
+            pass
+        if not v2 or path.rstrip("/") == "/sys/fs/cgroup":
+            break
+        path = os.path.dirname(path.rstrip("/"))
+    if read:
+        return min(limits) if limits else None
+    try:
+        with open("/sys/fs/cgroup/cpu/cpu.cfs_quota_us") as f:
+            quota = int(f.read())
+        with open("/sys/fs/cgroup/cpu/cpu.cfs_period_us") as f:
+            period = int(f.read())
+    except (OSError, ValueError):
+        return None
+    return math.ceil(quota / period) if quota > 0 and period > 0 else None
+
+
+def test_the_thread_default_is_the_cpus_the_process_may_use():
+    # One default everywhere (the runtime's pool, attnc run, Python): the
+    # CPUs the process may use, a cgroup quota included; before, Python
+    # and the C++ runtime used 1 thread while `attnc run` used every core.
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != "ATTNC_NUM_THREADS"}
+    script = ("import os, attnc; {}print(attnc.get_num_threads(), "
+              "len(os.sched_getaffinity(0)))")
+    out = subprocess.run([sys.executable, "-c", script.format("")], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    threads, cpus = map(int, out.split())
+    assert threads == min(cpus, cgroup_cpu_limit() or cpus)
+    one_cpu = "os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); "
+    out = subprocess.run([sys.executable, "-c", script.format(one_cpu)],
+                         env=env, capture_output=True, text=True,
+                         check=True).stdout
+    assert out.split() == ["1", "1"]
+    env["ATTNC_NUM_THREADS"] = "3"
+    out = subprocess.run([sys.executable, "-c", script.format("")], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    assert out.split()[0] == "3"

@@ -129,6 +129,14 @@ void HeaderWriter::writePreamble() {
           "   --mcpu list, if the machine can run it). Safe to call from "
           "many\n"
           "   threads. */\n";
+    if (target.parallel)
+      os << "\n/* Compiled with --parallel: its loops run on attnc's thread "
+            "pool, so link\n"
+            "   libattnc_rt.a (CMake: attnc::attnc_rt; -lpthread). Threads: "
+            "ATTNC_NUM_THREADS,\n"
+            "   else the CPUs the process may use (its affinity mask and "
+            "cgroup quota);\n"
+            "   attnc_rt_set_num_threads() (attnc_rt.h) changes it. */\n";
     return;
   }
   os << "\n/* GPU code for " << target.gpuChip

@@ -89,7 +89,8 @@ CodeGenerator::emitHeader(mlir::ModuleOp module, llvm::StringRef origin) const {
   if (!signatures)
     return signatures.takeError();
   return emitCHeader(*signatures, origin,
-                     HeaderTarget{objectKind(), headerChip()});
+                     HeaderTarget{objectKind(), headerChip(),
+                                  compileOptions.pipeline.parallel});
 }
 
 std::unique_ptr<CodeGenerator>

@@ -24,8 +24,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <random>
-#include <sched.h>
-#include <thread>
 #include <unistd.h>
 
 using namespace attnc;
@@ -178,8 +176,9 @@ bool readInputDir(llvm::StringRef dir, const KernelSignature &signature,
   return true;
 }
 
-/// The threads a run uses: --threads, else ATTNC_NUM_THREADS, else every
-/// core this process may run on (its affinity mask, as taskset sets it).
+/// The threads a run uses: --threads, else ATTNC_NUM_THREADS, else the
+/// runtime's default (the CPUs this process may use, its cgroup quota
+/// included).
 unsigned defaultThreads(unsigned requested) {
   if (requested)
     return requested;
@@ -191,10 +190,7 @@ unsigned defaultThreads(unsigned requested) {
         << "ATTNC_NUM_THREADS='" << text
         << "' is not a positive number; ignored\n";
   }
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
-    return static_cast<unsigned>(CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
+  return Runtime::defaultNumThreads();
 }
 
 } // namespace

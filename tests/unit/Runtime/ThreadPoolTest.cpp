@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -208,4 +209,36 @@ TEST_F(ThreadPoolTest, AForkedChildRunsParallelRegions) {
   Region after;
   runRegion(after);
   EXPECT_EQ(after.threads.size(), 2u);
+}
+
+TEST(ThreadDefault, ACgroupQuotaIsReadAsCpusRoundedUp) {
+  EXPECT_EQ(attnc_rt_cpu_quota("max 100000\n"), 0);
+  EXPECT_EQ(attnc_rt_cpu_quota("200000 100000\n"), 2);
+  EXPECT_EQ(attnc_rt_cpu_quota("150000 100000"), 2);
+  EXPECT_EQ(attnc_rt_cpu_quota("50000 100000"), 1);
+  EXPECT_EQ(attnc_rt_cpu_quota("-1 100000"), 0); // cgroup v1: no quota
+  EXPECT_EQ(attnc_rt_cpu_quota("100000 0"), 0);
+  EXPECT_EQ(attnc_rt_cpu_quota(""), 0);
+  EXPECT_EQ(attnc_rt_cpu_quota("lots 100000"), 0);
+  EXPECT_EQ(attnc_rt_cpu_quota("100000000000 1"), 256); // the pool's cap
+}
+
+TEST(ThreadDefault, IsTheCpusThisThreadMayRunOn) {
+  cpu_set_t all;
+  ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
+  int threads = attnc_rt_default_threads();
+  EXPECT_GE(threads, 1);
+  EXPECT_LE(threads, CPU_COUNT(&all)); // a cgroup quota may cap it
+  // As `taskset -c FIRST`: one CPU.
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &all)) {
+      CPU_SET(cpu, &one);
+      break;
+    }
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  EXPECT_EQ(attnc_rt_default_threads(), 1);
+  ASSERT_EQ(sched_setaffinity(0, sizeof all, &all), 0);
+  EXPECT_EQ(attnc_rt_default_threads(), threads);
 }

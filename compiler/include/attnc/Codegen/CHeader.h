@@ -24,6 +24,9 @@ struct HeaderTarget {
   mlir::attn::abi::ObjectKind kind = mlir::attn::abi::ObjectKind::Cpu;
   /// The compute capability of a GPU object (`sm_90a`).
   std::string gpuChip;
+  /// A CPU object with parallel loops (--parallel): it needs attnc's
+  /// thread pool, libattnc_rt.a, at link time.
+  bool parallel = false;
 };
 
 /// The C header of one kernel: include guard, `extern "C"`, every dim and

@@ -161,8 +161,13 @@ public:
   /// -O2 for this CPU, attention chosen by shape, parallel loops on.
   static CompileOptions defaultOptions();
 
+  /// The CPUs this process may use: its affinity mask (taskset), capped by
+  /// its cgroups' CPU quota (a container's --cpus); at least 1.
+  static unsigned defaultNumThreads();
+
   /// Threads a kernel may use: the process-wide pool of attnc_rt
-  /// (ATTNC_NUM_THREADS at start, else 1). Kernels compiled with
+  /// (ATTNC_NUM_THREADS at start, else defaultNumThreads()). Kernels
+  /// compiled with
   /// `pipeline.parallel` (the default of compile()) split their GEMM blocks
   /// and attention batch entries over it; with 1 thread they run entirely on
   /// the calling thread.
