@@ -371,12 +371,45 @@ class TorchBlock:
         self.kernel = kernel.kernel
         self._call = call
         self.attention_weights = None
+        # A float64 module (module.double()): called with float64 tensors,
+        # as the module is, and returning float64; the kernel computes in
+        # f32 (its weights were rounded to f32 when bound).
+        self.float64 = False
 
     def __call__(self, *args, **kwargs):
-        return self._call(self, *args, **kwargs)
+        if not self.float64:
+            return self._call(self, *args, **kwargs)
+        # One tensor passed several times (self-attention) stays one.
+        converted = {}
+
+        def to_float32(value):
+            if id(value) not in converted:
+                converted[id(value)] = _to_float32(value)
+            return converted[id(value)]
+
+        args = [to_float32(a) for a in args]
+        kwargs = {k: to_float32(v) for k, v in kwargs.items()}
+        result = self._call(self, *args, **kwargs)
+        if self.attention_weights is not None:
+            self.attention_weights = _to_float64(self.attention_weights)
+        if isinstance(result, tuple):
+            return tuple(_to_float64(r) for r in result)
+        return _to_float64(result)
 
     def __repr__(self):
         return f"<attnc.TorchBlock {self.kernel.name}>"
+
+
+def _to_float32(value):
+    if isinstance(value, torch.Tensor) and value.dtype == torch.float64:
+        return value.to(torch.float32)
+    return value
+
+
+def _to_float64(value):
+    if isinstance(value, torch.Tensor) and value.dtype == torch.float32:
+        return value.to(torch.float64)
+    return value
 
 
 def _compile_spec(spec, compile_options):
@@ -769,17 +802,22 @@ def from_torch(module, example_inputs, return_weights=False, **options):
         example_inputs = (example_inputs,)
     inputs = tuple(example_inputs)
     _check_eval(module)
+    block = None
     with torch.no_grad():
         if isinstance(module, nn.TransformerEncoderLayer):
-            return _from_nn_encoder_layer(module, inputs, return_weights,
-                                          options)
-        if isinstance(module, nn.MultiheadAttention):
-            return _from_nn_mha(module, inputs, return_weights, options)
-        if _is_d2l_encoder_block(module):
-            return _from_d2l_encoder_block(module, inputs, return_weights,
+            block = _from_nn_encoder_layer(module, inputs, return_weights,
                                            options)
-        if _is_d2l_mha(module):
-            return _from_d2l_mha(module, inputs, return_weights, options)
+        elif isinstance(module, nn.MultiheadAttention):
+            block = _from_nn_mha(module, inputs, return_weights, options)
+        elif _is_d2l_encoder_block(module):
+            block = _from_d2l_encoder_block(module, inputs, return_weights,
+                                            options)
+        elif _is_d2l_mha(module):
+            block = _from_d2l_mha(module, inputs, return_weights, options)
+    if block is not None:
+        block.float64 = any(p.dtype == torch.float64
+                            for p in module.parameters())
+        return block
     raise NotImplementedError(
         f"attnc.from_torch: {type(module).__name__} is not a block attnc "
         "knows: D2L's MultiHeadAttention or TransformerEncoderBlock, "

@@ -161,3 +161,24 @@ def test_errors_name_the_attribute():
     short = x[:, :4]
     with pytest.raises(ValueError, match=r"expected f32\[2, 5, 16\]"):
         f(short, short, short)
+
+
+def test_a_float64_module_is_called_as_it_is():
+    # module.double(): called with float64 tensors and returning float64,
+    # as the module (before: "pass cast=True", and cast= was refused).
+    m = d2l.MultiHeadAttention(20, 4, 0.5).double().eval()
+    X = torch.randn(2, 5, 20, dtype=torch.float64)
+    vl = torch.tensor([3, 5])
+    f = attnc.from_torch(m, (X, X, X, vl), return_weights=True)
+    Y = f(X, X, X, vl)
+    assert Y.dtype == torch.float64
+    close(Y, m(X, X, X, vl))
+    assert f.attention_weights.dtype == torch.float64
+    n = nn.MultiheadAttention(16, 2, batch_first=True).double().eval()
+    Q = torch.randn(2, 3, 16, dtype=torch.float64)
+    g = attnc.from_torch(n, (Q, Q, Q))
+    out, weights = g(Q, Q, Q)
+    assert out.dtype == weights.dtype == torch.float64
+    expected, expected_weights = n(Q, Q, Q)
+    close(out, expected)
+    close(weights, expected_weights)
