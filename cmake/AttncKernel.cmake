@@ -1,6 +1,12 @@
 # attnc_add_kernel(<target> SPEC <spec.attn> [BLOCK <name>] [MCPU <cpu>]
 #                  [TRIPLE <triple>] [TARGET cpu|nvptx] [OPT 0|1|2|3]
-#                  [BACKEND mlir|halide] [PARALLEL])
+#                  [BACKEND mlir|halide] [HALIDE_SCHEDULE <schedule>]
+#                  [ATTENTION <lowering>] [PARALLEL] [FLAGS <flag>...])
+#
+# An argument it does not know (a misspelled keyword: PARALEL, MCUP) is an
+# error, not a kernel built without it. ATTENTION and HALIDE_SCHEDULE pass
+# --attention= and --halide-schedule=; FLAGS passes any other attnc flags
+# as they are (FLAGS --mattr=+avx512bf16 -fno-...).
 #
 # Compiles one block of a .attn spec at build time with attnc and makes
 # <target> a static library holding the kernel's object; linking it gives
@@ -36,11 +42,24 @@
 #
 # attnc is the in-tree `attnc` target when there is one, else the installed
 # package's (find_package(attnc) includes this file), else ATTNC_EXECUTABLE
-# (found on PATH if unset).
+# (found on PATH if unset). Without installing, a project that includes
+# this file from a build tree sets ATTNC_EXECUTABLE (build/bin/attnc) and,
+# for PARALLEL, ATTNC_RT_LIBRARY (build/lib/libattnc_rt.a).
 function(attnc_add_kernel target)
-  cmake_parse_arguments(ARG "PARALLEL"
-    "SPEC;BLOCK;MCPU;TRIPLE;TARGET;OPT;BACKEND" ""
-    ${ARGN})
+  set(options PARALLEL)
+  set(values SPEC BLOCK MCPU TRIPLE TARGET OPT BACKEND HALIDE_SCHEDULE
+    ATTENTION)
+  set(lists FLAGS)
+  cmake_parse_arguments(ARG "${options}" "${values}" "${lists}" ${ARGN})
+  if(ARG_UNPARSED_ARGUMENTS)
+    string(REPLACE ";" ", " known "${options};${values};${lists}")
+    message(FATAL_ERROR "attnc_add_kernel(${target}): unknown argument(s) "
+      "'${ARG_UNPARSED_ARGUMENTS}'; it takes ${known}")
+  endif()
+  if(ARG_KEYWORDS_MISSING_VALUES)
+    message(FATAL_ERROR "attnc_add_kernel(${target}): "
+      "${ARG_KEYWORDS_MISSING_VALUES} needs a value")
+  endif()
   if(NOT ARG_SPEC)
     message(FATAL_ERROR "attnc_add_kernel(${target}): SPEC is required")
   endif()
@@ -83,6 +102,13 @@ function(attnc_add_kernel target)
     list(APPEND flags --backend=${ARG_BACKEND})
     set(through " through ${ARG_BACKEND}")
   endif()
+  if(ARG_HALIDE_SCHEDULE)
+    list(APPEND flags --halide-schedule=${ARG_HALIDE_SCHEDULE})
+  endif()
+  if(ARG_ATTENTION)
+    list(APPEND flags --attention=${ARG_ATTENTION})
+  endif()
+  list(APPEND flags ${ARG_FLAGS})
   if(ARG_PARALLEL)
     list(APPEND flags --parallel)
     if(TARGET attnc_rt)
