@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Compile time, object size and run time of block calls (SPEC §2).
+"""Compile time, object size and run time of block calls (docs/spec.md §2).
 
 samples/bert_base_encoder.attn writes BERT-base's layer once (bert_layer)
 and calls it 12 times (bert_base_encoder). This compares, ahead of time

@@ -5,8 +5,8 @@
 #
 # find_package(Halide) runs inside this function, so the variables it sets
 # stay here and do not reach the find_package(MLIR) scope (mixing the two
-# once switched LLVM_DIR: shared/TOOLCHAIN.md). Without Halide the backend is left out and
-# said so; --backend=halide then says it is not in this build.
+# once switched LLVM_DIR to Halide's LLVM). Without Halide the backend is
+# left out and said so; --backend=halide then says it is not in this build.
 option(ATTNC_HALIDE "Build the Halide backend (needs Halide 21)" ON)
 
 function(attnc_find_halide)

@@ -10,7 +10,7 @@
 #
 # Compiles one block of a .attn spec at build time with attnc and makes
 # <target> a static library holding the kernel's object; linking it gives
-# the block's C function (SPEC §5), and `#include "<target>.h"` its header.
+# the block's C function (docs/spec.md §5), and `#include "<target>.h"` its header.
 # BLOCK may be omitted when the spec has a single block. MCPU and OPT are
 # passed only when given, so attnc's defaults apply: the host CPU and -O2.
 # MCPU may be a comma-separated list, best first

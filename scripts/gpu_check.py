@@ -3,7 +3,7 @@
 
 Run by scripts/gpu-check.sh on a machine with an NVIDIA GPU (no LLVM/MLIR
 needed): every `golden_CASE.so` in --objects is called through its
-host-pointer entry CASE (SPEC §5) on the case's inputs and its outputs are
+host-pointer entry CASE (docs/spec.md §5) on the case's inputs and its outputs are
 compared with the goldens' tolerance (tests/data/README.md); every
 `bench_NAME.so` is timed through NAME_cuda on PyTorch's stream beside
 PyTorch's scaled_dot_product_attention backends, torch.compile and eager

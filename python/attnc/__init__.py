@@ -6,7 +6,7 @@
     k.bind(W_q=wq, W_k=wk, W_v=wv, W_o=wo)         # params once
     Y = k(X=x, valid_lens=vl)                      # NumPy arrays or torch tensors
 
-SPEC §6b is the contract. Arrays that are C-contiguous float32/int32 CPU
+docs/spec.md §6b is the contract. Arrays that are C-contiguous float32/int32 CPU
 arrays are passed without a copy; others are converted (integers to int32
 when they fit, float64 to float32 only with cast=True). A wrong name, shape
 or dtype raises ValueError with the runtime's message; a run-time failure
@@ -157,7 +157,7 @@ _native_bind = Kernel.bind
 
 
 def _call(self, **arrays):
-    """Runs the kernel on keyword arrays (SPEC §6b). While torch.compile
+    """Runs the kernel on keyword arrays (docs/spec.md §6b). While torch.compile
     traces, and when autograd must see the call (grad mode on and a tensor
     that requires grad), it goes through the attnc::run torch operator:
     into the graph, or with a backward that says the kernel computes no

@@ -1,12 +1,12 @@
 //===- Module.cpp - attnc._attnc: the runtime's C++ API for Python --------===//
 //
-// The native half of the Python module (SPEC §6b); python/attnc/__init__.py
-// is the rest (reading a spec from a path or a string, torch operators,
-// from_torch, heatmaps). A Kernel here is the runtime's Kernel: its checks
-// and messages are the runtime's; a BufferError (the caller's names,
-// shapes, dtypes) becomes ValueError, every other error attnc.Error. The GIL
-// is released while a spec compiles and while a kernel runs, so Python
-// threads can run kernels at once (kernels are thread-safe).
+// The native half of the Python module (docs/spec.md §6b);
+// python/attnc/__init__.py is the rest (reading a spec from a path or a string,
+// torch operators, from_torch, heatmaps). A Kernel here is the runtime's
+// Kernel: its checks and messages are the runtime's; a BufferError (the
+// caller's names, shapes, dtypes) becomes ValueError, every other error
+// attnc.Error. The GIL is released while a spec compiles and while a kernel
+// runs, so Python threads can run kernels at once (kernels are thread-safe).
 //
 //===----------------------------------------------------------------------===//
 

@@ -6,7 +6,7 @@
 (with CASE names, only those cases are written; needs torch and numpy: Debian's python3-torch 1.13 / python3-numpy 1.24).
 
 For each case it writes tests/data/goldens/<case>/:
-  <case>.attn          the block in the attnc DSL (SPEC section 2)
+  <case>.attn          the block in the attnc DSL (docs/spec.md section 2)
   <ARG>.npy            one file per DSL input/param, named like the argument
   expected_<OUT>.npy   the D2L output, float32
 Some large weights are not stored but generated from a formula (see
@@ -29,7 +29,7 @@ from torch import nn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "goldens")
-# The v2 cases (SPEC section 2, "Ops (v2)") were staged in goldens_v2/
+# The v2 cases (docs/spec.md section 2, "Ops (v2)") were staged in goldens_v2/
 # until attnc compiled them; they are written with the others now.
 OUT_V2 = OUT
 
@@ -224,7 +224,7 @@ class TransformerEncoderBlock(nn.Module):
 
 
 # --------------------------------------------------------------------------
-# v2 reference code (SPEC section 2, "Ops (v2)"): the published formulas of
+# v2 reference code (docs/spec.md section 2, "Ops (v2)"): the published formulas of
 # Hugging Face transformers' Llama (modeling_llama: LlamaRMSNorm,
 # LlamaRotaryEmbedding, rotate_half, apply_rotary_pos_emb, repeat_kv,
 # LlamaAttention, LlamaMLP, LlamaDecoderLayer), BERT (modeling_bert:
@@ -780,7 +780,7 @@ def attention_weights_of(mha):
 
 
 def case_mha_book(name, seed, B, T, D, H, valid_lens, header, weights=False):
-    """positional_encoding then self multi-head attention (SPEC section 2's
+    """positional_encoding then self multi-head attention (docs/spec.md section 2's
     example block). valid_lens 1-D [B] or 2-D [B, T]. With weights, the
     block also returns the attention weights (return_weights=true)."""
     rng = np.random.default_rng(seed)
@@ -1075,7 +1075,7 @@ def case_ffn_gelu(name, seed, B, T, D, F, approximate, header):
 def case_gelu_values():
     """torch.nn.functional.gelu, both forms, on [-10, 10] in steps of
     0.0025, then 0, -0, tiny and large magnitudes. Checked to 1e-6 (its
-    tolerance.txt), not SPEC's 1e-4: the point is the accuracy of the erf
+    tolerance.txt), not docs/spec.md's 1e-4: the point is the accuracy of the erf
     and exp approximations."""
     name = "gelu_values"
     sweep = np.arange(-4000, 4001, dtype=np.float64) * 0.0025
@@ -1102,7 +1102,7 @@ block {name} {{
 
 
 # --------------------------------------------------------------------------
-# v2 cases (SPEC section 2, "Ops (v2)").
+# v2 cases (docs/spec.md section 2, "Ops (v2)").
 # --------------------------------------------------------------------------
 
 def linear_bias(rng, out_features, in_features):
@@ -1608,7 +1608,7 @@ def main(selected):
 
     case(
         "mha_book_1d", case_mha_book, 1, 2, 4, 100, 5, [3, 2],
-        "# SPEC section 2's example block: D2L PositionalEncoding then\n"
+        "# docs/spec.md section 2's example block: D2L PositionalEncoding then\n"
         "# MultiHeadAttention(100, 5, bias=False), valid_lens [3, 2].\n")
     case(
         "mha_book_2d", case_mha_book, 2, 2, 4, 100, 5,
@@ -1649,7 +1649,7 @@ def main(selected):
         "# uniform.\n",
         causal=True, weights=True)
     fixed("attention_weights_book", case_attention_weights)
-    # gelu (SPEC section 2, v2).
+    # gelu (docs/spec.md section 2, v2).
     case(
         "ffn_gelu", case_ffn_gelu, 14, 2, 7, 24, 96, "none",
         "# A BERT-style FFN: linear -> gelu (torch's default, erf) -> linear,\n"
@@ -1659,7 +1659,7 @@ def main(selected):
         "# A GPT-2-style MLP: linear -> gelu(approximate='tanh') -> linear,\n"
         "# D = 32, F = 4 D, B = 1, T = 13.\n")
     fixed("gelu_values", case_gelu_values)
-    # The v2 ops (SPEC section 2, "Ops (v2)").
+    # The v2 ops (docs/spec.md section 2, "Ops (v2)").
     case("silu_tanh_sigmoid_values", case_silu_tanh_sigmoid_values)
     case("broadcast_add_mul_sub", case_broadcast_add_mul_sub)
     case("rms_norm_eps", case_rms_norm)

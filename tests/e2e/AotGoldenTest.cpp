@@ -5,8 +5,8 @@
 // or by the Halide backend: this file is built once for each, see
 // CMakeLists.txt). The kernels are called here through the objects'
 // symbols: every case through its packed entry, and the book's case through
-// the C prototype of its generated header (the ABI of SPEC §5). The Halide
-// backend's objects are called through the MLIR backend's headers, which
+// the C prototype of its generated header (the ABI of docs/spec.md §5). The
+// Halide backend's objects are called through the MLIR backend's headers, which
 // they must match unchanged.
 //
 //===----------------------------------------------------------------------===//

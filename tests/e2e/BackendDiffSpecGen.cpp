@@ -1072,8 +1072,8 @@ void genElementwiseChain(Block &b, Rng &r, Kind &kind) {
   b.output(cur);
 }
 
-/// A block calling another twice (SPEC §2 block calls): the callee is an
-/// encoder layer or a GELU MLP with a residual and a norm; the caller's
+/// A block calling another twice (docs/spec.md §2 block calls): the callee is
+/// an encoder layer or a GELU MLP with a residual and a norm; the caller's
 /// params are L0_* and L1_*.
 std::string genBlockCall(Rng &r, Kind &kind, GeneratedSpec &spec,
                          std::string &error) {

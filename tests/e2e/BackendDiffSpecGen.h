@@ -1,6 +1,6 @@
 //===- BackendDiffSpecGen.h - Random valid .attn specs (BackendDiffTest) --===//
 //
-// A small generator of random, VALID `.attn` specs (SPEC §2, docs/
+// A small generator of random, VALID `.attn` specs (docs/spec.md §2, docs/
 // language.md) for the MLIR-vs-Halide differential test: one spec per seed,
 // with the arguments it declares and how each must be filled (floats
 // uniform in a range, valid_lens in [0, keys + 2], embedding ids in

@@ -1,13 +1,13 @@
 //===- BackendDiffTest.cpp - MLIR and Halide backends on random specs -----===//
 //
-// A differential test of the two CPU code generators (SPEC §4: "--backend=
-// halide builds the same block ... same results (within the tolerances of
-// §7), for every op"). BackendDiffSpecGen makes random VALID specs -- every
-// op of SPEC §2 (v1 and v2) alone with its options (multihead_attention
-// with cross attention, kv_heads, causal, window, rope, rope_base, any
-// subset of biases, return_weights, 1-D and 2-D valid_lens; attention,
-// linear with/without bias, matmul with transpose_b, broadcasting add/mul/
-// sub, every activation, both gelu forms, softmax, masked_softmax,
+// A differential test of the two CPU code generators (docs/spec.md §4:
+// "--backend= halide builds the same block ... same results (within the
+// tolerances of §7), for every op"). BackendDiffSpecGen makes random VALID
+// specs -- every op of docs/spec.md §2 (v1 and v2) alone with its options
+// (multihead_attention with cross attention, kv_heads, causal, window, rope,
+// rope_base, any subset of biases, return_weights, 1-D and 2-D valid_lens;
+// attention, linear with/without bias, matmul with transpose_b, broadcasting
+// add/mul/ sub, every activation, both gelu forms, softmax, masked_softmax,
 // split/merge_heads, positional_encoding, the norms, ffn, embedding,
 // dropout) and small blocks chaining them (D2L encoder and decoder layers,
 // Llama and GPT-2 layers, BERT embeddings, attention written from the
@@ -21,9 +21,9 @@
 // range), the MLIR kernel on 1 thread, the Halide kernel on 1 and on 2
 // threads; every output must agree.
 //
-// Tolerance. SPEC §7 gives none between backends, so this uses the golden
-// tolerance (tests/e2e/GoldenCase.h: 1e-4) as an absolute plus a relative
-// bound, element by element, with the MLIR kernel as the reference:
+// Tolerance. docs/spec.md §7 gives none between backends, so this uses the
+// golden tolerance (tests/e2e/GoldenCase.h: 1e-4) as an absolute plus a
+// relative bound, element by element, with the MLIR kernel as the reference:
 //     |halide - mlir| <= 1e-4 + 1e-4 * |mlir|
 // No output may be NaN (outputs are pre-filled with NaN, so an element a
 // kernel never writes fails too), and the inputs must come back unchanged.
@@ -107,8 +107,8 @@ namespace {
 constexpr unsigned kDefaultCases = 200;
 constexpr uint64_t kDefaultSeed = 20261202;
 constexpr unsigned kShards = 10;
-/// SPEC §7 has no backend-vs-backend tolerance: the golden one (1e-4), as
-/// an absolute plus a relative bound.
+/// docs/spec.md §7 has no backend-vs-backend tolerance: the golden one (1e-4),
+/// as an absolute plus a relative bound.
 constexpr double kAbsoluteTolerance = 1e-4;
 constexpr double kRelativeTolerance = 1e-4;
 

@@ -152,7 +152,7 @@ double maxError(const std::vector<float> &output, const ref::Tensor &want) {
   return worst;
 }
 
-/// SPEC's 1e-4, however many layers: LayerNorm keeps the error of each
+/// docs/spec.md's 1e-4, however many layers: LayerNorm keeps the error of each
 /// from growing (about 2e-6 after six layers, measured).
 double toleranceOf(int) { return 1e-4; }
 

@@ -28,8 +28,8 @@ struct GoldenCase {
   /// Per argument in ABI order: raw little-endian bytes (outputs: the
   /// expected values).
   std::vector<std::vector<char>> values;
-  /// Tolerance of SPEC: 1e-4 absolute, 2e-4 when a model dim is >= 768;
-  /// the case folder's tolerance.txt, when there is one and it is tighter.
+  /// Tolerance of docs/spec.md §7: 1e-4 absolute, 2e-4 when a model dim is >=
+  /// 768; the case folder's tolerance.txt, when there is one and it is tighter.
   double tolerance = 1e-4;
 
   /// Fresh output buffers (NaN-filled) in ABI order; null for inputs.

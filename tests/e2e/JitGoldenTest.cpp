@@ -4,8 +4,8 @@
 // -O3 with attention fused (flash-style), decomposed (scores materialized)
 // and chosen by shape, -O0 (scalar loops), and the GPU target's kernels
 // run thread by thread on the CPU -- must match what the D2L
-// PyTorch code computed within SPEC's tolerance, with no NaN. Every case
-// also through the Halide backend (--backend=halide, attnc's schedules:
+// PyTorch code computed within docs/spec.md's tolerance, with no NaN. Every
+// case also through the Halide backend (--backend=halide, attnc's schedules:
 // serial, parallel and for the SSE2 baseline), and one small case through
 // each of Halide's autoschedulers, when this attnc has it (the tests named
 // Halide/... and HalideAutoschedulers/...).

@@ -1,6 +1,6 @@
 //===- PrimitivesTest.cpp - Every DSL op against the naive reference ------===//
 //
-// For every op of SPEC §2 (and the options that change its code: bias,
+// For every op of docs/spec.md §2 (and the options that change its code: bias,
 // transpose_b, 1-D/2-D valid_lens with lengths 0, < 0 and > Tk, causal with
 // Tq != Tk, ...) this generates a one-op spec at test time for several
 // shapes, JIT-compiles it with a Runtime that has a private cache directory,
@@ -676,7 +676,7 @@ void geluCases(Cases &cases) {
   }
 }
 
-/// The v2 elementwise ops (SPEC §2 v2): silu, tanh and sigmoid on every
+/// The v2 elementwise ops (docs/spec.md §2 v2): silu, tanh and sigmoid on every
 /// shape and on a sweep with special values (1e-6 of the formulas in
 /// double); add, mul and sub with NumPy broadcasting (a stretched size-1
 /// axis, a missing one, both operands stretching, a scalar); rms_norm with
@@ -1571,8 +1571,8 @@ TEST(PrimitiveCases, NamesAreUnique) {
     EXPECT_TRUE(names.insert(spec.name).second) << spec.name;
 }
 
-/// SPEC §2: an embedding id outside [0, V) is a run-time error, never an
-/// out-of-bounds read; the output is not touched.
+/// docs/spec.md §2: an embedding id outside [0, V) is a run-time error, never
+/// an out-of-bounds read; the output is not touched.
 void checkEmbeddingIdOutOfRange(Backend backend,
                                 std::initializer_list<int> optLevels) {
   const char *spec = "block k {\n"

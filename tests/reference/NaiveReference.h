@@ -1,7 +1,7 @@
 //===- NaiveReference.h - Naive reference of every attn op -----*- C++ -*-===//
 //
 // An independent, deliberately simple implementation of the DSL ops of
-// SPEC section 2 over row-major host buffers: plain loops, double
+// docs/spec.md section 2 over row-major host buffers: plain loops, double
 // accumulation, no MLIR. It is the oracle the compiled kernels are checked
 // against, and is itself checked against the D2L PyTorch goldens in
 // tests/data/goldens and the v2 ops' goldens in tests/data/goldens_v2.
@@ -66,8 +66,8 @@ std::vector<int64_t> broadcastShape(const std::vector<int64_t> &a,
                                     const std::vector<int64_t> &b);
 /// \p x materialized at \p shape, which it must broadcast to.
 Tensor broadcastTo(const Tensor &x, const std::vector<int64_t> &shape);
-/// a + b, a * b, a - b elementwise with NumPy broadcasting (SPEC v2; equal
-/// shapes are the v1 elementwise ops), each result rounded once to f32.
+/// a + b, a * b, a - b elementwise with NumPy broadcasting (docs/spec.md v2;
+/// equal shapes are the v1 elementwise ops), each result rounded once to f32.
 Tensor add(const Tensor &a, const Tensor &b);
 Tensor mul(const Tensor &a, const Tensor &b);
 Tensor sub(const Tensor &a, const Tensor &b);
@@ -136,7 +136,7 @@ Tensor multiheadAttentionWeights(const Tensor &q, const Tensor &k,
                                  const IntTensor *validLens = nullptr,
                                  bool causal = false);
 
-/// The optional keywords of multihead_attention (SPEC section 2, v1 and
+/// The optional keywords of multihead_attention (docs/spec.md section 2, v1 and
 /// v2). Pointers are borrowed and may be null.
 struct MhaOptions {
   /// Projection biases: bQ, bO [Hd]; bK, bV as w_k's / w_v's rows ([Hd], or

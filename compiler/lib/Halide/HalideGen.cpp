@@ -342,8 +342,8 @@ Tensor Translator::embedding(const Tensor &ids, const Tensor &table) {
   for (int i = ids.rank() - 1; i >= 0; --i)
     at.push_back(r[i]);
   Expr id = ids(at);
-  // The status counts the embeddings given an id out of range (SPEC §5's
-  // header: 1 per embedding, however many of its ids).
+  // The status counts the embeddings given an id out of range (docs/spec.md
+  // §5's header: 1 per embedding, however many of its ids).
   badIds.push_back(Halide::maximum(
       Halide::select(id < 0 || id >= static_cast<int>(vocab), 1, 0)));
   return y;

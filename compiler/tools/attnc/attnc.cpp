@@ -1,8 +1,8 @@
 //===- attnc.cpp - The attnc compiler driver ------------------------------===//
 //
 // `attnc SPEC.attn [--emit=KIND] ...` compiles a .attn spec; `attnc run SPEC`
-// JIT-runs one of its blocks (SPEC §4). Exit status: 0 success, 1 user error
-// (bad spec, flags or files), 2 internal error.
+// JIT-runs one of its blocks (docs/spec.md §4). Exit status: 0 success, 1 user
+// error (bad spec, flags or files), 2 internal error.
 //
 //===----------------------------------------------------------------------===//
 

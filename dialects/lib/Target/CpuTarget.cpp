@@ -63,8 +63,8 @@ std::string CpuSchedule::format() const {
 
 CpuSchedule attn::deriveCpuSchedule(const CpuTargetDescription &target) {
   CpuSchedule s;
-  // The schedules compute in f32 (SPEC §2 "Numerics": each op computes in
-  // f32, whatever its operands hold).
+  // The schedules compute in f32 (docs/spec.md §2 "Numerics": each op computes
+  // in f32, whatever its operands hold).
   s.vectorLanes = std::max<int64_t>(1, target.lanes(ElementType::F32));
   // A register block of C keeps rows x columnVectors accumulators live
   // across the k loop; the remaining quarter of the registers holds the

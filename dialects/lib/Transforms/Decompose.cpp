@@ -1,7 +1,7 @@
 //===- Decompose.cpp - Composite attn ops into primitive attn ops ---------===//
 //
 // Each pattern follows the D2L PyTorch code of the composite op line by line
-// (see Passes.td for the rewrites and SPEC §2 for the semantics).
+// (see Passes.td for the rewrites and docs/spec.md §2 for the semantics).
 //
 //===----------------------------------------------------------------------===//
 

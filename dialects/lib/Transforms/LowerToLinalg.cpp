@@ -1,7 +1,7 @@
 //===- LowerToLinalg.cpp - Primitive attn ops to linalg on tensors --------===//
 //
 // Lowers every primitive attn op to linalg/tensor/arith/math ops on tensors,
-// with the exact semantics of SPEC §2 (D2L's -1e6 replacement, biased
+// with the exact semantics of docs/spec.md §2 (D2L's -1e6 replacement, biased
 // variance, the float32 positional-encoding table). Composite ops must have
 // been decomposed first (attn-decompose).
 //
@@ -43,9 +43,9 @@ Value emptyLike(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
   return tensor::EmptyOp::create(b, loc, shape, element);
 }
 
-/// The type every op computes in (SPEC §2, numerics): statistics, tables
-/// and scalar constants are f32 whatever the tensors' element types, which
-/// come from the operands.
+/// The type every op computes in (docs/spec.md §2, numerics): statistics,
+/// tables and scalar constants are f32 whatever the tensors' element types,
+/// which come from the operands.
 Type computeType(OpBuilder &b) { return b.getF32Type(); }
 
 Value computeConstant(OpBuilder &b, Location loc, float value) {
@@ -840,9 +840,10 @@ void addKernelStatus(func::FuncOp func) {
       FunctionType::get(func.getContext(), entry.getArgumentTypes(), results));
 }
 
-/// Inputs and params are only read (SPEC §5: `const` buffers): bufferization
-/// must copy rather than write into them, even where a canonicalized op
-/// would accumulate into one (a bias broadcast to its own shape folds away).
+/// Inputs and params are only read (docs/spec.md §5: `const` buffers):
+/// bufferization must copy rather than write into them, even where a
+/// canonicalized op would accumulate into one (a bias broadcast to its own
+/// shape folds away).
 void markArgumentsReadOnly(func::FuncOp func) {
   if (func.isExternal())
     return;

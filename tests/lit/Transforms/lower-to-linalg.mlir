@@ -1,5 +1,5 @@
 // attn-lower-to-linalg: every primitive attn op becomes linalg/tensor/arith/
-// math on tensors with SPEC §2's semantics; every function gets an i32
+// math on tensors with docs/spec.md §2's semantics; every function gets an i32
 // kernel status result, and its arguments are marked read only for
 // bufferization (inputs and params are const buffers).
 // RUN: attn-opt %s --attn-lower-to-linalg --split-input-file --verify-diagnostics | FileCheck %s

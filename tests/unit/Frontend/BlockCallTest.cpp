@@ -1,10 +1,10 @@
 //===- BlockCallTest.cpp - A block calling another block (Sema, MLIRGen) --===//
 //
-// SPEC §2 "calling a block": inputs positionally (or by keyword), params by
-// keyword, every argument checked against the callee's declared shape, the
-// callee's outputs as the call's results; blocks checked callees first, a
-// later-defined callee waited for, recursion and cycles rejected. MLIRGen:
-// one function per block, a func.call per call.
+// docs/spec.md §2 "calling a block": inputs positionally (or by keyword),
+// params by keyword, every argument checked against the callee's declared
+// shape, the callee's outputs as the call's results; blocks checked callees
+// first, a later-defined callee waited for, recursion and cycles rejected.
+// MLIRGen: one function per block, a func.call per call.
 //
 //===----------------------------------------------------------------------===//
 

@@ -31,8 +31,8 @@ struct HeaderTarget {
 
 /// The C header of one kernel: include guard, `extern "C"`, every dim and
 /// buffer shape as macros, the status codes and the prototypes of the
-/// entries an object of `target.kind` exports (SPEC §5). `origin` names the
-/// spec it was compiled from.
+/// entries an object of `target.kind` exports (docs/spec.md §5). `origin` names
+/// the spec it was compiled from.
 std::string emitCHeader(const KernelSignature &signature,
                         llvm::StringRef origin, const HeaderTarget &target);
 

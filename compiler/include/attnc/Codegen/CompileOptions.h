@@ -60,7 +60,7 @@ struct CpuPipelineOptions {
   bool gpuEmulation = false;
 };
 
-/// The code generator that builds a CPU kernel (SPEC §4): attnc's MLIR
+/// The code generator that builds a CPU kernel (docs/spec.md §4): attnc's MLIR
 /// pipeline, or Halide (docs/halide.md), with the same ABI and header.
 enum class Backend { Mlir, Halide };
 

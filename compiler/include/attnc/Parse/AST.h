@@ -137,9 +137,9 @@ public:
 
   /// Sema: the op called, and one entry per parameter of `op->params`.
   const OpInfo *op = nullptr;
-  /// Sema: or the block of the file called (SPEC §2 "calling a block"); then
-  /// `bound` has one entry per argument of the callee (its inputs and params
-  /// in declaration order, Block::arguments) and `results` its outputs.
+  /// Sema: or the block of the file called (docs/spec.md §2 "calling a block");
+  /// then `bound` has one entry per argument of the callee (its inputs and
+  /// params in declaration order, Block::arguments) and `results` its outputs.
   const Block *block = nullptr;
   llvm::SmallVector<BoundArgument, 8> bound;
   /// Sema: the shape of every result, in order; `shape` is the first's.

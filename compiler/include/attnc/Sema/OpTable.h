@@ -1,6 +1,6 @@
 //===- OpTable.h - The .attn ops and their parameters -----------*- C++ -*-===//
 //
-// One entry per DSL op (SPEC §2), made from attn/IR/AttnOps.def: its
+// One entry per DSL op (docs/spec.md §2), made from attn/IR/AttnOps.def: its
 // parameters in signature order, what kind of value each takes, which are
 // required, which may be given positionally, and the defaults. Sema binds
 // call arguments with this table and hands them to the op's shape rule

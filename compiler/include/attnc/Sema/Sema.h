@@ -7,10 +7,10 @@
 // tensor's shape. A failed statement poisons its result, so one mistake is
 // reported once, not again at every use.
 //
-// A call may name another block of the file (SPEC §2, "calling a block"):
-// its inputs are bound positionally or by keyword, its params by keyword,
-// every argument against the callee's declared shape, and its outputs are
-// the call's results. Blocks are checked callees first: a block that calls
+// A call may name another block of the file (docs/spec.md §2, "calling a
+// block"): its inputs are bound positionally or by keyword, its params by
+// keyword, every argument against the callee's declared shape, and its outputs
+// are the call's results. Blocks are checked callees first: a block that calls
 // one defined later in the file waits for it (finish() checks those), and a
 // block that calls itself, directly or through others, is an error.
 //

@@ -216,7 +216,7 @@ def AttnPrepareCalls : Pass<"attn-prepare-calls", "::mlir::ModuleOp"> {
   let summary = "Prepare the params of each call of another kernel once, in "
                 "the caller's NAME_prepare";
   let description = [{
-    A block may call another block (SPEC §2): a `func.call` of a kernel
+    A block may call another block (docs/spec.md §2): a `func.call` of a kernel
     that `attn-split-prepare` split into `K_prepare` and `K_prepared`. Left
     alone, the call runs `K`, which prepares (packs) `K`'s params again on
     every call. After `attn-split-prepare`, this pass gives each such call in

@@ -1,8 +1,9 @@
 //===- AttentionMask.h - Which keys a query row sees ------------*- C++ -*-===//
 //
-// The one description of attention masks (SPEC §2), read by every lowering
-// of masked_softmax and attention: attn-decompose, attn-lower-to-linalg,
-// the CPU and GPU flash loops and both Halide translators.
+// The one description of attention masks (docs/spec.md §2), read by every
+// lowering of masked_softmax and attention: attn-decompose,
+// attn-lower-to-linalg, the CPU and GPU flash loops and both Halide
+// translators.
 //
 // Key j is visible from query row i iff begin(i) <= j < end(i), where
 //   end(i)   = min(valid_len, Tk) -- valid_len of the batch entry (1-D) or

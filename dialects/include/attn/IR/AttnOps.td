@@ -1,6 +1,6 @@
 //===- AttnOps.td - Operations of the attn dialect ---------*- tablegen -*-===//
 //
-// One op per DSL op (SPEC §2). Every op is pure, works on statically shaped
+// One op per DSL op (docs/spec.md §2). Every op is pure, works on statically shaped
 // tensors, infers its result type, and checks its operands with the shared
 // rules of AttnShapeRules.h (hasVerifier), so hand-written IR gets exactly the
 // checks that a `.attn` spec gets.
@@ -437,7 +437,7 @@ def Attn_MultiheadAttentionOp
     `valid_lens` is `[B]` or `[B, Tq]` and is repeated for every head;
     `causal` also masks keys `j > i`.
 
-    The v2 keywords (SPEC §2 "Ops (v2)"), each optional:
+    The v2 keywords (docs/spec.md §2 "Ops (v2)"), each optional:
 
     - `b_q`, `b_k`, `b_v`, `b_o`: the biases of the four projections, one
       per row of their weight (`[Hd]`; `b_k`, `b_v` `[kv_heads * d]`), any

@@ -127,8 +127,8 @@ RuleResult inferMaskedSoftmax(const TensorShape &x,
 RuleResult inferAttention(const TensorShape &q, const TensorShape &k,
                           const TensorShape &v, const TensorShape *validLens,
                           bool causal, bool returnWeights, RuleError error);
-/// multihead_attention (SPEC §2, v1 and v2): the projections' biases b_q,
-/// b_k, b_v, b_o (each optional: one per row of its weight), kv_heads
+/// multihead_attention (docs/spec.md §2, v1 and v2): the projections' biases
+/// b_q, b_k, b_v, b_o (each optional: one per row of its weight), kv_heads
 /// (kNotGiven: one kv head per query head; else it divides heads and w_k,
 /// w_v have kv_heads * head_dim rows), the sliding window (kNotGiven: none;
 /// else >= 1 and only with causal), rope (an even head dim) and rope_base

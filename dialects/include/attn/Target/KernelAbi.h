@@ -1,8 +1,8 @@
 //===- KernelAbi.h - How hosts call a compiled kernel -----------*- C++ -*-===//
 //
-// The one description of the calling convention of attnc's objects (SPEC
-// §5): the entries an object exports for block NAME (per object kind),
-// their symbols, the order of their pointer parameters, the status codes
+// The one description of the calling convention of attnc's objects
+// (docs/spec.md §5): the entries an object exports for block NAME (per object
+// kind), their symbols, the order of their pointer parameters, the status codes
 // they return, the names of the generated header's macros and hence every
 // name the ABI reserves. attn-split-prepare, the code generators (MLIR CPU,
 // Halide, NVPTX), the header emitter, Sema's name checks, the runtime and

@@ -75,7 +75,7 @@ def AttnLowerToLinalg : Pass<"attn-lower-to-linalg", "::mlir::ModuleOp"> {
   let summary = "Lower primitive attn ops to linalg/tensor/arith/math";
   let description = [{
     Lowers every primitive attn op to upstream ops on tensors, keeping the
-    exact semantics of SPEC §2:
+    exact semantics of docs/spec.md §2:
 
     - `linear` → `tensor.collapse_shape`, `linalg.transpose` of the weight,
       the bias broadcast as the accumulator, `linalg.matmul`;
@@ -208,7 +208,7 @@ def AttnForwardCallSlices
   let description = [{
     A caller hands each call of another kernel its region of the caller's
     packed params (`attn-prepare-calls`): a static slice `[K, K + N)` of a
-    1-D buffer. Functions take identity-layout memrefs (SPEC §5's bare
+    1-D buffer. Functions take identity-layout memrefs (docs/spec.md §5's bare
     pointers), and a slice at `K > 0` is not one, so bufferization copies it
     into a fresh buffer for the call (`_prepared` reading it) or out of one
     after the call (`_prepare` filling it). This pass removes those copies:

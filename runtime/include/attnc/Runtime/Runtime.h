@@ -1,7 +1,7 @@
 //===- Runtime.h - Compile, load and run attnc kernels from C++ -*- C++ -*-===//
 //
-// The C++ API host programs use (SPEC §6): compile a spec (string or file)
-// for a block, look up its arguments, bind params once, run with host
+// The C++ API host programs use (docs/spec.md §6): compile a spec (string or
+// file) for a block, look up its arguments, bind params once, run with host
 // buffers that are checked (count, names, dtypes, shapes, embedding ids)
 // before any kernel code runs. Compiled kernels are cached in memory and on
 // disk (ATTNC_CACHE_DIR, else $XDG_CACHE_HOME/attnc, else ~/.cache/attnc).
