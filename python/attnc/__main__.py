@@ -21,20 +21,25 @@ def _check_numbers(args):
     is imported, which takes longer than all of this)."""
     import math
 
-    w, h = args.figsize
-    figsize = " ".join(f"{x:g}" for x in args.figsize)
-    if not all(math.isfinite(x) and x > 0 for x in args.figsize):
+    if args.figsize is not None and not all(
+            math.isfinite(x) and x > 0 for x in args.figsize):
+        figsize = " ".join(f"{x:g}" for x in args.figsize)
         _fail(f"--figsize {figsize}: width and height must be positive "
               "finite inches")
     if args.dpi < 1:
         _fail(f"--dpi {args.dpi}: must be at least 1")
-    pixels = [int(w * args.dpi), int(h * args.dpi)]
-    if not all(1 <= p <= _MAX_PIXELS for p in pixels):
-        _fail(f"--figsize {figsize} at --dpi {args.dpi} is a {pixels[0]} x "
-              f"{pixels[1]} pixel image: each side must be 1 to "
-              f"{_MAX_PIXELS} pixels")
     if args.rows is not None and args.rows < 1:
         _fail(f"--rows {args.rows}: must be at least 1")
+
+
+def _check_pixels(figsize, dpi):
+    """The image's size in pixels, once the figure's size is known."""
+    figsize_text = " ".join(f"{x:g}" for x in figsize)
+    pixels = [int(figsize[0] * dpi), int(figsize[1] * dpi)]
+    if not all(1 <= p <= _MAX_PIXELS for p in pixels):
+        _fail(f"--figsize {figsize_text} at --dpi {dpi} is a {pixels[0]} x "
+              f"{pixels[1]} pixel image: each side must be 1 to "
+              f"{_MAX_PIXELS} pixels")
 
 
 def _check_names(args):
@@ -79,7 +84,7 @@ def _load(path):
 
 
 def _heatmaps(args):
-    from ._heatmaps import as_grid, show_heatmaps
+    from ._heatmaps import as_grid, grid_figsize, show_heatmaps
 
     _check_numbers(args)
     matrices = _load(args.input)
@@ -90,13 +95,16 @@ def _heatmaps(args):
     titles = args.titles
     if titles and len(titles) != grid.shape[1]:
         _fail(f"{len(titles)} titles for {grid.shape[1]} columns")
+    figsize = tuple(args.figsize) if args.figsize else grid_figsize(
+        *grid.shape[:2])
+    _check_pixels(figsize, args.dpi)
     # matplotlib only now: an error above is said without waiting for it.
     import matplotlib
     matplotlib.use("Agg")
     _check_names(args)
     try:
         fig = show_heatmaps(grid, args.xlabel, args.ylabel, titles=titles,
-                            figsize=tuple(args.figsize), cmap=args.cmap)
+                            figsize=figsize, cmap=args.cmap)
     except (TypeError, ValueError) as e:
         _fail(e)
     try:
@@ -122,8 +130,9 @@ def main(argv=None):
     h.add_argument("--ylabel", default="Queries")
     h.add_argument("--titles", nargs="+", help="one title per column")
     h.add_argument("--rows", type=int, help="rows to split a 3-D array into")
-    h.add_argument("--figsize", type=float, nargs=2, default=(2.5, 2.5),
-                   metavar=("W", "H"), help="inches (default 2.5 2.5)")
+    h.add_argument("--figsize", type=float, nargs=2, default=None,
+                   metavar=("W", "H"), help="inches (default: about 1.5 "
+                   "a map, plus the labels and the colour bar)")
     h.add_argument("--dpi", type=int, default=100)
     h.add_argument("--cmap", default="Reds")
     args = parser.parse_args(argv)

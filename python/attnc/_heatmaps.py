@@ -103,17 +103,29 @@ def _check_figsize(figsize):
                          f"positive finite inches, got {figsize!r}")
 
 
+def grid_figsize(num_rows, num_cols):
+    """Inches for a grid of maps: about 1.5 inches a map, plus room for the
+    labels and the colour bar (D2L's 2.5 x 2.5 squeezed ten maps into one
+    row of unreadable ones)."""
+    return (1.2 + 1.5 * num_cols, 0.7 + 1.5 * num_rows)
+
+
 def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
                   cmap="Reds"):
     """Draws `matrices` ([rows, cols, H, W], NumPy or torch) as D2L's
     show_heatmaps does and returns the matplotlib Figure: x labels on the
     last row, y labels on the first column, `titles` over each column, one
-    colour bar for all. Bad arguments raise ValueError or TypeError, checked
-    before anything is drawn."""
+    colour bar for all. figsize=None sizes the figure to the grid
+    (grid_figsize). The layout is matplotlib's constrained one, so the
+    labels and the colour bar stay inside the figure when it is saved. Bad
+    arguments raise ValueError or TypeError, checked before anything is
+    drawn."""
     import matplotlib.pyplot as plt
 
     matrices = as_grid(matrices)
     num_rows, num_cols = matrices.shape[:2]
+    if figsize is None:
+        figsize = grid_figsize(num_rows, num_cols)
     if titles and len(titles) < num_cols:
         raise ValueError(
             f"show_heatmaps: {len(titles)} titles for {num_cols} columns")
@@ -123,7 +135,8 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
     except ValueError as e:
         raise ValueError(f"show_heatmaps: {e}") from None
     fig, axes = plt.subplots(num_rows, num_cols, figsize=figsize,
-                             sharex=True, sharey=True, squeeze=False)
+                             sharex=True, sharey=True, squeeze=False,
+                             layout="constrained")
     for i, (row_axes, row_matrices) in enumerate(zip(axes, matrices)):
         for j, (ax, matrix) in enumerate(zip(row_axes, row_matrices)):
             pcm = ax.imshow(matrix, cmap=cmap)

@@ -40,6 +40,31 @@ def test_show_heatmaps_grid():
     assert tuple(fig.get_size_inches()) == (6, 3)
 
 
+def test_labels_stay_inside_the_figure():
+    # A saved figure kept "Queries" half outside its left edge.
+    fig = attnc.show_heatmaps(torch.rand(1, 1, 4, 6), xlabel="Keys",
+                              ylabel="Queries")
+    fig.canvas.draw()
+    box = fig.get_tightbbox(fig.canvas.get_renderer())
+    width, height = fig.get_size_inches()
+    assert box.x0 >= 0 and box.y0 >= 0
+    assert box.x1 <= width and box.y1 <= height
+
+
+def test_the_cli_sizes_the_figure_to_the_grid(tmp_path):
+    # D2L's [10, 4, 6] weights: ten maps in a row (2.5 x 2.5 inches made
+    # them unreadable).
+    np.save(tmp_path / "A.npy", np.random.default_rng(0).random((10, 4, 6)))
+    out = tmp_path / "a.png"
+    result = run_cli("heatmaps", str(tmp_path / "A.npy"), "-o", str(out),
+                     "--dpi", "50")
+    assert result.returncode == 0, result.stderr
+    from attnc._heatmaps import grid_figsize
+    width, height = grid_figsize(1, 10)
+    assert width >= 10 * 1.5
+    check_png(out, int(width * 50), int(height * 50))
+
+
 def test_show_heatmaps_rank():
     with pytest.raises(ValueError, match="rank 2, 3 or 4"):
         attnc.show_heatmaps(np.zeros(5), "x", "y")
