@@ -441,14 +441,41 @@ def _d2l_lens_input(spec, valid_lens, heads, per_head, B, Tq):
                       "i32")
 
 
+def _check_shapes(given, expected):
+    """Refuses a tensor of another shape than its example's, naming the
+    module's argument: the kernel's own message would name the kernel's
+    input (X for self-attention's queries) and not say why shapes are
+    fixed."""
+    for name, tensor in given.items():
+        if tensor is None or name not in expected:
+            continue
+        shape = list(getattr(tensor, "shape", ()))
+        if shape != list(expected[name]):
+            raise ValueError(
+                f"attnc.from_torch: {name} has shape {shape}, but this "
+                f"callable was compiled for {list(expected[name])}: attnc "
+                "kernels have fixed shapes, those of from_torch's example "
+                "inputs; call attnc.from_torch again with examples of the "
+                "new shape")
+
+
 def _call_d2l(block, kernel, args, valid_lens, lens, heads, per_head, keys,
               return_weights):
     """A D2L block's call: the lengths as its kernel takes them (`lens`
     names the input, or is None; `keys` is the number of keys), the weights
     kept as D2L keeps them."""
     if (valid_lens is None) != (lens is None):
-        raise ValueError("attnc.from_torch: compiled " +
-                         ("with" if lens else "without") + " valid_lens")
+        if lens:
+            raise ValueError(
+                "attnc.from_torch: this callable was compiled with "
+                "valid_lens (its example inputs had them), so every call "
+                "passes them; got None. For calls without lengths, call "
+                "attnc.from_torch with valid_lens=None in the examples")
+        raise ValueError(
+            "attnc.from_torch: this callable was compiled without "
+            "valid_lens (its example inputs had None), so no call passes "
+            "them. For calls with lengths, call attnc.from_torch with "
+            "lengths of their shape in the examples")
     if lens:
         args["valid_lens"] = _lens_of(valid_lens, heads, per_head, keys)
     result = kernel(**args)
@@ -480,7 +507,14 @@ def _from_d2l_mha(m, inputs, return_weights, options):
     spec.outputs = [out] + (["weights"] if return_weights else [])
     kernel = _compile_spec(spec, options)
 
+    shapes = {"queries": queries.shape, "keys": keys.shape,
+              "values": values.shape}
+    if valid_lens is not None:
+        shapes["valid_lens"] = valid_lens.shape
+
     def call(block, queries, keys, values, valid_lens):
+        _check_shapes({"queries": queries, "keys": keys, "values": values,
+                       "valid_lens": valid_lens}, shapes)
         args = {"X": queries} if self_attention else \
             {"queries": queries, "keys": keys, "values": values}
         if self_attention and not (queries is keys and keys is values):
@@ -559,7 +593,12 @@ def _from_d2l_encoder_block(m, inputs, return_weights, options):
     spec.outputs = [z] + (["attention_weights"] if return_weights else [])
     kernel = _compile_spec(spec, options)
 
+    shapes = {"X": X.shape}
+    if valid_lens is not None:
+        shapes["valid_lens"] = valid_lens.shape
+
     def call(block, X, valid_lens):
+        _check_shapes({"X": X, "valid_lens": valid_lens}, shapes)
         return _call_d2l(block, kernel, {"X": X}, valid_lens, lens, heads,
                          per_head, X.shape[1], return_weights)
 
@@ -668,10 +707,13 @@ def _from_nn_mha(m, inputs, return_weights, options):
     variants = _Variants(make)
     spec, _, kernel = variants.get(len(inputs) == 4 and inputs[3] is not None,
                                    False, True)
+    shapes = {"query": inputs[0].shape, "key": inputs[1].shape,
+              "value": inputs[2].shape}
 
     def call(block, query, key, value, key_padding_mask=None,
              need_weights=True, attn_mask=None, average_attn_weights=True,
              is_causal=False):
+        _check_shapes({"query": query, "key": key, "value": value}, shapes)
         if attn_mask is not None:
             raise NotImplementedError(
                 "attnc.from_torch: attn_mask (attnc masks by key lengths: "
@@ -769,8 +811,11 @@ def _from_nn_encoder_layer(m, inputs, return_weights, options):
     spec, kernel = variants.get(len(inputs) == 2 and inputs[1] is not None,
                                 False)
 
+    shapes = {"src": inputs[0].shape}
+
     def call(block, src, src_mask=None, src_key_padding_mask=None,
              is_causal=False):
+        _check_shapes({"src": src}, shapes)
         if src_mask is not None:
             raise NotImplementedError(
                 "attnc.from_torch: src_mask (attnc masks by key lengths: "

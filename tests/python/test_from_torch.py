@@ -159,8 +159,37 @@ def test_errors_name_the_attribute():
     with pytest.raises(NotImplementedError, match="attn_mask"):
         f(x, x, x, attn_mask=torch.zeros(5, 5))
     short = x[:, :4]
-    with pytest.raises(ValueError, match=r"expected f32\[2, 5, 16\]"):
+    with pytest.raises(ValueError, match=r"query has shape \[2, 4, 16\], but "
+                       r"this callable was compiled for \[2, 5, 16\]: attnc "
+                       "kernels have fixed shapes"):
         f(short, short, short)
+
+
+def test_messages_name_the_modules_arguments():
+    # A wrong batch named the kernel's input 'X' (the user passed queries)
+    # without saying that shapes are fixed; None after compiling with
+    # lengths said only "compiled with valid_lens".
+    m = d2l.MultiHeadAttention(20, 4, 0.5).eval()
+    X = torch.randn(2, 5, 20)
+    vl = torch.tensor([3, 5])
+    f = attnc.from_torch(m, (X, X, X, vl))
+    Y = torch.randn(3, 5, 20)
+    with pytest.raises(ValueError, match=r"queries has shape \[3, 5, 20\], "
+                       r"but this callable was compiled for \[2, 5, 20\]"):
+        f(Y, Y, Y, torch.tensor([1, 2, 3]))
+    with pytest.raises(ValueError, match=r"valid_lens has shape \[3\]"):
+        f(X, X, X, torch.tensor([1, 2, 3]))
+    with pytest.raises(ValueError, match="compiled with valid_lens .* got "
+                       "None. For calls without lengths"):
+        f(X, X, X, None)
+    block = d2l.TransformerEncoderBlock(20, 40, 4, 0.5).eval()
+    g = attnc.from_torch(block, (X, vl))
+    with pytest.raises(ValueError, match=r"X has shape \[2, 4, 20\]"):
+        g(X[:, :4], vl)
+    layer = nn.TransformerEncoderLayer(20, 4, 40, batch_first=True).eval()
+    h = attnc.from_torch(layer, (X,))
+    with pytest.raises(ValueError, match=r"src has shape \[2, 4, 20\]"):
+        h(X[:, :4])
 
 
 def test_a_float64_module_is_called_as_it_is():
