@@ -178,8 +178,30 @@ def _bind(self, **params):
     return self
 
 
+def _repr(self):
+    """<attnc.Kernel d2l_mha(X: f32[2, 4, 100], valid_lens: i32[2];
+    params W_q: f32[100, 100] (bound), ...) -> Y: f32[2, 4, 100]>"""
+    def typed(name, dtype, shape):
+        return f"{name}: {dtype}[{', '.join(str(x) for x in shape)}]"
+
+    inputs, params, outputs = [], [], []
+    for name, role, dtype, shape in self.signature:
+        text = typed(name, dtype, shape)
+        if role == "input":
+            inputs.append(text)
+        elif role == "output":
+            outputs.append(text)
+        else:
+            params.append(text + (" (bound)" if self.is_bound(name) else ""))
+    arguments = ", ".join(inputs)
+    if params:
+        arguments += "; params " + ", ".join(params)
+    return f"<attnc.Kernel {self.name}({arguments}) -> {', '.join(outputs)}>"
+
+
 Kernel.__call__ = _call
 Kernel.bind = _bind
+Kernel.__repr__ = _repr
 _bind.__doc__ = _native_bind.__doc__
 
 

@@ -204,3 +204,18 @@ def test_the_thread_default_is_the_cpus_the_process_may_use():
     out = subprocess.run([sys.executable, "-c", script.format("")], env=env,
                          capture_output=True, text=True, check=True).stdout
     assert out.split()[0] == "3"
+
+
+def test_a_kernel_says_what_it_is():
+    # It was <attnc._attnc.Kernel object at 0x...>.
+    k = attnc.compile("""
+block lin {
+  input  X: f32[2, 3]
+  param  W: f32[4, 3]
+  param  b: f32[4]
+  Y = linear(X, W, b)
+  output Y
+}""")
+    k.bind(W=np.zeros((4, 3), np.float32))
+    assert repr(k) == ("<attnc.Kernel lin(X: f32[2, 3]; params W: f32[4, 3] "
+                       "(bound), b: f32[4]) -> Y: f32[2, 4]>")
