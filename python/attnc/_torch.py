@@ -5,9 +5,12 @@ writes the .attn spec that computes the same thing for the example inputs'
 shapes, compiles it, binds the weights and returns a TorchBlock: a callable
 with the module's forward signature and result. Supported (eval mode):
 
-- D2L's MultiHeadAttention (bias or not) and TransformerEncoderBlock,
-  recognized by their attributes (W_q, W_k, W_v, W_o, num_heads, attention;
-  attention, addnorm1, ffn, addnorm2), as the book defines them;
+- D2L's MultiHeadAttention (bias or not), TransformerEncoderBlock,
+  TransformerEncoder (its blocks as block calls), PositionalEncoding and
+  DotProductAttention, recognized by their attributes (W_q, W_k, W_v, W_o,
+  num_heads, attention; attention, addnorm1, ffn, addnorm2; embedding,
+  pos_encoding, blks; P) or, for DotProductAttention, which has none, its
+  class name, as the book defines them;
 - torch.nn.MultiheadAttention and torch.nn.TransformerEncoderLayer
   (batch_first either way, norm_first either way, relu).
 
@@ -16,6 +19,7 @@ attribute that attnc cannot express.
 """
 
 import functools
+import math
 import itertools
 from typing import List, Optional
 
@@ -413,7 +417,7 @@ def _to_float64(value):
 
 
 def _compile_spec(spec, compile_options):
-    kernel = _compile(spec.text(), **compile_options)
+    kernel = _compile(spec.text(), block=spec.name, **compile_options)
     kernel.bind(**spec.params)
     kernel.prepare()
     return _BoundKernel(kernel)
@@ -569,28 +573,37 @@ def _ffn(spec, prefix, x, dense1, dense2, activation="relu"):
     return out
 
 
-def _from_d2l_encoder_block(m, inputs, return_weights, options):
-    if len(inputs) != 2:
-        raise ValueError(
-            "attnc.from_torch: a D2L TransformerEncoderBlock takes (X, "
-            f"valid_lens) as example inputs, got {len(inputs)}")
-    X, valid_lens = inputs
+def _d2l_encoder_block_spec(m, name, X_shape, valid_lens, return_weights):
+    """The spec of a D2L TransformerEncoderBlock for X of `X_shape`: its
+    _Spec, whether lengths are repeated per head, and the lengths input."""
     if not isinstance(m.ffn.relu, nn.ReLU):
         raise NotImplementedError(
             "attnc.from_torch: ffn.relu is not nn.ReLU")
     heads = m.attention.num_heads
     w, b = _d2l_weights(m.attention)
     per_head = any(x is not None for x in b)
-    spec = _Spec("d2l_encoder_block")
-    x = spec.input("X", X.shape)
-    lens = _d2l_lens_input(spec, valid_lens, heads, per_head, X.shape[0],
-                           X.shape[1])
+    spec = _Spec(name)
+    x = spec.input("X", X_shape)
+    lens = _d2l_lens_input(spec, valid_lens, heads, per_head, X_shape[0],
+                           X_shape[1])
     a = _mha(spec, "attention_", x, x, x, heads, w, b, lens, False,
              return_weights)
     y = _d2l_addnorm(spec, "addnorm1_", x, a, m.addnorm1)
     f = _ffn(spec, "ffn_", y, m.ffn.dense1, m.ffn.dense2)
     z = _d2l_addnorm(spec, "addnorm2_", y, f, m.addnorm2)
     spec.outputs = [z] + (["attention_weights"] if return_weights else [])
+    return spec, per_head, lens
+
+
+def _from_d2l_encoder_block(m, inputs, return_weights, options):
+    if len(inputs) != 2:
+        raise ValueError(
+            "attnc.from_torch: a D2L TransformerEncoderBlock takes (X, "
+            f"valid_lens) as example inputs, got {len(inputs)}")
+    X, valid_lens = inputs
+    heads = m.attention.num_heads
+    spec, per_head, lens = _d2l_encoder_block_spec(
+        m, "d2l_encoder_block", X.shape, valid_lens, return_weights)
     kernel = _compile_spec(spec, options)
 
     shapes = {"X": X.shape}
@@ -601,6 +614,178 @@ def _from_d2l_encoder_block(m, inputs, return_weights, options):
         _check_shapes({"X": X, "valid_lens": valid_lens}, shapes)
         return _call_d2l(block, kernel, {"X": X}, valid_lens, lens, heads,
                          per_head, X.shape[1], return_weights)
+
+    return TorchBlock(spec, kernel, call)
+
+
+class _SpecFile:
+    """Several blocks in one file, the last the kernel (it calls the
+    others); its params are the kernel's."""
+
+    def __init__(self, blocks):
+        self.blocks = blocks
+        self.name = blocks[-1].name
+        self.params = blocks[-1].params
+
+    def text(self):
+        return "\n".join(b.text() for b in self.blocks)
+
+
+def _is_d2l_encoder(m):
+    return all(hasattr(m, a) for a in
+               ("embedding", "pos_encoding", "blks", "num_hiddens")) and \
+        isinstance(m.embedding, nn.Embedding) and \
+        _is_d2l_positional_encoding(m.pos_encoding) and len(m.blks) > 0 and \
+        all(_is_d2l_encoder_block(b) for b in m.blks)
+
+
+def _from_d2l_encoder(m, inputs, return_weights, options):
+    """D2L's TransformerEncoder: embedding * sqrt(num_hiddens), positional
+    encoding, then its blocks, as calls of one block (compiled once,
+    whatever the number of blocks) with each block's weights."""
+    if len(inputs) != 2:
+        raise ValueError(
+            "attnc.from_torch: a D2L TransformerEncoder takes (X, valid_lens) "
+            f"as example inputs (X the token ids), got {len(inputs)}")
+    tokens, valid_lens = inputs
+    if tokens.dim() != 2 or tokens.is_floating_point():
+        raise ValueError(
+            "attnc.from_torch: a D2L TransformerEncoder's X is token ids "
+            f"[batch, steps], got {tokens.dtype} {list(tokens.shape)}")
+    B, T = tokens.shape
+    D = m.num_hiddens
+    first = m.blks[0]
+    heads = first.attention.num_heads
+    callee, per_head, lens = _d2l_encoder_block_spec(
+        first, "d2l_encoder_block", (B, T, D), valid_lens, return_weights)
+    callee_params = list(callee.params)
+    if any(_d2l_encoder_block_spec(b, "check", (B, T, D), valid_lens,
+                                   return_weights)[1] != per_head
+           for b in m.blks):
+        raise NotImplementedError(
+            "attnc.from_torch: the blocks of a TransformerEncoder differ in "
+            "use_bias")
+    caller = _Spec("d2l_encoder")
+    x = caller.input("X", (B, T), "i32")
+    lens_name = _d2l_lens_input(caller, valid_lens, heads, per_head, B, T)
+    table = caller.param("embedding", m.embedding.weight)
+    caller.let("embedded", f"scale(embedding({x}, {table}), "
+               f"{float(math.sqrt(D))!r})")
+    max_len = m.pos_encoding.P.shape[1]
+    caller.let("H0", f"positional_encoding(embedded, max_len={max_len})")
+    weights = []
+    for i, blk in enumerate(m.blks):
+        block_spec = _d2l_encoder_block_spec(blk, "check", (B, T, D),
+                                             valid_lens, return_weights)[0]
+        keywords = []
+        for name in callee_params:
+            caller.param(f"blks_{i}_{name}", block_spec.params[name])
+            keywords.append(f"{name}=blks_{i}_{name}")
+        arguments = ", ".join(["H" + str(i)] +
+                              ([lens_name] if lens_name else []) + keywords)
+        results = f"H{i + 1}" + (f", A{i}" if return_weights else "")
+        caller.let(results, f"d2l_encoder_block({arguments})")
+        weights.append(f"A{i}")
+    caller.outputs = [f"H{len(m.blks)}"] + (weights if return_weights else [])
+    spec = _SpecFile([callee, caller])
+    kernel = _compile_spec(spec, options)
+    shapes = {"X": tokens.shape}
+    if valid_lens is not None:
+        shapes["valid_lens"] = valid_lens.shape
+
+    def call(block, X, valid_lens):
+        _check_shapes({"X": X, "valid_lens": valid_lens}, shapes)
+        if valid_lens is not None and lens is None or \
+                valid_lens is None and lens is not None:
+            _call_d2l(block, kernel, {}, valid_lens, lens, heads, per_head,
+                      T, False)
+        args = {"X": X.to(torch.int32) if isinstance(X, torch.Tensor) else X}
+        if lens:
+            args["valid_lens"] = _lens_of(valid_lens, heads, per_head, T)
+        result = kernel(**args)
+        if not return_weights:
+            return result
+        block.attention_weights = list(result[1:])
+        return result[0]
+
+    return TorchBlock(spec, kernel, call)
+
+
+def _is_d2l_positional_encoding(m):
+    return isinstance(getattr(m, "P", None), torch.Tensor) and \
+        m.P.dim() == 3 and isinstance(getattr(m, "dropout", None), nn.Dropout)
+
+
+def _from_d2l_positional_encoding(m, inputs, options):
+    if len(inputs) != 1:
+        raise ValueError(
+            "attnc.from_torch: a D2L PositionalEncoding takes (X,) as example "
+            f"inputs, got {len(inputs)}")
+    X, = inputs
+    if X.dim() != 3 or X.shape[2] != m.P.shape[2]:
+        raise ValueError(
+            f"attnc.from_torch: PositionalEncoding of {m.P.shape[2]} hiddens "
+            f"takes X [batch, steps, {m.P.shape[2]}], got {list(X.shape)}")
+    spec = _Spec("d2l_positional_encoding")
+    x = spec.input("X", X.shape)
+    spec.let("Y", f"positional_encoding({x}, max_len={m.P.shape[1]})")
+    spec.outputs = ["Y"]
+    kernel = _compile_spec(spec, options)
+    shapes = {"X": X.shape}
+
+    def call(block, X):
+        _check_shapes({"X": X}, shapes)
+        return kernel(X=X)
+
+    return TorchBlock(spec, kernel, call)
+
+
+def _is_d2l_dot_product_attention(m):
+    return type(m).__name__ == "DotProductAttention" and \
+        isinstance(getattr(m, "dropout", None), nn.Dropout) and \
+        not any(True for _ in m.parameters())
+
+
+def _from_d2l_dot_product_attention(m, inputs, return_weights, options):
+    if len(inputs) not in (3, 4):
+        raise ValueError(
+            "attnc.from_torch: a D2L DotProductAttention takes (queries, keys, "
+            f"values[, valid_lens]) as example inputs, got {len(inputs)}")
+    queries, keys, values = inputs[:3]
+    valid_lens = inputs[3] if len(inputs) == 4 else None
+    spec = _Spec("d2l_dot_product_attention")
+    q = spec.input("queries", queries.shape)
+    k = spec.input("keys", keys.shape)
+    v = spec.input("values", values.shape)
+    lens = _d2l_lens_input(spec, valid_lens, 1, False, queries.shape[0],
+                           queries.shape[1])
+    masked = f", {lens}" if lens else ""
+    if return_weights:
+        # D2L keeps the weights: the op's parts, which give them.
+        scale = 1.0 / math.sqrt(queries.shape[-1])
+        spec.let("scores",
+                 f"scale(matmul({q}, {k}, transpose_b=true), {scale!r})")
+        spec.let("attention_weights", f"masked_softmax(scores{masked})"
+                 if lens else "softmax(scores)")
+        spec.let("Y", f"matmul(attention_weights, {v})")
+        spec.outputs = ["Y", "attention_weights"]
+    else:
+        keyword = f", valid_lens={lens}" if lens else ""
+        spec.let("Y", f"attention({q}, {k}, {v}{keyword})")
+        spec.outputs = ["Y"]
+    kernel = _compile_spec(spec, options)
+    shapes = {"queries": queries.shape, "keys": keys.shape,
+              "values": values.shape}
+    if valid_lens is not None:
+        shapes["valid_lens"] = valid_lens.shape
+
+    def call(block, queries, keys, values, valid_lens=None):
+        _check_shapes({"queries": queries, "keys": keys, "values": values,
+                       "valid_lens": valid_lens}, shapes)
+        return _call_d2l(block, kernel, {"queries": queries, "keys": keys,
+                                         "values": values},
+                         valid_lens, lens, 1, False, keys.shape[1],
+                         return_weights)
 
     return TorchBlock(spec, kernel, call)
 
@@ -854,9 +1039,17 @@ def from_torch(module, example_inputs, return_weights=False, **options):
                                            options)
         elif isinstance(module, nn.MultiheadAttention):
             block = _from_nn_mha(module, inputs, return_weights, options)
+        elif _is_d2l_encoder(module):
+            block = _from_d2l_encoder(module, inputs, return_weights,
+                                      options)
         elif _is_d2l_encoder_block(module):
             block = _from_d2l_encoder_block(module, inputs, return_weights,
                                             options)
+        elif _is_d2l_positional_encoding(module):
+            block = _from_d2l_positional_encoding(module, inputs, options)
+        elif _is_d2l_dot_product_attention(module):
+            block = _from_d2l_dot_product_attention(module, inputs,
+                                                    return_weights, options)
         elif _is_d2l_mha(module):
             block = _from_d2l_mha(module, inputs, return_weights, options)
     if block is not None:
@@ -865,5 +1058,6 @@ def from_torch(module, example_inputs, return_weights=False, **options):
         return block
     raise NotImplementedError(
         f"attnc.from_torch: {type(module).__name__} is not a block attnc "
-        "knows: D2L's MultiHeadAttention or TransformerEncoderBlock, "
+        "knows: D2L's DotProductAttention, MultiHeadAttention, "
+        "PositionalEncoding, TransformerEncoderBlock or TransformerEncoder, "
         "nn.MultiheadAttention, nn.TransformerEncoderLayer")

@@ -223,6 +223,35 @@ class TransformerEncoderBlock(nn.Module):
         return self.addnorm2(Y, self.ffn(Y))
 
 
+class TransformerEncoder(nn.Module):
+    """The Transformer encoder (D2L's, without d2l.Encoder's base class):
+    token embedding scaled by sqrt(num_hiddens), positional encoding, then
+    num_blks encoder blocks; keeps each block's attention weights."""
+
+    def __init__(self, vocab_size, num_hiddens, ffn_num_hiddens, num_heads,
+                 num_blks, dropout, use_bias=False):
+        super().__init__()
+        self.num_hiddens = num_hiddens
+        self.embedding = nn.Embedding(vocab_size, num_hiddens)
+        self.pos_encoding = PositionalEncoding(num_hiddens, dropout)
+        self.blks = nn.Sequential()
+        for i in range(num_blks):
+            self.blks.add_module("block" + str(i), TransformerEncoderBlock(
+                num_hiddens, ffn_num_hiddens, num_heads, dropout, use_bias))
+
+    def forward(self, X, valid_lens):
+        # Since positional encoding values are between -1 and 1, the
+        # embedding values are multiplied by the square root of the
+        # embedding dimension to rescale before they are summed up
+        X = self.pos_encoding(self.embedding(X) * math.sqrt(self.num_hiddens))
+        self.attention_weights = [None] * len(self.blks)
+        for i, blk in enumerate(self.blks):
+            X = blk(X, valid_lens)
+            self.attention_weights[
+                i] = blk.attention.attention.attention_weights
+        return X
+
+
 # --------------------------------------------------------------------------
 # v2 reference code (docs/spec.md section 2, "Ops (v2)"): the published formulas of
 # Hugging Face transformers' Llama (modeling_llama: LlamaRMSNorm,

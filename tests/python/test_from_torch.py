@@ -211,3 +211,36 @@ def test_a_float64_module_is_called_as_it_is():
     expected, expected_weights = n(Q, Q, Q)
     close(out, expected)
     close(weights, expected_weights)
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_d2l_transformer_encoder_through_block_calls(bias):
+    # The book's encoder (200 tokens, 24 hiddens, 8 heads, 2 blocks): one
+    # block compiled once and called per layer with its weights.
+    enc = d2l.TransformerEncoder(200, 24, 48, 8, 2, 0.5,
+                                 use_bias=bias).eval()
+    X = torch.randint(0, 200, (2, 100))
+    vl = torch.tensor([3, 2])
+    f = attnc.from_torch(enc, (X, vl), return_weights=True)
+    assert [line for line in f.spec.splitlines()
+            if line.startswith("block ")] == ["block d2l_encoder_block {",
+                                              "block d2l_encoder {"]
+    assert f.spec.count("= d2l_encoder_block(") == 2
+    close(f(X, vl), enc(X, vl))
+    assert len(f.attention_weights) == 2
+    for mine, theirs in zip(f.attention_weights, enc.attention_weights):
+        close(mine, theirs, atol=1e-6)
+
+
+def test_d2l_positional_encoding_and_dot_product_attention():
+    pe = d2l.PositionalEncoding(32, 0.5).eval()
+    Z = torch.randn(2, 60, 32)
+    close(attnc.from_torch(pe, (Z,))(Z), pe(Z))
+    dpa = d2l.DotProductAttention(0.5).eval()
+    q, k, v = torch.randn(2, 1, 2), torch.randn(2, 10, 2), torch.randn(2, 10, 4)
+    vl = torch.tensor([2, 6])
+    f = attnc.from_torch(dpa, (q, k, v, vl), return_weights=True)
+    close(f(q, k, v, vl), dpa(q, k, v, vl))
+    close(f.attention_weights, dpa.attention_weights, atol=1e-6)
+    g = attnc.from_torch(dpa, (q, k, v))
+    close(g(q, k, v), dpa(q, k, v))
