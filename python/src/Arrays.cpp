@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 namespace nb = nanobind;
 using namespace attnc;
@@ -297,6 +298,46 @@ nb::object torchAttribute(nb::handle tensor, PyObject *name, bool call) {
   return nb::steal(result);
 }
 
+/// Whether `bytes` bytes at `data` lie inside the torch storage `array`
+/// holds (true when it holds none: a NumPy array, or a tensor whose
+/// storage torch does not expose, which DLPack then checks). A tensor that
+/// another thread changes while the call reads it (`X.set_()` releases the
+/// GIL while it swaps the storage and then the sizes) can be read torn: a
+/// shape of the old storage with a pointer of the new one, or null. Every
+/// pointer the kernel gets is checked against the storage held for the
+/// call, so a torn read is refused, never followed.
+bool inHeldStorage(const ArgumentArray &array, uintptr_t data,
+                   uintptr_t bytes) {
+  if (!array.torchStorage.is_valid())
+    return true;
+  const TorchNames &names = torchNames();
+  auto storageBegin = nb::cast<uintptr_t>(
+      torchAttribute(array.torchStorage, names.dataPtr, true));
+  auto storageBytes = nb::cast<uintptr_t>(
+      torchAttribute(array.torchStorage, names.nbytes, true));
+  return data && data >= storageBegin && data - storageBegin <= storageBytes &&
+         bytes <= storageBytes - (data - storageBegin);
+}
+
+/// The bytes of `count` elements of `type`, or nullopt on overflow.
+std::optional<uintptr_t> byteCount(llvm::ArrayRef<int64_t> shape,
+                                   ElementType type) {
+  uintptr_t bytes = elementSize(type);
+  for (int64_t extent : shape)
+    if (extent < 0 || __builtin_mul_overflow(bytes, uintptr_t(extent), &bytes))
+      return std::nullopt;
+  return bytes;
+}
+
+/// The error of a tensor read torn (see inHeldStorage).
+[[noreturn]] void throwTornRead(const KernelArgument &argument) {
+  throw nb::value_error(
+      (describe(argument) +
+       ": the tensor changed while the call read it (another thread "
+       "replaced or resized its storage: X.set_(), resize_()); nothing ran")
+          .c_str());
+}
+
 /// The common case of a torch tensor, read off its attributes (cheaper than
 /// a DLPack capsule): a contiguous CPU tensor of `argument`'s dtype. False
 /// for any other tensor.
@@ -324,17 +365,8 @@ bool readTorchInPlace(const KernelArgument &argument, nb::handle tensor,
     array.shape.push_back(nb::cast<int64_t>(extent));
   // The elements must lie in the storage held for the call.
   auto begin = nb::cast<uintptr_t>(pointer);
-  auto storageBegin = nb::cast<uintptr_t>(
-      torchAttribute(array.torchStorage, names.dataPtr, true));
-  auto storageBytes = nb::cast<uintptr_t>(
-      torchAttribute(array.torchStorage, names.nbytes, true));
-  uintptr_t bytes = elementSize(argument.type);
-  bool inStorage =
-      begin && begin >= storageBegin && begin - storageBegin <= storageBytes;
-  for (int64_t extent : array.shape)
-    inStorage &= extent >= 0 &&
-                 !__builtin_mul_overflow(bytes, uintptr_t(extent), &bytes);
-  if (!inStorage || bytes > storageBytes - (begin - storageBegin)) {
+  std::optional<uintptr_t> bytes = byteCount(array.shape, argument.type);
+  if (!bytes || !inHeldStorage(array, begin, *bytes)) {
     array.shape.clear();
     return false;
   }
@@ -436,6 +468,20 @@ ArgumentArray attnc::python::readArray(const KernelArgument &argument,
   nb::dlpack::dtype type = view.dtype();
   bool sameType = type.code == want.code && type.bits == want.bits &&
                   type.lanes == want.lanes;
+  if (array.isTorch) {
+    // The span the view's strides reach, against the storage held.
+    uintptr_t span = 0;
+    bool empty = false;
+    for (size_t d = 0; d < view.ndim(); ++d) {
+      empty |= view.shape(d) == 0;
+      if (view.stride(d) < 0) // torch's strides are never negative
+        throwTornRead(argument);
+      span += uintptr_t(view.shape(d) - 1) * uintptr_t(view.stride(d));
+    }
+    uintptr_t bytes = (span + 1) * (type.bits / 8);
+    if (!empty && !inHeldStorage(array, uintptr_t(view.data()), bytes))
+      throwTornRead(argument);
+  }
   if (sameType && isCContiguous(view) && view.data() && !array.copied) {
     array.data = view.data();
     return array;

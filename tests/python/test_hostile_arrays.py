@@ -57,6 +57,10 @@ def test_storage_replaced_during_a_call_is_not_freed(role):
     # Another thread swaps the tensor's storage (X.set_) while the kernel
     # reads or writes it with the GIL released. The call must hold the old
     # storage until it returns; before, the kernel touched freed memory.
+    # set_ itself releases the GIL between swapping the storage and the
+    # sizes, so the call may also read X torn (old shape, new pointer): it
+    # must refuse that (ValueError in the thread), never follow the
+    # pointer (under load that crashed in the copy path).
     # With malloc's mmap threshold fixed at 128 KiB, the 16 MiB tensors are
     # unmapped when freed, so a use after free faults (SIGSEGV) rather than
     # reading stale heap memory.
