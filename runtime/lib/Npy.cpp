@@ -404,8 +404,14 @@ Expected<NpyDtype> interpretDescr(const PyValue &v, StringRef name) {
                               knownDescrs() +
                               " (convert with "
                               "arr.astype(arr.dtype.newbyteorder('<')))");
+  // What to save instead: the kind of the file's dtype (f, i, u, b).
+  llvm::StringRef hint;
+  if (d.size() > 1 && d[1] == 'f')
+    hint = " (save it as float32: np.save(path, a.astype(np.float32)))";
+  else if (d.size() > 1 && (d[1] == 'i' || d[1] == 'u' || d[1] == 'b'))
+    hint = " (save it as int32: np.save(path, a.astype(np.int32)))";
   return npyError(name, "dtype '" + d + "' is not supported; expected " +
-                            knownDescrs());
+                            knownDescrs() + hint);
 }
 
 } // namespace

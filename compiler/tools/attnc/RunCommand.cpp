@@ -45,8 +45,11 @@ llvm::Expected<NpyArray> readArgument(const KernelArgument &argument,
   constexpr uint64_t kMaxHeaderBytes = uint64_t(1) << 20;
   llvm::Expected<NpyArray> array =
       readNpy(file, kMaxHeaderBytes + 8 * uint64_t(argument.numElements()));
+  // readNpy's message names the file; say which argument it was for.
   if (!array)
-    return array.takeError();
+    return llvm::createStringError(
+        (roleName(argument.role) + " '" + argument.name + "': ").str() +
+        llvm::toString(array.takeError()));
   std::string what =
       (roleName(argument.role) + " '" + argument.name + "' (" + file + ")")
           .str();
@@ -164,10 +167,19 @@ bool readInputDir(llvm::StringRef dir, const KernelSignature &signature,
     bool known = llvm::any_of(arguments, [&](const KernelArgument &a) {
       return a.role != ArgumentRole::Output && a.name == file;
     });
-    if (!known)
-      llvm::WithColor::warning(llvm::errs(), "attnc")
-          << it->path() << " names no input or param of block '"
-          << signature.name << "'; ignored\n";
+    if (known)
+      continue;
+    // A near miss (names are case-sensitive: x.npy for input X) says so.
+    std::string hint;
+    for (const KernelArgument &a : arguments)
+      if (a.role != ArgumentRole::Output &&
+          (file.equals_insensitive(a.name) ||
+           file.edit_distance(a.name, /*AllowReplacements=*/true,
+                              /*MaxEditDistance=*/2) <= 1))
+        hint = " (did you mean " + a.name + ".npy? names are case-sensitive)";
+    llvm::WithColor::warning(llvm::errs(), "attnc")
+        << it->path() << " names no input or param of block '" << signature.name
+        << "'" << hint << "; ignored\n";
   }
   if (ec) {
     error() << "--input-dir " << dir << ": " << ec.message() << "\n";
