@@ -445,6 +445,12 @@ def _d2l_lens_input(spec, valid_lens, heads, per_head, B, Tq):
                       "i32")
 
 
+def _example_shapes(**examples):
+    """The shapes of the example tensors that are given, by name: what
+    _check_shapes compares a call's tensors with."""
+    return {n: t.shape for n, t in examples.items() if t is not None}
+
+
 def _check_shapes(given, expected):
     """Refuses a tensor of another shape than its example's, naming the
     module's argument: the kernel's own message would name the kernel's
@@ -463,23 +469,30 @@ def _check_shapes(given, expected):
                 "new shape")
 
 
+def _check_lens_given(valid_lens, lens):
+    """Refuses lengths given to a callable compiled without them (`lens` is
+    None) or missing from one compiled with them."""
+    if (valid_lens is None) == (lens is None):
+        return
+    if lens:
+        raise ValueError(
+            "attnc.from_torch: this callable was compiled with "
+            "valid_lens (its example inputs had them), so every call "
+            "passes them; got None. For calls without lengths, call "
+            "attnc.from_torch with valid_lens=None in the examples")
+    raise ValueError(
+        "attnc.from_torch: this callable was compiled without "
+        "valid_lens (its example inputs had None), so no call passes "
+        "them. For calls with lengths, call attnc.from_torch with "
+        "lengths of their shape in the examples")
+
+
 def _call_d2l(block, kernel, args, valid_lens, lens, heads, per_head, keys,
               return_weights):
     """A D2L block's call: the lengths as its kernel takes them (`lens`
     names the input, or is None; `keys` is the number of keys), the weights
     kept as D2L keeps them."""
-    if (valid_lens is None) != (lens is None):
-        if lens:
-            raise ValueError(
-                "attnc.from_torch: this callable was compiled with "
-                "valid_lens (its example inputs had them), so every call "
-                "passes them; got None. For calls without lengths, call "
-                "attnc.from_torch with valid_lens=None in the examples")
-        raise ValueError(
-            "attnc.from_torch: this callable was compiled without "
-            "valid_lens (its example inputs had None), so no call passes "
-            "them. For calls with lengths, call attnc.from_torch with "
-            "lengths of their shape in the examples")
+    _check_lens_given(valid_lens, lens)
     if lens:
         args["valid_lens"] = _lens_of(valid_lens, heads, per_head, keys)
     result = kernel(**args)
@@ -511,10 +524,8 @@ def _from_d2l_mha(m, inputs, return_weights, options):
     spec.outputs = [out] + (["weights"] if return_weights else [])
     kernel = _compile_spec(spec, options)
 
-    shapes = {"queries": queries.shape, "keys": keys.shape,
-              "values": values.shape}
-    if valid_lens is not None:
-        shapes["valid_lens"] = valid_lens.shape
+    shapes = _example_shapes(queries=queries, keys=keys, values=values,
+                             valid_lens=valid_lens)
 
     def call(block, queries, keys, values, valid_lens):
         _check_shapes({"queries": queries, "keys": keys, "values": values,
@@ -606,9 +617,7 @@ def _from_d2l_encoder_block(m, inputs, return_weights, options):
         m, "d2l_encoder_block", X.shape, valid_lens, return_weights)
     kernel = _compile_spec(spec, options)
 
-    shapes = {"X": X.shape}
-    if valid_lens is not None:
-        shapes["valid_lens"] = valid_lens.shape
+    shapes = _example_shapes(X=X, valid_lens=valid_lens)
 
     def call(block, X, valid_lens):
         _check_shapes({"X": X, "valid_lens": valid_lens}, shapes)
@@ -659,9 +668,11 @@ def _from_d2l_encoder(m, inputs, return_weights, options):
     callee, per_head, lens = _d2l_encoder_block_spec(
         first, "d2l_encoder_block", (B, T, D), valid_lens, return_weights)
     callee_params = list(callee.params)
-    if any(_d2l_encoder_block_spec(b, "check", (B, T, D), valid_lens,
-                                   return_weights)[1] != per_head
-           for b in m.blks):
+    # Each block's spec, for its weights under the callee's param names.
+    block_specs = [_d2l_encoder_block_spec(b, "d2l_encoder_block", (B, T, D),
+                                           valid_lens, return_weights)
+                   for b in m.blks]
+    if any(per_block != per_head for _, per_block, _ in block_specs):
         raise NotImplementedError(
             "attnc.from_torch: the blocks of a TransformerEncoder differ in "
             "use_bias")
@@ -674,9 +685,7 @@ def _from_d2l_encoder(m, inputs, return_weights, options):
     max_len = m.pos_encoding.P.shape[1]
     caller.let("H0", f"positional_encoding(embedded, max_len={max_len})")
     weights = []
-    for i, blk in enumerate(m.blks):
-        block_spec = _d2l_encoder_block_spec(blk, "check", (B, T, D),
-                                             valid_lens, return_weights)[0]
+    for i, (block_spec, _, _) in enumerate(block_specs):
         keywords = []
         for name in callee_params:
             caller.param(f"blks_{i}_{name}", block_spec.params[name])
@@ -689,16 +698,11 @@ def _from_d2l_encoder(m, inputs, return_weights, options):
     caller.outputs = [f"H{len(m.blks)}"] + (weights if return_weights else [])
     spec = _SpecFile([callee, caller])
     kernel = _compile_spec(spec, options)
-    shapes = {"X": tokens.shape}
-    if valid_lens is not None:
-        shapes["valid_lens"] = valid_lens.shape
+    shapes = _example_shapes(X=tokens, valid_lens=valid_lens)
 
     def call(block, X, valid_lens):
         _check_shapes({"X": X, "valid_lens": valid_lens}, shapes)
-        if valid_lens is not None and lens is None or \
-                valid_lens is None and lens is not None:
-            _call_d2l(block, kernel, {}, valid_lens, lens, heads, per_head,
-                      T, False)
+        _check_lens_given(valid_lens, lens)
         args = {"X": X.to(torch.int32) if isinstance(X, torch.Tensor) else X}
         if lens:
             args["valid_lens"] = _lens_of(valid_lens, heads, per_head, T)
@@ -774,10 +778,8 @@ def _from_d2l_dot_product_attention(m, inputs, return_weights, options):
         spec.let("Y", f"attention({q}, {k}, {v}{keyword})")
         spec.outputs = ["Y"]
     kernel = _compile_spec(spec, options)
-    shapes = {"queries": queries.shape, "keys": keys.shape,
-              "values": values.shape}
-    if valid_lens is not None:
-        shapes["valid_lens"] = valid_lens.shape
+    shapes = _example_shapes(queries=queries, keys=keys, values=values,
+                             valid_lens=valid_lens)
 
     def call(block, queries, keys, values, valid_lens=None):
         _check_shapes({"queries": queries, "keys": keys, "values": values,
