@@ -310,11 +310,8 @@ bool inHeldStorage(const ArgumentArray &array, uintptr_t data,
                    uintptr_t bytes) {
   if (!array.torchStorage.is_valid())
     return true;
-  const TorchNames &names = torchNames();
-  auto storageBegin = nb::cast<uintptr_t>(
-      torchAttribute(array.torchStorage, names.dataPtr, true));
-  auto storageBytes = nb::cast<uintptr_t>(
-      torchAttribute(array.torchStorage, names.nbytes, true));
+  uintptr_t storageBegin = array.storageBegin;
+  uintptr_t storageBytes = array.storageBytes;
   return data && data >= storageBegin && data - storageBegin <= storageBytes &&
          bytes <= storageBytes - (data - storageBegin);
 }
@@ -396,6 +393,8 @@ void holdTorchStorage(const KernelArgument &argument, nb::handle tensor,
          "traces with); attnc kernels read real CPU tensors")
             .c_str());
   array.torchStorage = std::move(storage);
+  array.storageBegin = nb::cast<uintptr_t>(pointer);
+  array.storageBytes = nb::cast<uintptr_t>(bytes);
 }
 
 /// `tensor` as the values it stands for: with torch's negative view bit

@@ -41,6 +41,10 @@ struct ArgumentArray {
   /// A torch tensor's storage, held for the call: another thread's
   /// `X.set_(...)` then cannot free the memory the kernel reads or writes.
   nanobind::object torchStorage;
+  /// Its data pointer and size in bytes, read once when it was taken: the
+  /// held storage does not move.
+  uintptr_t storageBegin = 0;
+  uintptr_t storageBytes = 0;
   nanobind::ndarray<> view;
   AlignedBuffer storage;
   void *data = nullptr;
