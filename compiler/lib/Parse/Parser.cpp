@@ -3,6 +3,7 @@
 #include "attnc/Parse/Parser.h"
 
 #include "attnc/Support/Diagnostics.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <cmath>
 #include <limits>
@@ -200,7 +201,7 @@ std::unique_ptr<Stmt> Parser::parseStatement() {
     return parseDim();
   case TokenKind::KwInput:
   case TokenKind::KwParam:
-    return parseDecl();
+    return parseDecl(tok.is(TokenKind::KwParam));
   case TokenKind::KwOutput:
     return parseOutput();
   case TokenKind::Identifier:
@@ -211,6 +212,9 @@ std::unique_ptr<Stmt> Parser::parseStatement() {
                 " must be assigned to a name: NAME = op(...)");
       return nullptr;
     }
+    if (peek().is(TokenKind::Identifier))
+      if (std::optional<TokenKind> keyword = misspelledKeyword())
+        return parseStatementAs(*keyword);
     {
       std::string name = quoted(tok.spelling);
       consume();
@@ -220,6 +224,41 @@ std::unique_ptr<Stmt> Parser::parseStatement() {
   default:
     expected("a statement (dim, input, param, output or NAME = op(...))");
     return nullptr;
+  }
+}
+
+std::optional<TokenKind> Parser::misspelledKeyword() {
+  // Only where a keyword would fit: a name followed by another name
+  // ('inptu X: ...', 'ouput Y', 'dimm B = 2') cannot start an assignment.
+  static constexpr std::pair<llvm::StringRef, TokenKind> kKeywords[] = {
+      {"dim", TokenKind::KwDim},
+      {"input", TokenKind::KwInput},
+      {"param", TokenKind::KwParam},
+      {"output", TokenKind::KwOutput}};
+  llvm::SmallVector<llvm::StringRef> names;
+  for (const auto &[name, kind] : kKeywords)
+    names.push_back(name);
+  llvm::StringRef best = closestMatch(tok.spelling, names);
+  for (const auto &[name, kind] : kKeywords)
+    if (!best.empty() && name == best) {
+      errorHere("unknown keyword " + quoted(tok.spelling) + "; did you mean '" +
+                name + "'?");
+      return kind;
+    }
+  return std::nullopt;
+}
+
+std::unique_ptr<Stmt> Parser::parseStatementAs(TokenKind keyword) {
+  // Parse the rest as the keyword's statement, so that its names are
+  // declared and the one typo gives one error, not one per use.
+  switch (keyword) {
+  case TokenKind::KwDim:
+    return parseDim();
+  case TokenKind::KwInput:
+  case TokenKind::KwParam:
+    return parseDecl(keyword == TokenKind::KwParam);
+  default:
+    return parseOutput();
   }
 }
 
@@ -287,10 +326,9 @@ std::unique_ptr<Stmt> Parser::parseDim() {
   return std::make_unique<DimStmt>(std::move(defs), SMRange{start, prevEnd});
 }
 
-std::unique_ptr<Stmt> Parser::parseDecl() {
+std::unique_ptr<Stmt> Parser::parseDecl(bool isParam) {
   SMLoc start = tok.loc();
-  bool isParam = tok.is(TokenKind::KwParam);
-  llvm::StringRef keyword = tok.spelling;
+  llvm::StringRef keyword = isParam ? "param" : "input";
   consume();
   std::optional<Ident> name = parseIdent("a name after '" + keyword + "'");
   if (!name)

@@ -246,9 +246,15 @@ Symbol *BlockChecker::resolve(const Ident &name, bool wantTensor) {
     return nullptr;
   }
   std::vector<StringRef> candidates = namesOfKind(wantTensor);
+  StringRef meant = closestMatch(name.name, candidates);
   diag.error(name.range,
              Twine(wantTensor ? "undefined name " : "undefined dim ") +
                  quoted(name.name) + didYouMean(name.name, candidates));
+  // The suggested name counts as used: 'output y' for 'Y' is one mistake,
+  // not also "'Y' is never used".
+  if (!meant.empty())
+    if (auto symbol = scope.find(meant); symbol != scope.end())
+      symbol->second.used = true;
   return nullptr;
 }
 

@@ -5,6 +5,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <vector>
 
 using namespace attnc;
 using llvm::SMLoc;
@@ -97,8 +98,41 @@ std::string attnc::quoted(StringRef text) {
   return out;
 }
 
+/// The optimal-string-alignment distance: insertions, deletions,
+/// replacements and swaps of two neighbouring letters each count one
+/// ('rleu' is one edit from 'relu', where Levenshtein counts two). Gives up
+/// past `limit` (returns limit + 1).
+static unsigned typoDistance(StringRef a, StringRef b, unsigned limit) {
+  std::vector<unsigned> before(b.size() + 1), previous(b.size() + 1),
+      current(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    previous[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    current[0] = i;
+    unsigned rowBest = current[0];
+    for (size_t j = 1; j <= b.size(); ++j) {
+      unsigned cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      current[j] = std::min(
+          {previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        current[j] = std::min(current[j], before[j - 2] + 1);
+      rowBest = std::min(rowBest, current[j]);
+    }
+    if (rowBest > limit)
+      return limit + 1;
+    std::swap(before, previous);
+    std::swap(previous, current);
+  }
+  return std::min(previous[b.size()], limit + 1);
+}
+
 StringRef attnc::closestMatch(StringRef name,
                               llvm::ArrayRef<StringRef> candidates) {
+  // Names are case-sensitive, and a name that differs only in case is the
+  // likeliest mistake of all ('output y' for 'Y'), whatever its length.
+  for (StringRef candidate : candidates)
+    if (candidate != name && candidate.equals_insensitive(name))
+      return candidate;
   // A typo is about a third of the name (one to three edits), and never the
   // whole name: 'Q' is not a typo of 'Y'.
   unsigned maxDistance = std::clamp<unsigned>((name.size() + 1) / 3, 1, 3);
@@ -114,8 +148,7 @@ StringRef attnc::closestMatch(StringRef name,
                            : candidate.size() - name.size();
     if (lengthGap > maxDistance || candidate == name)
       continue;
-    unsigned distance =
-        name.edit_distance(candidate, /*AllowReplacements=*/true, maxDistance);
+    unsigned distance = typoDistance(name, candidate, maxDistance);
     if (distance < bestDistance) {
       best = candidate;
       bestDistance = distance;

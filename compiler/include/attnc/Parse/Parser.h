@@ -58,7 +58,13 @@ private:
   std::unique_ptr<ast::Block> parseBlock();
   std::unique_ptr<ast::Stmt> parseStatement();
   std::unique_ptr<ast::Stmt> parseDim();
-  std::unique_ptr<ast::Stmt> parseDecl();
+  /// `input` or `param` (isParam), the keyword being the current token.
+  std::unique_ptr<ast::Stmt> parseDecl(bool isParam);
+  /// At a name followed by a name: the statement keyword it misspells
+  /// (reported), if it is close to one.
+  std::optional<TokenKind> misspelledKeyword();
+  /// The statement of `keyword`, the current token standing for it.
+  std::unique_ptr<ast::Stmt> parseStatementAs(TokenKind keyword);
   std::unique_ptr<ast::Stmt> parseOutput();
   std::unique_ptr<ast::Stmt> parseAssign();
   std::optional<ast::TypeExpr> parseType();
