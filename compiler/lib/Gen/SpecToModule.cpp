@@ -4,6 +4,7 @@
 
 #include "attnc/Frontend/Frontend.h"
 #include "attnc/Gen/MLIRGen.h"
+#include "attnc/Gen/ParseAttnIR.h"
 #include "attnc/Support/Diagnostics.h"
 
 #include "mlir/IR/Verifier.h"
@@ -18,6 +19,9 @@ llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 attnc::specToModule(mlir::MLIRContext &context, llvm::StringRef text,
                     llvm::StringRef sourceName, llvm::StringRef block,
                     llvm::raw_ostream &diagnostics, bool allBlocks) {
+  if (isAttnIRFile(sourceName))
+    return parseAttnIR(context, text, sourceName, block, diagnostics,
+                       allBlocks);
   llvm::SourceMgr sourceMgr;
   unsigned id = sourceMgr.AddNewSourceBuffer(
       llvm::MemoryBuffer::getMemBufferCopy(text, sourceName), llvm::SMLoc());

@@ -10,6 +10,7 @@
 #include "attnc/Codegen/TargetMachine.h"
 #include "attnc/Frontend/Frontend.h"
 #include "attnc/Gen/MLIRGen.h"
+#include "attnc/Gen/ParseAttnIR.h"
 #include "attnc/Halide/HalideBackend.h"
 #include "attnc/InitAttn.h"
 #include "attnc/Runtime/Runtime.h"
@@ -20,6 +21,7 @@
 #include "Progress.h"
 #include "RunCommand.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -98,7 +100,7 @@ cl::SubCommand runSubcommand("run",
 // Shared by `attnc SPEC` and `attnc run SPEC`.
 // Required unless --print-schedule (checked in main).
 cl::opt<std::string> inputFile(cl::Positional, cl::Optional,
-                               cl::desc("<SPEC.attn>"),
+                               cl::desc("<SPEC.attn | KERNELS.mlir>"),
                                cl::sub(cl::SubCommand::getTopLevel()),
                                cl::sub(runSubcommand), cl::cat(outputCategory));
 
@@ -279,11 +281,34 @@ void fatalErrorHandler(void *, const char *reason, bool) {
   llvm::sys::Process::Exit(kInternalError, /*NoCleanup=*/true);
 }
 
-/// The parsed and checked spec, with the SourceMgr that owns its text.
+/// The parsed and checked spec, with the SourceMgr that owns its text: a
+/// .attn file's AST, or a .mlir file's attn IR (in `context`).
 struct LoadedSpec {
   llvm::SourceMgr sourceMgr;
   std::unique_ptr<ast::Module> module;
+  std::unique_ptr<mlir::MLIRContext> context;
+  mlir::OwningOpRef<mlir::ModuleOp> ir;
+
+  /// Its blocks' names (the kernels of attn IR).
+  llvm::SmallVector<llvm::StringRef> blockNames() const {
+    llvm::SmallVector<llvm::StringRef> names;
+    if (ir) {
+      for (auto func : ir.get().getOps<mlir::func::FuncOp>())
+        if (func.isPublic())
+          names.push_back(func.getName());
+      return names;
+    }
+    for (const auto &block : module->blocks)
+      names.push_back(block->name.name);
+    return names;
+  }
 };
+
+std::unique_ptr<mlir::MLIRContext> newContext() {
+  mlir::DialectRegistry registry;
+  registerAllDialects(registry);
+  return std::make_unique<mlir::MLIRContext>(registry);
+}
 
 /// Reads and checks `inputFile`; reports and returns false on any error.
 bool loadSpec(LoadedSpec &spec) {
@@ -295,14 +320,25 @@ bool loadSpec(LoadedSpec &spec) {
   }
   unsigned id =
       spec.sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
-  DiagnosticEngine diag(spec.sourceMgr, llvm::errs());
-  spec.module = parseAndCheck(diag, id);
-  if (!spec.module)
-    return false;
-  if (!blockName.empty() && !spec.module->lookup(blockName)) {
-    llvm::SmallVector<llvm::StringRef> names;
-    for (const auto &block : spec.module->blocks)
-      names.push_back(block->name.name);
+  spec.context = newContext();
+  if (isAttnIRFile(inputFile)) {
+    // All kernels: --block selects one when the code is generated.
+    auto ir = parseAttnIR(*spec.context,
+                          spec.sourceMgr.getMemoryBuffer(id)->getBuffer(),
+                          inputFile, "", llvm::errs(), /*allBlocks=*/true);
+    if (!ir) {
+      error() << llvm::toString(ir.takeError()) << "\n";
+      return false;
+    }
+    spec.ir = std::move(*ir);
+  } else {
+    DiagnosticEngine diag(spec.sourceMgr, llvm::errs());
+    spec.module = parseAndCheck(diag, id);
+    if (!spec.module)
+      return false;
+  }
+  llvm::SmallVector<llvm::StringRef> names = spec.blockNames();
+  if (!blockName.empty() && !llvm::is_contained(names, blockName)) {
     error() << "no block named '" << blockName << "' in '" << inputFile
             << "'; available blocks: " << llvm::join(names, ", ") << "\n";
     return false;
@@ -403,14 +439,16 @@ std::optional<OutputKind> outputKind() {
   return std::nullopt;
 }
 
-int emitCode(const LoadedSpec &spec, unsigned optLevelValue,
-             Progress &progress) {
+int emitCode(LoadedSpec &spec, unsigned optLevelValue, Progress &progress) {
   progress.stage("generating MLIR");
-  mlir::DialectRegistry registry;
-  registerAllDialects(registry);
-  mlir::MLIRContext context(registry);
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlirGen(context, *spec.module, spec.sourceMgr, blockName);
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  if (spec.ir) {
+    module = std::move(spec.ir);
+    if (!blockName.empty())
+      keepOnlyKernel(*module, blockName);
+  } else {
+    module = mlirGen(*spec.context, *spec.module, spec.sourceMgr, blockName);
+  }
   if (failed(mlir::verify(*module))) {
     llvm::errs() << "attnc: internal error: the IR generated for '" << inputFile
                  << "' does not verify\n";
@@ -563,10 +601,8 @@ int runMain() {
   LoadedSpec spec;
   if (!loadSpec(spec))
     return kUserError;
-  if (blockName.empty() && spec.module->blocks.size() > 1) {
-    llvm::SmallVector<llvm::StringRef> names;
-    for (const auto &b : spec.module->blocks)
-      names.push_back(b->name.name);
+  if (llvm::SmallVector<llvm::StringRef> names = spec.blockNames();
+      blockName.empty() && names.size() > 1) {
     error() << "'" << inputFile << "' has " << names.size()
             << " blocks; choose one with --block (" << llvm::join(names, ", ")
             << ")\n";
@@ -630,13 +666,18 @@ int main(int argc, char **argv) {
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   cl::SetVersionPrinter(printVersion);
+  // MLIR's printer flag that --emit=attn|lowered users want (the source
+  // locations of every op) goes into attnc's own --help.
+  if (cl::Option *debugInfo =
+          cl::getRegisteredOptions().lookup("mlir-print-debuginfo"))
+    debugInfo->addCategory(outputCategory);
   for (cl::SubCommand *sub : {&cl::SubCommand::getTopLevel(), &runSubcommand})
     cl::HideUnrelatedOptions({&outputCategory, &codegenCategory, &runCategory},
                              *sub);
   cl::ParseCommandLineOptions(
       argc, argv,
-      "attnc: compiles D2L-style attention blocks (.attn specs) into "
-      "specialized kernels\n\n"
+      "attnc: compiles D2L-style attention blocks (.attn specs, or attn IR "
+      "in .mlir files) into specialized kernels\n\n"
       "  attnc SPEC.attn [-o OUT] [--emit=KIND] [--block NAME] "
       "[--target=cpu|nvptx]\n"
       "        [--mcpu=CPU[,CPU...]|sm_XX] [--triple=TRIPLE] "

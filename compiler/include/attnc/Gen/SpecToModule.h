@@ -1,7 +1,8 @@
 //===- SpecToModule.h - .attn text -> attn-dialect module -------*- C++ -*-===//
 //
 // The front end and MLIRGen in one call, with block selection: what attnc
-// and the runtime both do before code generation.
+// and the runtime both do before code generation. A `sourceName` ending in
+// .mlir is attn IR instead of a spec (ParseAttnIR.h).
 //
 //===----------------------------------------------------------------------===//
 
