@@ -29,6 +29,8 @@ llvm::Error CodeGenerator::checkLoadsHere() const {
   return llvm::Error::success();
 }
 
+std::string CodeGenerator::describeKernels(mlir::ModuleOp) const { return ""; }
+
 namespace {
 
 /// Checks that `object` defines, as global symbols, exactly the ABI's

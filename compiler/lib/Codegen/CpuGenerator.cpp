@@ -4,6 +4,7 @@
 
 #include "attnc/Codegen/Compile.h"
 #include "attnc/Codegen/Dispatch.h"
+#include "attnc/Codegen/Pipeline.h"
 #include "attnc/Codegen/TargetMachine.h"
 
 #include "attn/Target/CpuTarget.h"
@@ -84,6 +85,11 @@ public:
               "schedule:\n",
               mlir::attn::deriveCpuSchedule(description).format()};
         });
+  }
+
+  std::string describeKernels(mlir::ModuleOp module) const override {
+    return describeAttentionLowerings(
+        module, cpuAttentionLowering(compileOptions.pipeline));
   }
 
 protected:

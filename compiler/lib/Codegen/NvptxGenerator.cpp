@@ -4,6 +4,7 @@
 
 #include "attnc/Codegen/Compile.h"
 #include "attnc/Codegen/GpuCompile.h"
+#include "attnc/Codegen/Pipeline.h"
 
 #include "attn/Target/GpuTarget.h"
 
@@ -90,6 +91,11 @@ public:
   }
 
   // The GPU passes read their description from the chip, not the module.
+  std::string describeKernels(mlir::ModuleOp module) const override {
+    return describeAttentionLowerings(module,
+                                      compileOptions.pipeline.attention);
+  }
+
   llvm::Error annotate(mlir::ModuleOp) const override {
     return llvm::Error::success();
   }

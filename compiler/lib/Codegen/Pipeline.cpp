@@ -70,10 +70,40 @@ static void addFunctionsToLLVM(OpPassManager &pm) {
   pm.addPass(createUBToLLVMConversionPass());
 }
 
+std::string attnc::cpuAttentionLowering(const CpuPipelineOptions &options) {
+  return options.vectorize ? options.attention : std::string("decomposed");
+}
+
+std::string attnc::describeAttentionLowerings(ModuleOp module,
+                                              const std::string &attention) {
+  std::optional<attn::AttentionLowering> lowering =
+      attn::parseAttentionLowering(attention);
+  if (!lowering)
+    return "";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.walk([&](Operation *op) {
+    std::optional<attn::AttentionLoweringChoice> choice =
+        attn::attentionLoweringOf(op, *lowering);
+    if (!choice)
+      return;
+    if (text.empty())
+      os << "attention ops (attn-decompose, attention=" << attention << "):\n";
+    os << "  ";
+    if (auto at = dyn_cast<FileLineColLoc>(op->getLoc()))
+      os << at.getFilename().getValue() << ":" << at.getLine() << ":"
+         << at.getColumn() << ": ";
+    auto func = op->getParentOfType<func::FuncOp>();
+    os << op->getName().stripDialect() << " in '" << func.getName()
+       << "': " << (choice->fused ? "fused" : "decomposed") << " ("
+       << choice->reason << ")\n";
+  });
+  return text;
+}
+
 void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
                                      const CpuPipelineOptions &options) {
-  addAttnToLinalg(pm, options.vectorize ? options.attention
-                                        : std::string("decomposed"));
+  addAttnToLinalg(pm, cpuAttentionLowering(options));
   // NAME_prepare (weights transposed once per bound params), NAME_prepared
   // (the rest) and NAME calling the two.
   pm.addPass(attn::createAttnSplitPrepare());

@@ -439,8 +439,9 @@ std::optional<OutputKind> outputKind() {
   return std::nullopt;
 }
 
-int emitCode(LoadedSpec &spec, unsigned optLevelValue, Progress &progress) {
-  progress.stage("generating MLIR");
+/// The attn module of --block (every block without it), verified; null
+/// after an internal error (reported).
+mlir::OwningOpRef<mlir::ModuleOp> attnModule(LoadedSpec &spec) {
   mlir::OwningOpRef<mlir::ModuleOp> module;
   if (spec.ir) {
     module = std::move(spec.ir);
@@ -452,8 +453,16 @@ int emitCode(LoadedSpec &spec, unsigned optLevelValue, Progress &progress) {
   if (failed(mlir::verify(*module))) {
     llvm::errs() << "attnc: internal error: the IR generated for '" << inputFile
                  << "' does not verify\n";
-    return kInternalError;
+    return nullptr;
   }
+  return module;
+}
+
+int emitCode(LoadedSpec &spec, unsigned optLevelValue, Progress &progress) {
+  progress.stage("generating MLIR");
+  mlir::OwningOpRef<mlir::ModuleOp> module = attnModule(spec);
+  if (!module)
+    return kInternalError;
   // Everything below is code generation: its failures are attnc's (the
   // target and the output kind were checked before).
   CompileOptions options = compileOptions(CompileOptions(), optLevelValue);
@@ -492,15 +501,25 @@ int emitCode(LoadedSpec &spec, unsigned optLevelValue, Progress &progress) {
 }
 
 /// --print-schedule: what the code generator's schedules choose for each
-/// CPU of --mcpu (or the GPU).
+/// CPU of --mcpu (or the GPU), and with a spec, for its ops.
 int printScheduleMain(unsigned level) {
-  auto text =
-      createCodeGenerator(compileOptions({}, level))->describeSchedule();
+  LoadedSpec spec;
+  if (!inputFile.empty() && !loadSpec(spec))
+    return kUserError;
+  std::unique_ptr<CodeGenerator> generator =
+      createCodeGenerator(compileOptions({}, level));
+  auto text = generator->describeSchedule();
   if (!text) {
     error() << llvm::toString(text.takeError()) << "\n";
     return kUserError;
   }
   llvm::outs() << *text;
+  if (inputFile.empty())
+    return kSuccess;
+  mlir::OwningOpRef<mlir::ModuleOp> module = attnModule(spec);
+  if (!module)
+    return kInternalError;
+  llvm::outs() << generator->describeKernels(*module);
   return kSuccess;
 }
 

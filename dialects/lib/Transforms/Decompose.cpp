@@ -84,11 +84,9 @@ Value causalValidLens(PatternRewriter &rewriter, Location loc, Value validLens,
   return arith::MinSIOp::create(rewriter, loc, validLens, causal);
 }
 
-/// Whether attention over Tq x Tk scores is lowered as one fused op.
-bool fusesAttention(AttentionLowering lowering, int64_t fuseThreshold,
-                    int64_t tq, int64_t tk) {
-  return lowering == AttentionLowering::Fused ||
-         (lowering == AttentionLowering::Auto && tq * tk >= fuseThreshold);
+/// Whether attn-decompose fuses `op` (an attention op).
+bool fuses(Operation *op, AttentionLowering lowering, int64_t fuseThreshold) {
+  return attentionLoweringOf(op, lowering, fuseThreshold)->fused;
 }
 
 /// 1/sqrt(d) rounded to f32, the factor of both attention lowerings.
@@ -290,7 +288,7 @@ struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
     auto project = [&](Value x, Value w, Value b) -> Value {
       return LinearOp::create(rewriter, loc, x, w, b);
     };
-    if (!returnWeights && fusesAttention(lowering, fuseThreshold, tq, tk)) {
+    if (fuses(op, lowering, fuseThreshold)) {
       Value q = project(op.getQ(), op.getWQ(), op.getBQ());
       Value k = project(op.getK(), op.getWK(), op.getBK());
       Value v = project(op.getV(), op.getWV(), op.getBV());
@@ -375,10 +373,9 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value q = op.getQ();
-    int64_t tq = dimOf(q, 1), d = dimOf(q, 2);
-    int64_t tk = dimOf(op.getK(), 1);
+    int64_t d = dimOf(q, 2);
     bool returnWeights = op.getReturnWeights();
-    if (!returnWeights && fusesAttention(lowering, fuseThreshold, tq, tk)) {
+    if (fuses(op, lowering, fuseThreshold)) {
       RankedTensorType type = op.getResult().getType();
       Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
                                            type.getElementType());
@@ -437,11 +434,7 @@ struct AttnDecomposePass
 
   void runOnOperation() override {
     std::optional<AttentionLowering> lowering =
-        llvm::StringSwitch<std::optional<AttentionLowering>>(attentionLowering)
-            .Case("decomposed", AttentionLowering::Decomposed)
-            .Case("fused", AttentionLowering::Fused)
-            .Case("auto", AttentionLowering::Auto)
-            .Default(std::nullopt);
+        parseAttentionLowering(attentionLowering);
     if (!lowering) {
       getOperation()->emitError("attn-decompose: attention='")
           << attentionLowering << "' is not one of decomposed, fused, auto";
@@ -466,4 +459,49 @@ void mlir::attn::populateDecomposePatterns(RewritePatternSet &patterns,
   patterns.add<DecomposeAddNorm, DecomposeFfn>(patterns.getContext());
   patterns.add<DecomposeMultiheadAttention, DecomposeAttention>(
       patterns.getContext(), attention, fuseThreshold);
+}
+
+std::optional<AttentionLowering>
+mlir::attn::parseAttentionLowering(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<AttentionLowering>>(name)
+      .Case("decomposed", AttentionLowering::Decomposed)
+      .Case("fused", AttentionLowering::Fused)
+      .Case("auto", AttentionLowering::Auto)
+      .Default(std::nullopt);
+}
+
+std::optional<AttentionLoweringChoice>
+mlir::attn::attentionLoweringOf(Operation *op, AttentionLowering lowering,
+                                int64_t fuseThreshold) {
+  int64_t tq, tk;
+  bool returnWeights;
+  if (auto mha = dyn_cast<MultiheadAttentionOp>(op)) {
+    tq = dimOf(mha.getQ(), 1);
+    tk = dimOf(mha.getK(), 1);
+    returnWeights = mha.getReturnWeights();
+  } else if (auto attention = dyn_cast<AttentionOp>(op)) {
+    tq = dimOf(attention.getQ(), 1);
+    tk = dimOf(attention.getK(), 1);
+    returnWeights = attention.getReturnWeights();
+  } else {
+    return std::nullopt;
+  }
+  // The fused op computes no weights: a block that returns them gets them
+  // from the decomposed softmax.
+  if (returnWeights)
+    return AttentionLoweringChoice{false, "return_weights needs the weights"};
+  switch (lowering) {
+  case AttentionLowering::Fused:
+    return AttentionLoweringChoice{true, "attention=fused"};
+  case AttentionLowering::Decomposed:
+    return AttentionLoweringChoice{false, "attention=decomposed"};
+  case AttentionLowering::Auto:
+    break;
+  }
+  bool fused = tq * tk >= fuseThreshold;
+  return AttentionLoweringChoice{
+      fused,
+      (llvm::Twine("auto: Tq x Tk = ") + llvm::Twine(tq) + " x " +
+       llvm::Twine(tk) + (fused ? " >= " : " < ") + llvm::Twine(fuseThreshold))
+          .str()};
 }

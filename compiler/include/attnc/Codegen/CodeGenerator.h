@@ -84,6 +84,10 @@ public:
   /// choose, as indented lines.
   virtual llvm::Expected<std::string> describeSchedule() const = 0;
 
+  /// --print-schedule with a spec: what the schedules choose for the ops of
+  /// `module` (attn level), as lines; "" where nothing depends on the ops.
+  virtual std::string describeKernels(mlir::ModuleOp module) const;
+
   /// Everything that changes the generated code, for cache keys.
   virtual std::string fingerprint() const = 0;
 

@@ -31,6 +31,7 @@
 #include <string>
 
 namespace mlir {
+class ModuleOp;
 class OpPassManager;
 } // namespace mlir
 
@@ -40,6 +41,15 @@ namespace attnc {
 /// builtin.module).
 void buildCpuLoweringPipeline(mlir::OpPassManager &pm,
                               const CpuPipelineOptions &options);
+
+/// attn-decompose's `attention` option in the CPU pipeline: -O0 (no
+/// vectorization) decomposes, whatever `options.attention` says.
+std::string cpuAttentionLowering(const CpuPipelineOptions &options);
+
+/// --print-schedule's lines for the attention ops of `module` (attn level):
+/// where each is, and what attn-decompose makes of it under `attention`.
+std::string describeAttentionLowerings(mlir::ModuleOp module,
+                                       const std::string &attention);
 
 /// Registers `attn-to-llvm` (with options row-tile, column-tile, vectorize)
 /// for textual pipelines and attn-opt.

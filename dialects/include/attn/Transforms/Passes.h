@@ -19,6 +19,24 @@ namespace attn {
 /// How attn-decompose lowers `attention` (see its `attention` option).
 enum class AttentionLowering { Decomposed, Fused, Auto };
 
+/// The option's spelling (`decomposed`, `fused`, `auto`), if it is one.
+std::optional<AttentionLowering> parseAttentionLowering(llvm::StringRef name);
+
+/// What attn-decompose does with one attention or multihead_attention op:
+/// fuse it into one op (the flash loops) or decompose it into primitives,
+/// and why. The one place of the rule: the patterns and --print-schedule
+/// both ask it.
+struct AttentionLoweringChoice {
+  bool fused = false;
+  /// `auto: Tq x Tk = 16 < 4096`, `return_weights needs the weights`, ...
+  std::string reason;
+};
+
+/// The choice for `op`, or nullopt when it is not an attention op.
+std::optional<AttentionLoweringChoice>
+attentionLoweringOf(Operation *op, AttentionLowering lowering,
+                    int64_t fuseThreshold = 4096);
+
 /// Adds the patterns of `attn-decompose` (composite ops -> primitives).
 void populateDecomposePatterns(
     RewritePatternSet &patterns,
