@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <random>
 #include <unistd.h>
@@ -75,14 +76,21 @@ llvm::Expected<NpyArray> readArgument(const KernelArgument &argument,
   return array;
 }
 
-/// --random-inputs: floats uniform in [-1, 1), lengths uniform in
-/// [0, keys], ids uniform in [0, vocab).
+/// --random-inputs: inputs and 1-D params uniform in [-1, 1); a weight
+/// (a param of rank 2 or more) uniform in +-1/sqrt(its last dim), as
+/// torch.nn.Linear initializes its weight[out, in], so that outputs stay
+/// near the inputs' scale instead of growing with every projection;
+/// lengths uniform in [0, keys], ids uniform in [0, vocab).
 NpyArray randomArgument(const KernelSignature &signature, unsigned index,
                         std::mt19937_64 &rng) {
   const KernelArgument &argument = signature.arguments[index];
   size_t count = static_cast<size_t>(argument.numElements());
   if (argument.type == ElementType::F32) {
-    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    float bound = 1.0f;
+    if (argument.role == ArgumentRole::Param && argument.shape.size() >= 2 &&
+        argument.shape.back() > 0)
+      bound = 1.0f / std::sqrt(static_cast<float>(argument.shape.back()));
+    std::uniform_real_distribution<float> uniform(-bound, bound);
     std::vector<float> values(count);
     for (float &v : values)
       v = uniform(rng);

@@ -243,6 +243,7 @@ cl::opt<std::string> inputDir("input-dir",
 cl::opt<bool> randomInputs("random-inputs",
                            cl::desc("Fill every argument not given with "
                                     "random values (floats in [-1, 1), "
+                                    "weights in +-1/sqrt(last dim), "
                                     "valid_lens in [0, T], ids in range)"),
                            cl::sub(runSubcommand), cl::cat(runCategory));
 cl::opt<uint64_t> seed("seed", cl::desc("Seed of --random-inputs (default: 0)"),
