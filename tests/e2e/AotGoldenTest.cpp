@@ -27,9 +27,9 @@ constexpr const char *kBackend = ATTNC_AOT_BACKEND;
 #include "AotHeaders.inc"
 
 #define ATTNC_AOT_KERNEL(name, NAME)                                           \
-  extern "C" int __attnc_packed_##name(void **);                               \
-  extern "C" int __attnc_packed_##name##_prepare(void **);                     \
-  extern "C" int __attnc_packed_##name##_prepared(void **);
+  extern "C" int attnc_packed_##name(void **);                               \
+  extern "C" int attnc_packed_##name##_prepare(void **);                     \
+  extern "C" int attnc_packed_##name##_prepared(void **);
 #include "AotKernels.inc"
 #undef ATTNC_AOT_KERNEL
 
@@ -47,8 +47,8 @@ const std::map<std::string, AotKernel> &aotKernels() {
   static const std::map<std::string, AotKernel> kernels = {
 #define ATTNC_AOT_KERNEL(name, NAME)                                           \
   {#name,                                                                      \
-   {&__attnc_packed_##name, &__attnc_packed_##name##_prepare,                  \
-    &__attnc_packed_##name##_prepared, NAME##_PACKED_NUMEL}},
+   {&attnc_packed_##name, &attnc_packed_##name##_prepare,                  \
+    &attnc_packed_##name##_prepared, NAME##_PACKED_NUMEL}},
 #include "AotKernels.inc"
 #undef ATTNC_AOT_KERNEL
   };

@@ -43,9 +43,9 @@ using namespace attnc::test;
 // ATTNC_AOT_STACK(name, NAME, layers) for each; see CMakeLists.txt).
 #include "BlockCallHeaders.inc"
 #define ATTNC_AOT_STACK(name, NAME, layers)                                    \
-  extern "C" int __attnc_packed_##name(void **);                               \
-  extern "C" int __attnc_packed_##name##_prepare(void **);                     \
-  extern "C" int __attnc_packed_##name##_prepared(void **);
+  extern "C" int attnc_packed_##name(void **);                               \
+  extern "C" int attnc_packed_##name##_prepare(void **);                     \
+  extern "C" int attnc_packed_##name##_prepared(void **);
 #include "BlockCallKernels.inc"
 #undef ATTNC_AOT_STACK
 #endif
@@ -414,8 +414,8 @@ const std::map<std::string, AotStack> &aotStacks() {
   static const std::map<std::string, AotStack> stacks = {
 #define ATTNC_AOT_STACK(name, NAME, layers)                                    \
   {#name,                                                                      \
-   {&__attnc_packed_##name, &__attnc_packed_##name##_prepare,                  \
-    &__attnc_packed_##name##_prepared, NAME##_PACKED_NUMEL, layers}},
+   {&attnc_packed_##name, &attnc_packed_##name##_prepare,                  \
+    &attnc_packed_##name##_prepared, NAME##_PACKED_NUMEL, layers}},
 #include "BlockCallKernels.inc"
 #undef ATTNC_AOT_STACK
   };

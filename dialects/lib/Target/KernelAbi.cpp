@@ -32,8 +32,14 @@ constexpr StatusDescription kStatuses[] = {
 constexpr llvm::StringLiteral kBufferMacroSuffixes[] = {"_RANK", "_SHAPE",
                                                         "_NUMEL"};
 
-/// Internal symbols of objects (packed entries, GPU host functions).
+/// Internal symbols of objects (GPU host functions), never declared in a
+/// header.
 constexpr llvm::StringLiteral kInternalPrefix = "__attnc_";
+
+/// The packed entries' prefix: declared in headers, so an identifier C and
+/// C++ leave to programs (not `__`, which is the implementation's), in the
+/// `attnc_` namespace that no block name may take.
+constexpr llvm::StringLiteral kPackedPrefix = "attnc_packed_";
 
 /// The C library and libdl functions that objects and their CUDA loader
 /// call (beyond the C standard library, which Sema's C-name checks know):
@@ -69,7 +75,7 @@ std::string mlir::attn::abi::entrySymbol(llvm::StringRef block, Entry entry) {
 }
 
 std::string mlir::attn::abi::packedEntrySymbol(llvm::StringRef symbol) {
-  return (kInternalPrefix + "packed_" + symbol).str();
+  return (kPackedPrefix + symbol).str();
 }
 
 std::vector<std::string> mlir::attn::abi::exportedSymbols(llvm::StringRef block,

@@ -44,12 +44,12 @@ TEST(KernelAbiTest, ParameterLayouts) {
 }
 
 TEST(KernelAbiTest, ExportedSymbols) {
-  std::vector<std::string> cpu = {"k",          "__attnc_packed_k",
-                                  "k_prepare",  "__attnc_packed_k_prepare",
-                                  "k_prepared", "__attnc_packed_k_prepared"};
+  std::vector<std::string> cpu = {"k",          "attnc_packed_k",
+                                  "k_prepare",  "attnc_packed_k_prepare",
+                                  "k_prepared", "attnc_packed_k_prepared"};
   EXPECT_EQ(exportedSymbols("k", ObjectKind::Cpu), cpu);
-  std::vector<std::string> gpu = {"k", "__attnc_packed_k", "k_cuda",
-                                  "__attnc_packed_k_cuda", "k_cuda_last_error"};
+  std::vector<std::string> gpu = {"k", "attnc_packed_k", "k_cuda",
+                                  "attnc_packed_k_cuda", "k_cuda_last_error"};
   EXPECT_EQ(exportedSymbols("k", ObjectKind::Gpu), gpu);
   // The GPU object's internal host function is in the reserved namespace.
   EXPECT_EQ(deviceFunctionSymbol("k"), "__attnc_device_k");

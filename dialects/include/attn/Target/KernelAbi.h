@@ -83,7 +83,7 @@ llvm::ArrayRef<EntryDescription> allEntries();
 /// `NAME_prepare` for (NAME, Prepare).
 std::string entrySymbol(llvm::StringRef block, Entry entry);
 
-/// `int __attnc_packed_SYMBOL(void **args)`: entry SYMBOL with its pointer
+/// `int attnc_packed_SYMBOL(void **args)`: entry SYMBOL with its pointer
 /// parameters in one array (args[i] the i-th parameter of SYMBOL's
 /// layout), for hosts that call kernels of any arity.
 std::string packedEntrySymbol(llvm::StringRef symbol);

@@ -29,7 +29,7 @@ int main(void) {
     args[2] = y2;
     args[3] = x_out;
     args[4] = w_out;
-    status = __attnc_packed_free_list(args);
+    status = attnc_packed_free_list(args);
     printf("packed entry: %d, Y[1] = %g\n", status, y2[1]);
   }
   free(NULL); /* libc's free is still libc's */
