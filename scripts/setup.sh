@@ -5,6 +5,8 @@ set -euo pipefail
 
 packages=(
   cmake ninja-build python3
+  # pkg-config, for the test of the installed attnc.pc and attnc_rt.pc.
+  pkgconf
   # LLVM/MLIR 22: headers, libMLIR.so/libLLVM.so, mlir-tblgen, lit, FileCheck.
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
   # clang's sanitizer and libFuzzer runtimes (attnc-fuzz, sanitizer builds):
