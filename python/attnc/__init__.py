@@ -63,7 +63,9 @@ def _is_path(spec):
 def compile(spec, block=None, target="cpu", mcpu="native", backend="mlir",
             opt_level=2, threads=None, halide_schedule="attnc"):
     """Compiles block `block` (None: the spec's only block) of `spec`, a
-    path to a .attn file or the text of one, and returns its Kernel.
+    path to a .attn file or the text of one, and returns its Kernel. A path
+    ending in .mlir is attn IR (docs/language.md), a kernel per public
+    func.func.
 
     target: "cpu" or "nvptx" (an NVIDIA GPU; mcpu then names its compute
     capability, default sm_90a). mcpu: an LLVM CPU name or "native".

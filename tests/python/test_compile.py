@@ -1,5 +1,6 @@
 """attnc.compile: paths and texts, blocks, options, and their errors."""
 
+import math
 import os
 import pathlib
 
@@ -30,6 +31,26 @@ def test_compile_path_str_and_pathlike():
         k = attnc.compile(spec)
         assert k.name == "d2l_mha"
         assert k.dims == {"B": 2, "T": 4, "D": 100}
+
+
+HAND_WRITTEN_IR = os.path.join(os.path.dirname(__file__), "..", "lit",
+                               "attnc", "Inputs", "hand-written.mlir")
+
+
+def test_compile_attn_ir_file(tmp_path):
+    # A .mlir path is attn IR: hand-written, or --emit=attn's output.
+    k = attnc.compile(HAND_WRITTEN_IR)
+    assert k.name == "gelu_plus"
+    x = np.linspace(-2, 2, 6, dtype=np.float32).reshape(2, 3)
+    b = np.ones((2, 3), np.float32)
+    y = k(X=x, B=b)
+    ref = 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2))) + b
+    np.testing.assert_allclose(y, ref, rtol=1e-6, atol=1e-6)
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("func.func @k(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
+                   "  return %x : tensor<2xf32>\n}\n")
+    with pytest.raises(attnc.Error, match=r"bad.mlir:1:\d+.*attn.name"):
+        attnc.compile(bad)
 
 
 def test_signature():
