@@ -36,6 +36,8 @@ private:
   /// comment covers it.
   void writeEntryComment(Entry entry);
   void writePrototype(Entry entry);
+  /// typedefs of the element types the kernel's buffers use that C lacks.
+  void writeElementTypedefs();
   void writeParameter(Entry entry, abi::Parameter parameter);
 
   const KernelSignature &signature;
@@ -56,10 +58,33 @@ void HeaderWriter::write(llvm::StringRef origin) {
   os << "#define " << guard << "\n\n";
   os << "#include <stdint.h>\n\n";
   os << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
+  writeElementTypedefs();
   writeShapes();
   writeEntries();
   os << "#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n";
   os << "#endif /* " << guard << " */\n";
+}
+
+void HeaderWriter::writeElementTypedefs() {
+  // The element types C has no name for (attnc_bf16, attnc_f16): each once
+  // per translation unit, however many kernels' headers it includes.
+  for (const mlir::attn::ElementTypeInfo &row : mlir::attn::elementTypes()) {
+    llvm::StringRef cType = row.cType;
+    if (!cType.starts_with("attnc_") ||
+        llvm::none_of(signature.arguments, [&](const KernelArgument &a) {
+          return a.type == row.type;
+        }))
+      continue;
+    std::string guard = cType.upper() + "_DEFINED";
+    os << "/* " << row.name << " elements as their bit patterns ("
+       << (row.type == mlir::attn::ElementType::BF16
+               ? "bfloat16: the upper half of an IEEE f32"
+               : "IEEE binary16")
+       << "). */\n"
+       << "#ifndef " << guard << "\n#define " << guard << "\n"
+       << "typedef uint" << row.bytes * 8 << "_t " << cType << ";\n"
+       << "#endif\n\n";
+  }
 }
 
 void HeaderWriter::writeShapes() {

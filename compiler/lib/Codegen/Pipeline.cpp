@@ -26,6 +26,8 @@ using namespace mlir;
 /// attn -> linalg/tensor/arith/math on tensors, with `attention` lowered
 /// as attn-decompose's option says. Shared by every target.
 static void addAttnToLinalg(OpPassManager &pm, const std::string &attention) {
+  // bf16/f16 ops compute in f32 between casts (docs/spec.md §2, v3).
+  pm.addPass(attn::createAttnComputeInF32());
   attn::AttnDecomposeOptions decompose;
   decompose.attentionLowering = attention;
   pm.addPass(attn::createAttnDecompose(decompose));
@@ -145,6 +147,8 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
       pm.addPass(createForallToParallelLoopPass());
   }
   pm.addPass(attn::createAttnApproximateMath());
+  // bf16/f16 conversions without libgcc's or compiler-rt's helpers.
+  pm.addPass(attn::createAttnExpandFloatConversions());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 

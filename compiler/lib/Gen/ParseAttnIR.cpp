@@ -42,7 +42,8 @@ std::string supportedElementTypes() {
   for (const mlir::attn::ElementTypeInfo &row : mlir::attn::elementTypes())
     if (row.isSupported)
       names.push_back(row.name);
-  return llvm::join(names, " or ");
+  return llvm::join(llvm::ArrayRef(names).drop_back(), ", ") + " or " +
+         names.back().str();
 }
 
 /// Checks that a parsed module has the shape of MLIRGen's output (the

@@ -19,9 +19,11 @@
 
 #include "attn/Target/CpuTarget.h"
 #include "attn/Target/KernelAbi.h"
+#include "attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
 
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/IR/IRBuilder.h"
@@ -454,6 +456,12 @@ attnc::translateWithHalide(mlir::ModuleOp module, const CompileOptions &options,
   auto signatures = kernelSignatures(module);
   if (!signatures)
     return signatures.takeError();
+  // The MLIR backend's numerics (docs/spec.md §2, v3): ops on bf16/f16
+  // compute in f32 between attn.cast ops, which become Halide casts.
+  mlir::PassManager widen(module.getContext());
+  widen.addPass(mlir::attn::createAttnComputeInF32());
+  if (mlir::failed(widen.run(module)))
+    return llvm::createStringError("attn-compute-in-f32 failed");
 
   options.enterStage("building Halide pipelines (" + options.halideSchedule +
                      " schedule)");

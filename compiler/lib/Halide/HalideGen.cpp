@@ -362,6 +362,13 @@ Func Translator::constant(const Halide::Buffer<float> &table) const {
 // Kernels
 //===----------------------------------------------------------------------===//
 
+Halide::Type attnc::halide::halideTypeOf(mlir::Type element) {
+  const mlir::attn::ElementTypeInfo &info =
+      mlir::attn::describe(*mlir::attn::elementTypeOf(element));
+  return Halide::Type(static_cast<halide_type_code_t>(info.halideCode),
+                      static_cast<int>(info.bytes * 8), 1);
+}
+
 llvm::Expected<std::vector<Tensor>>
 Translator::translate(mlir::func::FuncOp func, std::vector<Tensor> arguments) {
   namespace attn = mlir::attn;
@@ -397,6 +404,21 @@ Translator::translate(mlir::func::FuncOp func, std::vector<Tensor> arguments) {
       for (mlir::Value v : ret.getOperands())
         results.push_back(*get(v));
       return results;
+    } else if (auto cast = llvm::dyn_cast<attn::CastOp>(&op)) {
+      // Through f32, rounded to nearest even by Halide's conversions. Its
+      // f32 -> bf16 rounds NaN's payload like a number (0x7f800001 becomes
+      // inf, 0x7fffa74e wraps to -0): NaN becomes torch's 0x7fc0 first.
+      Halide::Type to = halideTypeOf(
+          llvm::cast<mlir::ShapedType>(cast.getType()).getElementType());
+      unary(cast.getX(), "cast", [to](Expr x) {
+        Expr wide = Halide::cast(Halide::Float(32), x);
+        Expr rounded = Halide::cast(to, wide);
+        if (!to.is_bfloat())
+          return rounded;
+        Expr quietNan =
+            Halide::reinterpret(to, Halide::cast(Halide::UInt(16), 0x7fc0));
+        return Halide::select(isNan(wide), quietNan, rounded);
+      });
     } else if (auto linear = llvm::dyn_cast<attn::LinearOp>(&op)) {
       set(linear.getResult(),
           this->linear(*get(linear.getX()), *get(linear.getW()),
@@ -547,16 +569,12 @@ attnc::halide::buildKernelPipeline(mlir::func::FuncOp kernel, bool clampReads) {
     auto type = llvm::cast<mlir::ShapedType>(arg.getType());
     auto name = kernel.getArgAttrOfType<mlir::StringAttr>(
         i, mlir::attn::AttnDialect::kNameAttr);
-    std::optional<mlir::attn::ElementType> row =
-        mlir::attn::elementTypeOf(type.getElementType());
-    if (!row)
+    if (!mlir::attn::elementTypeOf(type.getElementType()))
       return llvm::createStringError(
           "argument " + std::to_string(i) + " of kernel '" +
           kernel.getName().str() + "' has an element type kernels do not take");
-    const mlir::attn::ElementTypeInfo &info = mlir::attn::describe(*row);
-    Halide::Type element(static_cast<halide_type_code_t>(info.halideCode),
-                         static_cast<int>(info.bytes * 8), 1);
-    Halide::ImageParam param(element, static_cast<int>(type.getRank()),
+    Halide::ImageParam param(halideTypeOf(type.getElementType()),
+                             static_cast<int>(type.getRank()),
                              "arg_" + std::to_string(i) + "_" +
                                  (name ? name.str() : std::string("arg")));
     pipeline.arguments.push_back(param);

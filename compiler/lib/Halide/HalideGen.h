@@ -17,9 +17,12 @@
 #include <string>
 #include <vector>
 
-namespace mlir::func {
+namespace mlir {
+class Type;
+namespace func {
 class FuncOp;
-} // namespace mlir::func
+} // namespace func
+} // namespace mlir
 
 namespace attnc::halide {
 
@@ -69,6 +72,10 @@ llvm::Expected<KernelPipeline> buildKernelPipeline(mlir::func::FuncOp kernel,
 /// row-major shapes (so that Halide specializes for them) and gives the
 /// autoschedulers those shapes as estimates.
 void constrainShapes(KernelPipeline &pipeline);
+
+/// The Halide type of an element type of the table (attn/Target/
+/// ElementType.h): its Halide code and width.
+Halide::Type halideTypeOf(mlir::Type element);
 
 } // namespace attnc::halide
 

@@ -333,7 +333,9 @@ std::optional<TensorShape> BlockChecker::checkType(const TypeExpr &type) {
   for (const mlir::attn::ElementTypeInfo &info : mlir::attn::elementTypes())
     if (info.isSupported)
       supported.push_back(info.name);
-  std::string expected = llvm::join(supported, " or ");
+  std::string expected =
+      llvm::join(llvm::ArrayRef(supported).drop_back(), ", ") + " or " +
+      supported.back().str();
   std::optional<mlir::attn::ElementType> parsed =
       mlir::attn::elementTypeNamed(element);
   if (!parsed) {

@@ -740,14 +740,89 @@ RuleResult invokeRule(RuleResult (*rule)(Params...),
                 "of " name);
 #include "attn/IR/AttnOps.def"
 
+namespace {
+
+/// The DSL names of each op's parameters, in order (for promotion's
+/// messages).
+llvm::ArrayRef<StringRef> parameterNames(OpKind kind) {
+#define ATTN_TENSOR(name, Getter) #name,
+#define ATTN_OPTIONAL_TENSOR(name, Getter) #name,
+#define ATTN_KEYWORD_TENSOR(name, Getter) #name,
+#define ATTN_POSITIONAL_FLOAT(name, Getter) #name,
+#define ATTN_INT(name, Getter) #name,
+#define ATTN_INT_DEFAULT(name, Getter, value) #name,
+#define ATTN_FLOAT(name, Getter) #name,
+#define ATTN_FLOAT_DEFAULT(name, Getter, value) #name,
+#define ATTN_FLAG(name, Getter) #name,
+  switch (kind) {
+#define ATTN_OP(Kind, name, Class, rule, PARAMS)                               \
+  case OpKind::Kind: {                                                         \
+    static const StringRef names[] = {PARAMS ""};                              \
+    return llvm::ArrayRef(names).drop_back();                                  \
+  }
+#include "attn/IR/AttnOps.def"
+  }
+  return {};
+}
+
+/// The float type an op computes its result in (docs/spec.md §2 v3,
+/// "Promotion"): its float operands' one type, or f32 where f32 meets one
+/// low-precision type (weight-only low precision). bf16 with f16 is an
+/// error, blamed on the operand that brought the second low type. Nullopt
+/// without float operands (the rule then says what is missing) or after an
+/// error.
+std::optional<std::optional<ElementType>>
+promotedType(OpKind kind, llvm::ArrayRef<RuleValue> args, RuleError error) {
+  llvm::ArrayRef<StringRef> names = parameterNames(kind);
+  std::optional<ElementType> low;
+  StringRef lowName;
+  bool anyF32 = false;
+  for (auto [i, arg] : llvm::enumerate(args)) {
+    if (!arg.tensor || !arg.tensor->element || !isFloat(*arg.tensor->element))
+      continue;
+    ElementType type = *arg.tensor->element;
+    if (type == ElementType::F32) {
+      anyF32 = true;
+      continue;
+    }
+    StringRef name = i < names.size() ? names[i] : StringRef("an operand");
+    if (low && *low != type) {
+      error(name, "'" + name + "' is " + nameOf(type) + " but '" + lowName +
+                      "' is " + nameOf(*low) +
+                      "; one op takes one low-precision type: cast one of "
+                      "them (cast(" +
+                      name + ", dtype=" + nameOf(*low) + "))");
+      return std::nullopt;
+    }
+    low = type;
+    lowName = name;
+  }
+  if (!low)
+    return std::optional<ElementType>(anyF32 ? std::optional(ElementType::F32)
+                                             : std::nullopt);
+  return std::optional<ElementType>(anyF32 ? ElementType::F32 : *low);
+}
+
+} // namespace
+
 RuleResult mlir::attn::rules::applyRule(OpKind kind,
                                         llvm::ArrayRef<RuleValue> args,
                                         RuleError error) {
+  std::optional<std::optional<ElementType>> promoted =
+      promotedType(kind, args, error);
+  if (!promoted)
+    return std::nullopt;
+  RuleResult result;
   switch (kind) {
 #define ATTN_OP(Kind, name, Class, rule, PARAMS)                               \
   case OpKind::Kind:                                                           \
-    return invokeRule(&rule, args, error);
+    result = invokeRule(&rule, args, error);                                   \
+    break;
 #include "attn/IR/AttnOps.def"
   }
-  return std::nullopt;
+  // A float result is in the promoted type, whichever operand the rule
+  // took its shape from.
+  if (result && *promoted && result->element && isFloat(*result->element))
+    result->element = **promoted;
+  return result;
 }

@@ -19,9 +19,9 @@ constexpr ElementTypeInfo kTable[] = {
     {ElementType::F32, "f32", 4, "float", "<f4", kDLFloat, kHalideFloat,
      /*isFloat=*/true, /*isSupported=*/true},
     {ElementType::BF16, "bf16", 2, "attnc_bf16", "<V2", kDLBfloat,
-     kHalideBfloat, /*isFloat=*/true, /*isSupported=*/false},
+     kHalideBfloat, /*isFloat=*/true, /*isSupported=*/true},
     {ElementType::F16, "f16", 2, "attnc_f16", "<f2", kDLFloat, kHalideFloat,
-     /*isFloat=*/true, /*isSupported=*/false},
+     /*isFloat=*/true, /*isSupported=*/true},
     {ElementType::I32, "i32", 4, "int32_t", "<i4", kDLInt, kHalideInt,
      /*isFloat=*/false, /*isSupported=*/true},
 };

@@ -371,6 +371,30 @@ using LowerSilu = LowerUnary<SiluOp, siluBody>;
 using LowerSigmoid = LowerUnary<SigmoidOp, sigmoidBody>;
 using LowerTanh = LowerUnary<TanhOp, tanhBody>;
 
+/// attn.cast: through f32 (bf16 and f16 widen exactly), then rounded to
+/// the result's type.
+struct LowerCast : OpRewritePattern<CastOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CastOp op,
+                                PatternRewriter &rewriter) const override {
+    auto result = cast<RankedTensorType>(op.getType());
+    Type to = result.getElementType();
+    rewriter.replaceOp(
+        op, elementwiseSameShape(
+                rewriter, op.getLoc(), result, {op.getX()},
+                [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+                  Value value = args[0];
+                  Type f32 = computeType(b);
+                  if (value.getType() != f32)
+                    value = arith::ExtFOp::create(b, loc, f32, value);
+                  if (to != f32)
+                    value = arith::TruncFOp::create(b, loc, to, value);
+                  return value;
+                }));
+    return success();
+  }
+};
+
 struct LowerRelu : OpRewritePattern<ReluOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ReluOp op,
@@ -885,10 +909,10 @@ struct AttnLowerToLinalgPass
 } // namespace
 
 void mlir::attn::populateLowerToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerLinear, LowerMatmul, LowerScale, LowerAdd, LowerMul,
-               LowerSub, LowerSilu, LowerSigmoid, LowerTanh, LowerRmsNorm,
-               LowerRelu, LowerGelu, LowerSplitHeads, LowerMergeHeads,
-               LowerSoftmax, LowerMaskedSoftmax, LowerPositionalEncoding,
-               LowerLayerNorm, LowerEmbedding, LowerDropout>(
-      patterns.getContext());
+  patterns
+      .add<LowerCast, LowerLinear, LowerMatmul, LowerScale, LowerAdd, LowerMul,
+           LowerSub, LowerSilu, LowerSigmoid, LowerTanh, LowerRmsNorm,
+           LowerRelu, LowerGelu, LowerSplitHeads, LowerMergeHeads, LowerSoftmax,
+           LowerMaskedSoftmax, LowerPositionalEncoding, LowerLayerNorm,
+           LowerEmbedding, LowerDropout>(patterns.getContext());
 }

@@ -151,26 +151,27 @@ func.func @case13_sub(%a: tensor<2x1xf32>, %b: tensor<3xf32>) {
 
 // silu: f32 only
 func.func @case13_silu(%x: tensor<2x3xi32>) {
-  // expected-error @+1 {{'x' must be an f32 tensor, got i32[2, 3]}}
+  // expected-error @+1 {{'x' must be an f32, bf16 or f16 tensor, got i32[2, 3]}}
   %0 = attn.silu %x : tensor<2x3xi32>
   return
 }
 
 // -----
 
-// bf16 and f16 have rows in the element-type table but are not supported
-// yet: the ops take them in ODS and the shared rules refuse them.
-func.func @bf16_not_supported_yet(%x: tensor<2x3xbf16>) {
-  // expected-error @+1 {{'x' must be an f32 tensor, got bf16[2, 3]}}
-  %0 = attn.relu %x : tensor<2x3xbf16>
+// One op takes one low-precision type (docs/spec.md §2, v3 "Promotion"):
+// f32 with bf16 gives f32, bf16 with f16 is an error that says to cast.
+func.func @bf16_with_f16(%a: tensor<4xbf16>, %b: tensor<4xf16>) {
+  // expected-error @+1 {{'b' is f16 but 'a' is bf16; one op takes one low-precision type: cast one of them (cast(b, dtype=bf16))}}
+  %0 = attn.add %a, %b : (tensor<4xbf16>, tensor<4xf16>) -> tensor<4xbf16>
   return
 }
 
 // -----
 
-func.func @f16_not_supported_yet(%a: tensor<4xf16>, %b: tensor<4xf32>) {
-  // expected-error @+1 {{'a' must be an f32 tensor, got f16[4]}}
-  %0 = attn.add %a, %b : (tensor<4xf16>, tensor<4xf32>) -> tensor<4xf32>
+func.func @f32_with_bf16_is_f32(%a: tensor<4xf32>, %b: tensor<4xbf16>) {
+  // expected-error @+2 {{inferred type(s) 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<4xbf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = attn.add %a, %b : (tensor<4xf32>, tensor<4xbf16>) -> tensor<4xbf16>
   return
 }
 
@@ -610,7 +611,7 @@ func.func @case53(%x: tensor<2x3xf32>) {
 
 // gelu: x must be f32 (the shared rule's message: the type is inferred)
 func.func @gelu_i32(%x: tensor<2x3xi32>) {
-  // expected-error @+1 {{'x' must be an f32 tensor, got i32[2, 3]}}
+  // expected-error @+1 {{'x' must be an f32, bf16 or f16 tensor, got i32[2, 3]}}
   %0 = attn.gelu %x approximate : tensor<2x3xi32>
   return
 }

@@ -166,6 +166,32 @@ def AttnApproximateMath : Pass<"attn-approximate-math"> {
   ];
 }
 
+def AttnExpandFloatConversions : Pass<"attn-expand-float-conversions"> {
+  let summary = "f32 <-> bf16/f16 conversions as integer arithmetic";
+  let description = [{
+    Rewrites `arith.truncf` f32 -> bf16 always, and `arith.extf` f16 -> f32
+    and `arith.truncf` f32 -> f16 where the target has no F16C, into
+    integer and bit operations on scalars and vectors: round to nearest
+    even, overflow to +-inf, NaN to a quiet NaN (0x7fc0 for bf16, 0x7e00
+    for f16), subnormals kept — torch's conversions, bit for bit. Without
+    it LLVM calls `__truncsfbf2`, `__truncsfhf2` and `__extendhfsf2` from
+    libgcc or compiler-rt, which kernel objects do not link. bf16 is
+    expanded on every CPU, so that results are the same bits everywhere
+    (AVX512-BF16's `vcvtneps2bf16` does not keep subnormal inputs); f16 uses
+    F16C's exact `vcvtps2ph`/`vcvtph2ps` where the CPU has them.
+
+    Before: `%h = arith.truncf %x : vector<16xf32> to vector<16xf16>`
+
+    After (without F16C): `arith.bitcast` to `vector<16xi32>`, shifts,
+    masks, adds and `arith.select`s, `arith.trunci` to `vector<16xi16>`,
+    `arith.bitcast` to `vector<16xf16>`.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 def AttnLowerFusedAttention
     : Pass<"attn-lower-fused-attention", "::mlir::func::FuncOp"> {
   let summary = "Lower attn.fused_attention on buffers to a flash-style loop "

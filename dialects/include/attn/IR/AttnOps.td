@@ -35,6 +35,32 @@ class Attn_Op<string mnemonic, list<Trait> traits = []>
 }
 
 //===----------------------------------------------------------------------===//
+// CastOp
+//===----------------------------------------------------------------------===//
+
+def Attn_CastOp : Op<Attn_Dialect, "cast",
+                     [Pure, SameOperandsAndResultShape]> {
+  let summary = "conversion between float element types";
+  let description = [{
+    `result = x` converted to the result's element type: to bf16 or f16 it
+    rounds to nearest even, overflow gives +-inf and NaN stays NaN (as
+    `torch.Tensor.to`); to f32 it is exact. bf16 <-> f16 goes through f32.
+    `attn-compute-in-f32` puts these around every op on bf16/f16 tensors,
+    so that the op computes in f32 and rounds its result once
+    (docs/spec.md §2, v3 "Numerics").
+
+    Example:
+
+    ```mlir
+    %y = attn.cast %x : tensor<2x4xbf16> to tensor<2x4xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$x);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `to` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
 // LinearOp
 //===----------------------------------------------------------------------===//
 

@@ -11,6 +11,35 @@
 
 include "mlir/Pass/PassBase.td"
 
+def AttnComputeInF32 : Pass<"attn-compute-in-f32"> {
+  let summary = "Compute every op on bf16/f16 tensors in f32";
+  let description = [{
+    The numerics of docs/spec.md §2 (v3): each op computes in f32 and
+    rounds its result to its type once. An op whose float operands or
+    results are bf16 or f16 gets its low-precision operands widened by
+    `attn.cast` (exact), computes in f32, and its low-precision results
+    are rounded back by one `attn.cast` each; a composite op
+    (`multihead_attention`, `ffn`, ...) is widened as a whole, so only its
+    results are rounded. Ops on f32 alone and `attn.cast` are left as they
+    are; integer operands (lengths, ids) too. Function signatures keep
+    their types: the kernel's buffers stay bf16/f16.
+
+    Before:
+
+    ```mlir
+    %y = attn.relu %x : tensor<4xbf16>
+    ```
+
+    After:
+
+    ```mlir
+    %0 = attn.cast %x : tensor<4xbf16> to tensor<4xf32>
+    %1 = attn.relu %0 : tensor<4xf32>
+    %y = attn.cast %1 : tensor<4xf32> to tensor<4xbf16>
+    ```
+  }];
+}
+
 def AttnDecompose : Pass<"attn-decompose"> {
   let summary = "Rewrite composite attn ops into primitive attn ops";
   let description = [{

@@ -22,7 +22,7 @@ func.func @roles(%x: tensor<2xf32> {attn.name = "X", attn.role = "weight"},
   return %0 : tensor<2xf32>
 }
 
-// CHECK-DAG: attn-ir.mlir:[[@LINE+2]]:{{[0-9]+}}: error: argument #0 of 'types' has type 'tensor<?xf32>'; a kernel's arguments and results are tensors of static shape with elements f32 or i32
+// CHECK-DAG: attn-ir.mlir:[[@LINE+2]]:{{[0-9]+}}: error: argument #0 of 'types' has type 'tensor<?xf32>'; a kernel's arguments and results are tensors of static shape with elements f32, bf16, f16 or i32
 // CHECK-DAG: attn-ir.mlir:[[@LINE+1]]:{{[0-9]+}}: error: result #0 of 'types' has type 'tensor<?xf32>'
 func.func @types(%x: tensor<?xf32> {attn.name = "X", attn.role = "input"},
 // CHECK-DAG: attn-ir.mlir:[[@LINE+1]]:{{[0-9]+}}: error: argument #1 of 'types' has type 'tensor<2xf64>'

@@ -1,0 +1,71 @@
+//===- ComputeInF32.cpp - Every op on bf16/f16 computes in f32 ------------===//
+//
+// attn-compute-in-f32 (semantics in Passes.td): the one place of the rule
+// "each op computes in f32 and rounds its result once" for every lowering
+// after it (the linalg path, the fused attention loops, the GPU), which
+// then see f32 ops between casts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/IR/AttnDialect.h"
+#include "attn/IR/AttnOps.h"
+#include "attn/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_ATTNCOMPUTEINF32
+#include "attn/Transforms/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+bool isLowPrecision(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor &&
+         (tensor.getElementType().isBF16() || tensor.getElementType().isF16());
+}
+
+RankedTensorType inF32(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return tensor.clone(Float32Type::get(type.getContext()));
+}
+
+/// Widens `op`'s low-precision operands and results (the pass's rule).
+void computeInF32(Operation *op) {
+  OpBuilder b(op);
+  for (OpOperand &operand : op->getOpOperands())
+    if (isLowPrecision(operand.get().getType()))
+      operand.set(CastOp::create(
+          b, op->getLoc(), inF32(operand.get().getType()), operand.get()));
+  b.setInsertionPointAfter(op);
+  for (OpResult result : op->getResults()) {
+    if (!isLowPrecision(result.getType()))
+      continue;
+    Type original = result.getType();
+    result.setType(inF32(original));
+    auto rounded = CastOp::create(b, op->getLoc(), original, result);
+    result.replaceAllUsesExcept(rounded, rounded);
+  }
+}
+
+struct AttnComputeInF32Pass
+    : mlir::attn::impl::AttnComputeInF32Base<AttnComputeInF32Pass> {
+  void runOnOperation() override {
+    SmallVector<Operation *> ops;
+    getOperation()->walk([&](Operation *op) {
+      if (!isa<AttnDialect>(op->getDialect()) || isa<CastOp>(op))
+        return;
+      if (llvm::any_of(op->getOperandTypes(), isLowPrecision) ||
+          llvm::any_of(op->getResultTypes(), isLowPrecision))
+        ops.push_back(op);
+    });
+    for (Operation *op : ops)
+      computeInF32(op);
+  }
+};
+
+} // namespace

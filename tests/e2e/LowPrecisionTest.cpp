@@ -1,0 +1,426 @@
+//===- LowPrecisionTest.cpp - bf16 and f16 through compiled kernels ------===//
+//
+// docs/spec.md §2 (v3): conversions round to nearest even, bit for bit as
+// torch converts, on every CPU class (with and without F16C and
+// AVX512-BF16) and through both backends; and each op on bf16/f16 computes
+// in f32 and rounds its result once, so that a one-op kernel in bf16/f16
+// gives exactly the f32 kernel's result on the widened inputs, rounded; a
+// weight-only low-precision op (f32 x, bf16 w) gives exactly the f32
+// kernel's result on the widened weight.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestSupport.h"
+#include "attnc/Halide/HalideBackend.h"
+#include "attnc/Runtime/Runtime.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace attnc;
+using mlir::attn::ElementType;
+
+namespace {
+
+uint32_t bitsOf(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof(bits));
+  return bits;
+}
+
+float floatOf(uint32_t bits) {
+  float x;
+  std::memcpy(&x, &bits, sizeof(x));
+  return x;
+}
+
+/// A bf16 pattern's value, the all-ones exponent standing for 2^128 (what
+/// the next step past the largest finite bf16 would be): the reference's
+/// rounding compares distances to it.
+double valueOfBf16Candidate(uint32_t bits) {
+  if (((bits >> 23) & 0xff) == 0xff)
+    return std::ldexp(bits >> 31 ? -1.0 : 1.0, 128);
+  return double(floatOf(bits));
+}
+
+/// f32 -> bf16 by its definition: the nearer of the two bf16 neighbours,
+/// the even one on a tie; NaN to a NaN. Independent of any conversion code
+/// under test (it compares exact distances in double).
+uint16_t referenceBf16(float x) {
+  if (std::isnan(x))
+    return 0x7fc0;
+  uint32_t bits = bitsOf(x);
+  uint32_t low = bits & 0xffff0000u;
+  if (low == bits)
+    return uint16_t(bits >> 16);
+  uint32_t high = low + 0x10000u;
+  double distanceLow = std::fabs(double(x) - valueOfBf16Candidate(low));
+  double distanceHigh = std::fabs(valueOfBf16Candidate(high) - double(x));
+  if (distanceLow < distanceHigh ||
+      (distanceLow == distanceHigh && ((low >> 16) & 1) == 0))
+    return uint16_t(low >> 16);
+  return uint16_t(high >> 16);
+}
+
+/// f32 -> f16 through the compiler's own _Float16 (F16C or compiler-rt):
+/// another implementation than the one under test.
+uint16_t referenceF16(float x) {
+  _Float16 h = static_cast<_Float16>(x);
+  uint16_t bits;
+  std::memcpy(&bits, &h, sizeof(bits));
+  return bits;
+}
+
+float widenF16(uint16_t bits) {
+  _Float16 h;
+  std::memcpy(&h, &bits, sizeof(h));
+  return static_cast<float>(h);
+}
+
+float widenBf16(uint16_t bits) { return floatOf(uint32_t(bits) << 16); }
+
+bool isNanF16(uint16_t bits) {
+  return (bits & 0x7c00) == 0x7c00 && (bits & 0x03ff);
+}
+bool isNanBf16(uint16_t bits) {
+  return (bits & 0x7f80) == 0x7f80 && (bits & 0x007f);
+}
+
+/// The f32 values the conversions are checked on: every f16 and bf16
+/// value, its f32 neighbours, the midpoints between consecutive ones (the
+/// ties) and their neighbours, the specials, and random bit patterns.
+std::vector<float> conversionInputs() {
+  std::vector<float> values;
+  auto around = [&](float x) {
+    values.push_back(x);
+    values.push_back(std::nextafter(x, INFINITY));
+    values.push_back(std::nextafter(x, -INFINITY));
+  };
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    float f16 = widenF16(uint16_t(h)), bf16 = widenBf16(uint16_t(h));
+    if (!std::isfinite(f16) || !std::isfinite(bf16))
+      continue;
+    around(f16);
+    around(bf16);
+    // Midpoints to the next pattern of the same sign (exact in f32).
+    float nextF16 = widenF16(uint16_t(h + 1)),
+          nextBf16 = widenBf16(uint16_t(h + 1));
+    if (std::isfinite(nextF16) && (h & 0x7fff) != 0x7fff)
+      around(float((double(f16) + double(nextF16)) / 2));
+    if (std::isfinite(nextBf16) && (h & 0x7fff) != 0x7fff)
+      around(float((double(bf16) + double(nextBf16)) / 2));
+  }
+  for (float special : {0.0f,
+                        -0.0f,
+                        INFINITY,
+                        -INFINITY,
+                        NAN,
+                        -NAN,
+                        65504.0f,
+                        65519.99f,
+                        65520.0f,
+                        -65520.0f,
+                        3.3895314e38f,
+                        3.4028235e38f,
+                        1e-45f,
+                        -1e-45f,
+                        1.17549435e-38f,
+                        5.9604645e-8f,
+                        2.9802322e-8f,
+                        2.9802326e-8f,
+                        floatOf(0x7f800001),
+                        floatOf(0xffc00001),
+                        floatOf(0x7fbfffff)})
+    values.push_back(special);
+  std::mt19937 rng(1);
+  for (int i = 0; i < 100000; ++i)
+    values.push_back(floatOf(uint32_t(rng())));
+  return values;
+}
+
+struct Target {
+  const char *cpu;
+  Backend backend;
+};
+
+std::string nameOf(const Target &t) {
+  std::string name = t.cpu;
+  for (char &c : name)
+    if (c == '-' || c == '.')
+      c = '_';
+  return name + (t.backend == Backend::Halide ? "_halide" : "_mlir");
+}
+
+std::vector<Target> targets() {
+  // No F16C (x86-64), F16C without AVX512-BF16 (x86-64-v3), and this CPU.
+  std::vector<Target> all = {{"x86-64", Backend::Mlir},
+                             {"x86-64-v3", Backend::Mlir},
+                             {"native", Backend::Mlir}};
+  if (haveHalideBackend()) {
+    all.push_back({"x86-64-v3", Backend::Halide});
+    all.push_back({"native", Backend::Halide});
+  }
+  return all;
+}
+
+CompileOptions optionsFor(const Target &t) {
+  CompileOptions options = Runtime::defaultOptions();
+  options.target.cpu = t.cpu;
+  options.backend = t.backend;
+  return options;
+}
+
+std::string tensor(size_t n, const char *element) {
+  return "tensor<" + std::to_string(n) + "x" + element + ">";
+}
+
+class Conversions : public ::testing::TestWithParam<Target> {};
+
+TEST_P(Conversions, RoundToNearestEvenBitForBit) {
+  std::vector<float> x = conversionInputs();
+  size_t n = x.size(), m = 0x10000;
+  std::vector<uint16_t> patterns(m);
+  for (size_t i = 0; i < m; ++i)
+    patterns[i] = uint16_t(i);
+  std::string ir =
+      "func.func @conv(%x: " + tensor(n, "f32") +
+      " {attn.name = \"X\", attn.role = \"input\"}, %h: " + tensor(m, "f16") +
+      " {attn.name = \"H\", attn.role = \"input\"}, %b: " + tensor(m, "bf16") +
+      " {attn.name = \"B\", attn.role = \"input\"}) -> (" + tensor(n, "f16") +
+      " {attn.name = \"X16\"}, " + tensor(n, "bf16") +
+      " {attn.name = \"XB\"}, " + tensor(m, "f32") +
+      " {attn.name = \"H32\"}, " + tensor(m, "f32") +
+      " {attn.name = \"B32\"}) {\n" +
+      "  %0 = attn.cast %x : " + tensor(n, "f32") + " to " + tensor(n, "f16") +
+      "\n  %1 = attn.cast %x : " + tensor(n, "f32") + " to " +
+      tensor(n, "bf16") + "\n  %2 = attn.cast %h : " + tensor(m, "f16") +
+      " to " + tensor(m, "f32") +
+      "\n  %3 = attn.cast %b : " + tensor(m, "bf16") + " to " +
+      tensor(m, "f32") + "\n  return %0, %1, %2, %3 : " + tensor(n, "f16") +
+      ", " + tensor(n, "bf16") + ", " + tensor(m, "f32") + ", " +
+      tensor(m, "f32") + "\n}\n";
+  auto kernel = test::sharedTestRuntime().compile(ir, "conversions.mlir", "",
+                                                  optionsFor(GetParam()));
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  std::vector<uint16_t> x16(n), xb(n);
+  std::vector<float> h32(m), b32(m);
+  std::vector<int64_t> nShape = {int64_t(n)}, mShape = {int64_t(m)};
+  llvm::Error error =
+      (*kernel)->run({{"X", x.data(), ElementType::F32, nShape},
+                      {"H", patterns.data(), ElementType::F16, mShape},
+                      {"B", patterns.data(), ElementType::BF16, mShape},
+                      {"X16", x16.data(), ElementType::F16, nShape},
+                      {"XB", xb.data(), ElementType::BF16, nShape},
+                      {"H32", h32.data(), ElementType::F32, mShape},
+                      {"B32", b32.data(), ElementType::F32, mShape}});
+  ASSERT_FALSE(!!error) << llvm::toString(std::move(error));
+
+  int mismatches = 0;
+  auto report = [&](const char *what, uint32_t input, uint32_t got,
+                    uint32_t expected) {
+    if (++mismatches <= 10)
+      ADD_FAILURE() << what << " of 0x" << llvm::utohexstr(input) << ": got 0x"
+                    << llvm::utohexstr(got) << ", expected 0x"
+                    << llvm::utohexstr(expected);
+  };
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t f16 = referenceF16(x[i]), bf16 = referenceBf16(x[i]);
+    if (std::isnan(x[i]) ? !isNanF16(x16[i]) : x16[i] != f16)
+      report("f32->f16", bitsOf(x[i]), x16[i], f16);
+    if (std::isnan(x[i]) ? !isNanBf16(xb[i]) : xb[i] != bf16)
+      report("f32->bf16", bitsOf(x[i]), xb[i], bf16);
+  }
+  for (size_t i = 0; i < m; ++i) {
+    float f16 = widenF16(uint16_t(i)), bf16 = widenBf16(uint16_t(i));
+    if (std::isnan(f16) ? !std::isnan(h32[i]) : bitsOf(h32[i]) != bitsOf(f16))
+      report("F16->f32", i, bitsOf(h32[i]), bitsOf(f16));
+    if (std::isnan(bf16) ? !std::isnan(b32[i]) : bitsOf(b32[i]) != bitsOf(bf16))
+      report("BF16->f32", i, bitsOf(b32[i]), bitsOf(bf16));
+  }
+  EXPECT_EQ(mismatches, 0) << "of " << n << " f32 values and " << m
+                           << " 16-bit patterns";
+}
+
+INSTANTIATE_TEST_SUITE_P(LowPrecision, Conversions,
+                         ::testing::ValuesIn(targets()),
+                         [](const ::testing::TestParamInfo<Target> &info) {
+                           return nameOf(info.param);
+                         });
+
+/// A one-op block whose float tensors are all of type TYPE (replaced by
+/// f32, bf16 or f16), and the integer inputs it takes.
+struct OpCase {
+  const char *name;
+  const char *spec;
+};
+
+const OpCase kOpCases[] = {
+    {"linear",
+     "block k {\n  input X: TYPE[4, 33, 48]\n  param W: TYPE[40, 48]\n"
+     "  param b: TYPE[40]\n  Y = linear(X, W, b)\n  output Y\n}\n"},
+    {"layer_norm", "block k {\n  input X: TYPE[4, 7, 48]\n  param g: TYPE[48]\n"
+                   "  param b: TYPE[48]\n  Y = layer_norm(X, g, b)\n"
+                   "  output Y\n}\n"},
+    // Fused (64 x 64 scores), a length-0 row among them.
+    {"attention_fused",
+     "block k {\n  input Q: TYPE[3, 64, 32]\n  input K: TYPE[3, 64, 32]\n"
+     "  input V: TYPE[3, 64, 32]\n  input vl: i32[3]\n"
+     "  Y = attention(Q, K, V, vl)\n  output Y\n}\n"},
+    {"multihead_attention",
+     "block k {\n  input X: TYPE[2, 10, 24]\n  input vl: i32[2]\n"
+     "  param Wq: TYPE[24, 24]\n  param Wk: TYPE[24, 24]\n"
+     "  param Wv: TYPE[24, 24]\n  param Wo: TYPE[24, 24]\n"
+     "  Y = multihead_attention(X, X, X, Wq, Wk, Wv, Wo, vl, heads=4)\n"
+     "  output Y\n}\n"},
+};
+
+std::string specIn(const char *spec, const char *type) {
+  std::string text = spec;
+  for (size_t at; (at = text.find("TYPE")) != std::string::npos;)
+    text.replace(at, 4, type);
+  return text;
+}
+
+/// Rounds `x` to `type` (bf16/f16) as 16-bit patterns, by the references.
+std::vector<uint16_t> rounded(const std::vector<float> &x, ElementType type) {
+  std::vector<uint16_t> bits(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    bits[i] =
+        type == ElementType::BF16 ? referenceBf16(x[i]) : referenceF16(x[i]);
+  return bits;
+}
+
+std::vector<float> widened(const std::vector<uint16_t> &bits,
+                           ElementType type) {
+  std::vector<float> x(bits.size());
+  for (size_t i = 0; i < bits.size(); ++i)
+    x[i] = type == ElementType::BF16 ? widenBf16(bits[i]) : widenF16(bits[i]);
+  return x;
+}
+
+class OneOp
+    : public ::testing::TestWithParam<std::tuple<OpCase, ElementType, Target>> {
+};
+
+/// The bf16/f16 kernel's result is the f32 kernel's on the same (rounded)
+/// values, rounded once: bit for bit.
+TEST_P(OneOp, IsTheF32KernelRoundedOnce) {
+  auto [op, type, target] = GetParam();
+  const char *typeName = type == ElementType::BF16 ? "bf16" : "f16";
+  Runtime &runtime = test::sharedTestRuntime();
+  auto low = runtime.compile(specIn(op.spec, typeName), "low.attn", "",
+                             optionsFor(target));
+  ASSERT_TRUE(!!low) << llvm::toString(low.takeError());
+  auto full = runtime.compile(specIn(op.spec, "f32"), "f32.attn", "",
+                              optionsFor(target));
+  ASSERT_TRUE(!!full) << llvm::toString(full.takeError());
+
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
+  std::vector<std::vector<uint16_t>> lowData;
+  std::vector<std::vector<float>> fullData;
+  std::vector<std::vector<int32_t>> lens;
+  std::vector<HostBuffer> lowBuffers, fullBuffers;
+  const KernelSignature &signature = (*full)->signature();
+  lowData.reserve(signature.arguments.size());
+  fullData.reserve(signature.arguments.size());
+  lens.reserve(signature.arguments.size());
+  for (const KernelArgument &a : signature.arguments) {
+    size_t count = size_t(a.numElements());
+    if (a.type == ElementType::I32) {
+      // Lengths: 0 for the first row (a uniform row), then 1, 2, ...
+      lens.emplace_back(count);
+      for (size_t i = 0; i < count; ++i)
+        lens.back()[i] = int32_t(i * 5);
+      lowBuffers.push_back({a.name, lens.back().data(), a.type, a.shape});
+      fullBuffers.push_back(lowBuffers.back());
+      continue;
+    }
+    std::vector<float> values(count);
+    if (a.role != ArgumentRole::Output)
+      for (float &v : values)
+        v = uniform(rng);
+    lowData.push_back(rounded(values, type));
+    fullData.push_back(widened(lowData.back(), type));
+    lowBuffers.push_back({a.name, lowData.back().data(), type, a.shape});
+    fullBuffers.push_back({a.name, fullData.back().data(), a.type, a.shape});
+  }
+  llvm::Error error = (*low)->run(lowBuffers);
+  ASSERT_FALSE(!!error) << llvm::toString(std::move(error));
+  error = (*full)->run(fullBuffers);
+  ASSERT_FALSE(!!error) << llvm::toString(std::move(error));
+
+  const std::vector<uint16_t> &got = lowData.back();
+  std::vector<uint16_t> expected = rounded(fullData.back(), type);
+  int mismatches = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i] != expected[i] && ++mismatches <= 5)
+      ADD_FAILURE() << op.name << " " << typeName << " element " << i
+                    << ": got 0x" << llvm::utohexstr(got[i]) << ", expected 0x"
+                    << llvm::utohexstr(expected[i]);
+  EXPECT_EQ(mismatches, 0) << "of " << got.size();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    LowPrecision, OneOp,
+    ::testing::Combine(::testing::ValuesIn(kOpCases),
+                       ::testing::Values(ElementType::BF16, ElementType::F16),
+                       ::testing::ValuesIn(targets())),
+    [](const auto &info) {
+      return std::string(std::get<0>(info.param).name) + "_" +
+             (std::get<1>(info.param) == ElementType::BF16 ? "bf16" : "f16") +
+             "_" + nameOf(std::get<2>(info.param));
+    });
+
+/// Weight-only low precision: an f32 input with a bf16 weight computes in
+/// f32 and gives f32, the f32 kernel's result on the widened weight.
+TEST(LowPrecisionPromotion, WeightOnlyBf16IsTheF32KernelOnTheWidenedWeight) {
+  const char *spec = "block k {\n  input X: f32[4, 33, 48]\n"
+                     "  param W: WTYPE[40, 48]\n  param b: f32[40]\n"
+                     "  Y = linear(X, W, b)\n  output Y\n}\n";
+  auto with = [&](const char *w) {
+    std::string text = spec;
+    text.replace(text.find("WTYPE"), 5, w);
+    return text;
+  };
+  Runtime &runtime = test::sharedTestRuntime();
+  auto mixed = runtime.compile(with("bf16"), "mixed.attn", "",
+                               Runtime::defaultOptions());
+  ASSERT_TRUE(!!mixed) << llvm::toString(mixed.takeError());
+  auto full =
+      runtime.compile(with("f32"), "f32.attn", "", Runtime::defaultOptions());
+  ASSERT_TRUE(!!full) << llvm::toString(full.takeError());
+  EXPECT_EQ((*mixed)->signature().arguments.back().type, ElementType::F32);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> x(4 * 33 * 48), w(40 * 48), b(40), y1(4 * 33 * 40),
+      y2(4 * 33 * 40);
+  for (std::vector<float> *v : {&x, &w, &b})
+    for (float &e : *v)
+      e = uniform(rng);
+  std::vector<uint16_t> w16 = rounded(w, ElementType::BF16);
+  std::vector<float> wWide = widened(w16, ElementType::BF16);
+  llvm::Error error =
+      (*mixed)->run({{"X", x.data(), ElementType::F32, {4, 33, 48}},
+                     {"W", w16.data(), ElementType::BF16, {40, 48}},
+                     {"b", b.data(), ElementType::F32, {40}},
+                     {"Y", y1.data(), ElementType::F32, {4, 33, 40}}});
+  ASSERT_FALSE(!!error) << llvm::toString(std::move(error));
+  error = (*full)->run({{"X", x.data(), ElementType::F32, {4, 33, 48}},
+                        {"W", wWide.data(), ElementType::F32, {40, 48}},
+                        {"b", b.data(), ElementType::F32, {40}},
+                        {"Y", y2.data(), ElementType::F32, {4, 33, 40}}});
+  ASSERT_FALSE(!!error) << llvm::toString(std::move(error));
+  for (size_t i = 0; i < y1.size(); ++i)
+    ASSERT_EQ(bitsOf(y1[i]), bitsOf(y2[i])) << "element " << i;
+}
+
+} // namespace
