@@ -13,6 +13,8 @@
 
 #include "attnc/Runtime/Npy.h"
 
+#include "attn/Target/FloatConversions.h"
+
 #include "attnc/Support/ReadFile.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -35,16 +37,23 @@ namespace attnc {
 namespace {
 
 /// A .npy dtype: a kernel element type (its descr and size from the
-/// element-type table), or int64, which files may hold for i32 arguments.
+/// element-type table), or one that files may hold for an argument of
+/// another type: int64 for i32, uint16 bit patterns for bf16.
 struct NpyDtypeInfo {
   NpyDtype dtype;
   std::optional<mlir::attn::ElementType> element;
+  /// Without an element type: the descr and the size.
+  StringLiteral descr = "";
+  size_t bytes = 0;
 };
 
 constexpr NpyDtypeInfo kNpyDtypes[] = {
     {NpyDtype::F32, mlir::attn::ElementType::F32},
+    {NpyDtype::BF16, mlir::attn::ElementType::BF16},
+    {NpyDtype::F16, mlir::attn::ElementType::F16},
     {NpyDtype::I32, mlir::attn::ElementType::I32},
-    {NpyDtype::I64, std::nullopt},
+    {NpyDtype::I64, std::nullopt, "<i8", 8},
+    {NpyDtype::U16, std::nullopt, "<u2", 2},
 };
 
 const NpyDtypeInfo &infoOf(NpyDtype dtype) {
@@ -59,12 +68,12 @@ const NpyDtypeInfo &infoOf(NpyDtype dtype) {
 StringRef npyDtypeDescr(NpyDtype dtype) {
   const NpyDtypeInfo &info = infoOf(dtype);
   return info.element ? StringRef(mlir::attn::describe(*info.element).npyDescr)
-                      : StringRef("<i8");
+                      : StringRef(info.descr);
 }
 
 size_t npyDtypeSize(NpyDtype dtype) {
   const NpyDtypeInfo &info = infoOf(dtype);
-  return info.element ? mlir::attn::bytesOf(*info.element) : 8;
+  return info.element ? mlir::attn::bytesOf(*info.element) : info.bytes;
 }
 
 std::optional<NpyDtype> npyDtypeOf(mlir::attn::ElementType type) {
@@ -117,6 +126,9 @@ NpyArray fromValues(NpyDtype dtype, std::vector<int64_t> shape,
     } else if constexpr (sizeof(T) == 4) {
       support::endian::write32le(a.data.data() + 4 * i,
                                  static_cast<uint32_t>(v));
+    } else if constexpr (sizeof(T) == 2) {
+      support::endian::write16le(a.data.data() + 2 * i,
+                                 static_cast<uint16_t>(v));
     } else {
       support::endian::write64le(a.data.data() + 8 * i,
                                  static_cast<uint64_t>(v));
@@ -137,6 +149,8 @@ std::vector<T> toValues(const NpyArray &a, NpyDtype expected) {
       std::memcpy(&out[i], &bits, 4);
     } else if constexpr (sizeof(T) == 4) {
       out[i] = static_cast<T>(support::endian::read32le(a.data.data() + 4 * i));
+    } else if constexpr (sizeof(T) == 2) {
+      out[i] = static_cast<T>(support::endian::read16le(a.data.data() + 2 * i));
     } else {
       out[i] = static_cast<T>(support::endian::read64le(a.data.data() + 8 * i));
     }
@@ -157,6 +171,28 @@ NpyArray NpyArray::fromI64(std::vector<int64_t> shape,
                            ArrayRef<int64_t> values) {
   return fromValues(NpyDtype::I64, std::move(shape), values);
 }
+NpyArray NpyArray::fromBits16(NpyDtype dtype, std::vector<int64_t> shape,
+                              ArrayRef<uint16_t> bits) {
+  assert(npyDtypeSize(dtype) == 2 && "a 16-bit dtype");
+  return fromValues(dtype, std::move(shape), bits);
+}
+
+std::vector<uint16_t> NpyArray::toBits16() const {
+  assert(npyDtypeSize(dtype) == 2 && "a 16-bit dtype");
+  return toValues<uint16_t>(*this, dtype);
+}
+
+std::vector<float> NpyArray::toFloats() const {
+  if (dtype == NpyDtype::F32)
+    return toF32();
+  std::vector<uint16_t> bits = toBits16();
+  std::vector<float> values(bits.size());
+  for (size_t i = 0; i < bits.size(); ++i)
+    values[i] = dtype == NpyDtype::F16 ? mlir::attn::widenF16(bits[i])
+                                       : mlir::attn::widenBf16(bits[i]);
+  return values;
+}
+
 std::vector<float> NpyArray::toF32() const {
   return toValues<float>(*this, NpyDtype::F32);
 }

@@ -14,6 +14,8 @@
 #include "attnc/Halide/HalideBackend.h"
 #include "attnc/Runtime/Runtime.h"
 
+#include "attn/Target/FloatConversions.h"
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -254,6 +256,31 @@ INSTANTIATE_TEST_SUITE_P(LowPrecision, Conversions,
                          [](const ::testing::TestParamInfo<Target> &info) {
                            return nameOf(info.param);
                          });
+
+/// The host's conversions (the runtime's .npy rounding, attnc run, Python)
+/// are the kernels': the same references, on the same values.
+TEST(HostConversions, RoundToNearestEvenBitForBit) {
+  int mismatches = 0;
+  for (float x : conversionInputs()) {
+    uint16_t f16 = mlir::attn::narrowToF16(x),
+             bf16 = mlir::attn::narrowToBf16(x);
+    bool ok = std::isnan(x)
+                  ? isNanF16(f16) && isNanBf16(bf16)
+                  : f16 == referenceF16(x) && bf16 == referenceBf16(x);
+    if (!ok && ++mismatches <= 5)
+      ADD_FAILURE() << "0x" << llvm::utohexstr(bitsOf(x)) << ": f16 0x"
+                    << llvm::utohexstr(f16) << ", bf16 0x"
+                    << llvm::utohexstr(bf16);
+  }
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    float f16 = mlir::attn::widenF16(uint16_t(h)), ref = widenF16(uint16_t(h));
+    bool ok = std::isnan(ref) ? std::isnan(f16) : bitsOf(f16) == bitsOf(ref);
+    if (!ok && ++mismatches <= 5)
+      ADD_FAILURE() << "f16 0x" << llvm::utohexstr(h) << " widens to 0x"
+                    << llvm::utohexstr(bitsOf(f16));
+  }
+  EXPECT_EQ(mismatches, 0);
+}
 
 /// A one-op block whose float tensors are all of type TYPE (replaced by
 /// f32, bf16 or f16), and the integer inputs it takes.

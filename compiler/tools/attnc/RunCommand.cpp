@@ -13,6 +13,8 @@
 #include "attnc/Runtime/Npy.h"
 #include "attnc/Runtime/Runtime.h"
 
+#include "attn/Target/FloatConversions.h"
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -59,6 +61,31 @@ llvm::Expected<NpyArray> readArgument(const KernelArgument &argument,
     if (!array)
       return array.takeError();
   }
+  bool lowPrecision =
+      argument.type == ElementType::BF16 || argument.type == ElementType::F16;
+  // bf16 bit patterns saved as uint16 are bf16.
+  if (argument.type == ElementType::BF16 && array->dtype == NpyDtype::U16)
+    array->dtype = NpyDtype::BF16;
+  // An f32 file for a bf16/f16 argument is rounded to it (docs/spec.md §4,
+  // v3), and said once.
+  if (lowPrecision && array->dtype == NpyDtype::F32) {
+    static bool said = false;
+    if (!said) {
+      llvm::WithColor::note(llvm::errs(), "attnc")
+          << what << ": f32 values rounded to "
+          << mlir::attn::nameOf(argument.type)
+          << " (to nearest even); later such files are rounded too\n";
+      said = true;
+    }
+    std::vector<float> values = array->toF32();
+    std::vector<uint16_t> bits(values.size());
+    for (size_t i = 0; i < values.size(); ++i)
+      bits[i] = argument.type == ElementType::BF16
+                    ? mlir::attn::narrowToBf16(values[i])
+                    : mlir::attn::narrowToF16(values[i]);
+    array =
+        NpyArray::fromBits16(*npyDtypeOf(argument.type), array->shape, bits);
+  }
   std::optional<NpyDtype> expected = npyDtypeOf(argument.type);
   if (!expected)
     return llvm::createStringError(what + ": .npy files of " +
@@ -67,8 +94,12 @@ llvm::Expected<NpyArray> readArgument(const KernelArgument &argument,
   if (array->dtype != *expected)
     return llvm::createStringError(
         what + ": expected dtype '" + npyDtypeDescr(*expected) + "'" +
-        (argument.type == ElementType::I32 ? " (or '<i8')" : "") + ", got '" +
-        npyDtypeDescr(array->dtype) + "'");
+        (argument.type == ElementType::I32    ? " (or '<i8')"
+         : argument.type == ElementType::BF16 ? " (ml_dtypes' bfloat16; or "
+                                                "'<u2' bit patterns, or '<f4')"
+         : argument.type == ElementType::F16  ? " (or '<f4')"
+                                              : "") +
+        ", got '" + npyDtypeDescr(array->dtype) + "'");
   if (array->shape != argument.shape)
     return llvm::createStringError(
         what + ": expected shape " + formatNpyShape(argument.shape) + " (" +
@@ -85,7 +116,7 @@ NpyArray randomArgument(const KernelSignature &signature, unsigned index,
                         std::mt19937_64 &rng) {
   const KernelArgument &argument = signature.arguments[index];
   size_t count = static_cast<size_t>(argument.numElements());
-  if (argument.type == ElementType::F32) {
+  if (mlir::attn::isFloat(argument.type)) {
     float bound = 1.0f;
     if (argument.role == ArgumentRole::Param && argument.shape.size() >= 2 &&
         argument.shape.back() > 0)
@@ -94,7 +125,15 @@ NpyArray randomArgument(const KernelSignature &signature, unsigned index,
     std::vector<float> values(count);
     for (float &v : values)
       v = uniform(rng);
-    return NpyArray::fromF32(argument.shape, values);
+    if (argument.type == ElementType::F32)
+      return NpyArray::fromF32(argument.shape, values);
+    std::vector<uint16_t> bits(count);
+    for (size_t i = 0; i < count; ++i)
+      bits[i] = argument.type == ElementType::BF16
+                    ? mlir::attn::narrowToBf16(values[i])
+                    : mlir::attn::narrowToF16(values[i]);
+    return NpyArray::fromBits16(*npyDtypeOf(argument.type), argument.shape,
+                                bits);
   }
   int64_t low = 0, high = 1;
   for (const ValidLens &lens : signature.validLens)
@@ -230,7 +269,8 @@ int attnc::runCommand(const RunOptions &options) {
   // legal): say so instead of dying in the allocator.
   double bytes = 4.0 * double(signature.packedElements);
   for (const KernelArgument &argument : arguments)
-    bytes += 4.0 * double(argument.numElements());
+    bytes += double(mlir::attn::bytesOf(argument.type)) *
+             double(argument.numElements());
   double memory =
       double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
   if (memory > 0 && bytes > memory) {
@@ -362,8 +402,8 @@ int attnc::runCommand(const RunOptions &options) {
     if (!writeArray(options.outputDir, a.name, *values[i], path))
       return kUserError;
     llvm::outs() << a.name << ": " << a.typeString() << " -> " << path << "\n";
-    if (a.type == ElementType::F32)
-      llvm::outs() << "  " << preview(values[i]->toF32()) << "\n";
+    if (mlir::attn::isFloat(a.type))
+      llvm::outs() << "  " << preview(values[i]->toFloats()) << "\n";
   }
   llvm::outs() << "time per call: " << llvm::format("%.4f", median)
                << " ms (median of " << milliseconds.size() << " run"

@@ -114,6 +114,14 @@ NpyArray sampleArray(NpyDtype dtype, std::vector<int64_t> shape) {
       v[i] = int64_t(i) * 123456789012LL - 5;
     return NpyArray::fromI64(shape, v);
   }
+  case NpyDtype::BF16:
+  case NpyDtype::F16:
+  case NpyDtype::U16: {
+    std::vector<uint16_t> v(n);
+    for (size_t i = 0; i < n; ++i)
+      v[i] = uint16_t(i * 40503u + 17);
+    return NpyArray::fromBits16(dtype, shape, v);
+  }
   }
   return {};
 }
@@ -122,7 +130,8 @@ const std::vector<std::vector<int64_t>> kShapes = {
     {}, {5}, {1}, {0}, {2, 3}, {3, 0, 2}, {2, 3, 4}, {2, 1, 3, 5}};
 
 TEST_F(NpyFile, RoundTripEveryDtypeAndRank) {
-  for (NpyDtype dtype : {NpyDtype::F32, NpyDtype::I32, NpyDtype::I64}) {
+  for (NpyDtype dtype : {NpyDtype::F32, NpyDtype::BF16, NpyDtype::F16,
+                         NpyDtype::I32, NpyDtype::I64, NpyDtype::U16}) {
     for (const auto &shape : kShapes) {
       NpyArray a = sampleArray(dtype, shape);
       std::string where =
@@ -149,6 +158,20 @@ TEST_F(NpyFile, RoundTripEveryDtypeAndRank) {
       EXPECT_EQ(read->numElements(), a.numElements());
     }
   }
+}
+
+TEST(Npy, LowPrecisionDescrsAndValues) {
+  // bf16 as ml_dtypes saves it (raw 2-byte records), f16 as NumPy does.
+  EXPECT_EQ(npyDtypeDescr(NpyDtype::BF16), "<V2");
+  EXPECT_EQ(npyDtypeDescr(NpyDtype::F16), "<f2");
+  EXPECT_EQ(npyDtypeDescr(NpyDtype::U16), "<u2");
+  EXPECT_EQ(npyDtypeOf(mlir::attn::ElementType::BF16), NpyDtype::BF16);
+  NpyArray b =
+      NpyArray::fromBits16(NpyDtype::BF16, {3}, {0x3fc0, 0xc000, 0x7f80});
+  EXPECT_EQ(b.toFloats(), (std::vector<float>{1.5f, -2.0f, INFINITY}));
+  NpyArray h =
+      NpyArray::fromBits16(NpyDtype::F16, {3}, {0x3e00, 0xc000, 0x0001});
+  EXPECT_EQ(h.toFloats(), (std::vector<float>{1.5f, -2.0f, 0x1p-24f}));
 }
 
 TEST(Npy, HostValueConversions) {
@@ -264,8 +287,8 @@ TEST(Npy, RejectsUnsupportedNumPyFiles) {
   expectFileError("big_endian_f32.npy",
                   {"big-endian dtype '>f4'", "expected little-endian"});
   expectFileError("f8.npy",
-                  {"dtype '<f8' is not supported; expected '<f4', '<i4' or "
-                   "'<i8'"});
+                  {"dtype '<f8' is not supported; expected '<f4', '<V2', "
+                   "'<f2', '<i4', '<i8' or '<u2'"});
   expectFileError("bool.npy", {"dtype '|b1' is not supported"});
   expectFileError("unicode.npy", {"dtype '<U3' is not supported"});
   expectFileError("truncated_f32.npy",
@@ -426,11 +449,12 @@ TEST(Npy, RejectsMalformedHeaders) {
 
 TEST(Npy, RejectsUnsupportedDtypes) {
   std::string d = floatBytes({1, 2, 3});
-  for (const char *descr : {"<f8", "<f2", "|b1", "<U3", "|u1", "<u4", "=f4",
-                            "f4", "|f4", "<c8", "O"})
+  for (const char *descr : {"<f8", "|b1", "<U3", "|u1", "<u4", "=f4", "f4",
+                            "|f4", "<c8", "O", "<V4"})
     expectParseError(makeNpy(header("(3,)", descr), d),
                      {(std::string("dtype '") + descr +
-                       "' is not supported; expected '<f4', '<i4' or '<i8'")
+                       "' is not supported; expected '<f4', '<V2', '<f2', "
+                       "'<i4', '<i8' or '<u2'")
                           .c_str()});
   expectParseError(makeNpy(header("(3,)", ">i8"), d),
                    {"big-endian dtype '>i8' is not supported"});

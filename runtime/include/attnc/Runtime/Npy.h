@@ -28,7 +28,10 @@
 namespace attnc {
 
 /// The element types a .npy file may hold for attnc.
-enum class NpyDtype { F32, I32, I64 };
+/// The dtypes .npy I/O reads and writes: the kernels' element types (bf16
+/// as ml_dtypes saves it, '<V2'), int64 (for i32 arguments) and uint16
+/// (bf16 bit patterns).
+enum class NpyDtype { F32, BF16, F16, I32, I64, U16 };
 
 /// The NumPy descr string of \p dtype: "<f4", "<i4" or "<i8".
 llvm::StringRef npyDtypeDescr(NpyDtype dtype);
@@ -58,6 +61,13 @@ struct NpyArray {
   static NpyArray fromI64(std::vector<int64_t> shape,
                           llvm::ArrayRef<int64_t> values);
 
+  /// A 16-bit dtype's array (BF16, F16, U16) from its bit patterns.
+  static NpyArray fromBits16(NpyDtype dtype, std::vector<int64_t> shape,
+                             llvm::ArrayRef<uint16_t> bits);
+  /// A 16-bit dtype's bit patterns.
+  std::vector<uint16_t> toBits16() const;
+  /// A float array's values as f32 (F32, BF16, F16; exact).
+  std::vector<float> toFloats() const;
   /// The elements as host values. The dtype must match.
   std::vector<float> toF32() const;
   std::vector<int32_t> toI32() const;
