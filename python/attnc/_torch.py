@@ -229,8 +229,13 @@ class _BoundKernel:
         return self.kernel(**args)
 
 
+_TORCH_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16,
+                 "f16": torch.float16, "i32": torch.int32}
+
+
 def _torch_dtype(dtype):
-    return torch.float32 if dtype == "f32" else torch.int32
+    """The torch dtype of a signature's dtype name."""
+    return _TORCH_DTYPES[dtype]
 
 
 # ---------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 #include "Arrays.h"
 
+#include "attn/Target/FloatConversions.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
@@ -156,6 +158,23 @@ nb::dlpack::dtype dlpackTypeOf(ElementType type) {
 /// values are range-checked as they are copied.
 void checkConvertible(const KernelArgument &argument, nb::dlpack::dtype type,
                       bool cast, llvm::ArrayRef<int64_t> shape) {
+  if (argument.type == ElementType::BF16 || argument.type == ElementType::F16) {
+    // A bf16 argument takes uint16 bit patterns as they are; f32/f64
+    // values are rounded with cast=True.
+    if ((argument.type == ElementType::BF16 && isType(type, Code::UInt, 16)) ||
+        ((isType(type, Code::Float, 32) || isType(type, Code::Float, 64)) &&
+         cast))
+      return;
+    std::string hint =
+        isType(type, Code::Float, 32) || isType(type, Code::Float, 64)
+            ? " (pass cast=True to round " + dtypeName(type) + " to " +
+                  mlir::attn::nameOf(argument.type).str() + ")"
+            : "";
+    throw nb::value_error((describe(argument) + ": expected " +
+                           argument.typeString() + ", got " + dtypeName(type) +
+                           shapeText(shape) + hint)
+                              .c_str());
+  }
   if (argument.type == ElementType::F32) {
     if (isType(type, Code::Float, 32) ||
         (isType(type, Code::Float, 64) && cast))
@@ -195,6 +214,22 @@ void convert(const KernelArgument &argument, const nb::ndarray<> &view,
              llvm::ArrayRef<int64_t> shape, void *out) {
   nb::dlpack::dtype type = view.dtype();
   const char *data = static_cast<const char *>(view.data());
+  if (argument.type == ElementType::BF16 || argument.type == ElementType::F16) {
+    auto *dst = static_cast<uint16_t *>(out);
+    bool bf16 = argument.type == ElementType::BF16;
+    forEachElement(view, [&](int64_t flat, int64_t offset) {
+      if (isType(type, Code::UInt, 16)) {
+        dst[flat] = reinterpret_cast<const uint16_t *>(data)[offset];
+        return;
+      }
+      float value = isType(type, Code::Float, 32)
+                        ? reinterpret_cast<const float *>(data)[offset]
+                        : float(reinterpret_cast<const double *>(data)[offset]);
+      dst[flat] = bf16 ? mlir::attn::narrowToBf16(value)
+                       : mlir::attn::narrowToF16(value);
+    });
+    return;
+  }
   if (argument.type == ElementType::F32) {
     auto *dst = static_cast<float *>(out);
     if (isType(type, Code::Float, 32)) {
@@ -219,6 +254,16 @@ void convert(const KernelArgument &argument, const nb::ndarray<> &view,
                                 .c_str());
     dst[flat] = int32_t(value);
   });
+}
+
+/// Whether `value` is a NumPy array of ml_dtypes' bfloat16.
+bool isMlDtypesBfloat16(nb::handle value) {
+  if (!nb::hasattr(value, "dtype"))
+    return false;
+  nb::object dtype = value.attr("dtype");
+  return nb::hasattr(dtype, "name") &&
+         nb::str(dtype.attr("name")).equal(nb::str("bfloat16")) &&
+         !nb::hasattr(value, "is_cpu"); // not a torch tensor
 }
 
 /// torch.Tensor and torch.from_numpy, looked up without importing torch:
@@ -435,6 +480,14 @@ ArgumentArray attnc::python::readArray(const KernelArgument &argument,
     if (!array.copied && readTorchInPlace(argument, value, array))
       return array;
   }
+  // NumPy has no bfloat16 of its own: ml_dtypes' arrays refuse the buffer
+  // protocol, so a bf16 argument reads them through a uint16 view (no
+  // copy), as bit patterns.
+  if (!array.isTorch && argument.type == ElementType::BF16 &&
+      isMlDtypesBfloat16(value)) {
+    array.bitsView = value.attr("view")("uint16");
+    value = array.bitsView;
+  }
   bool read = array.isTorch
                   ? readTorch(value, array)
                   : nb::try_cast(value, array.view, /*convert=*/false);
@@ -465,8 +518,12 @@ ArgumentArray attnc::python::readArray(const KernelArgument &argument,
 
   nb::dlpack::dtype want = dlpackTypeOf(argument.type);
   nb::dlpack::dtype type = view.dtype();
-  bool sameType = type.code == want.code && type.bits == want.bits &&
-                  type.lanes == want.lanes;
+  bool sameType =
+      (type.code == want.code && type.bits == want.bits &&
+       type.lanes == want.lanes) ||
+      // bf16 bit patterns (an ml_dtypes array's view, or uint16
+      // as attnc run takes '<u2')
+      (argument.type == ElementType::BF16 && isType(type, Code::UInt, 16));
   if (array.isTorch) {
     // The span the view's strides reach, against the storage held.
     uintptr_t span = 0;
@@ -520,6 +577,11 @@ nb::object attnc::python::wrapOutput(const KernelArgument &argument,
   llvm::SmallVector<size_t, 8> shape(argument.shape.begin(),
                                      argument.shape.end());
   nb::dlpack::dtype type = dlpackTypeOf(argument.type);
+  // NumPy has no bfloat16: the array holds the bit patterns as uint16 and
+  // is viewed as bfloat16 (ml_dtypes' for NumPy, torch's for a tensor).
+  bool bf16 = argument.type == ElementType::BF16;
+  if (bf16)
+    type = nb::dlpack::dtype{static_cast<uint8_t>(Code::UInt), 16, 1};
   void *data = storage.release();
   nb::capsule owner(data, [](void *p) noexcept { std::free(p); });
   nb::object result = nb::ndarray<nb::numpy>(data, shape.size(), shape.data(),
@@ -528,10 +590,17 @@ nb::object attnc::python::wrapOutput(const KernelArgument &argument,
   // torch.from_numpy shares the array's memory, and is cheaper than
   // nanobind's DLPack route to a tensor.
   const TorchHandles *handles = torch ? torchHandles() : nullptr;
-  if (!handles)
+  if (!handles) {
+    if (bf16)
+      return result.attr("view")(
+          nb::module_::import_("ml_dtypes").attr("bfloat16"));
     return result;
+  }
   PyObject *tensor = PyObject_CallOneArg(handles->fromNumpy, result.ptr());
   if (!tensor)
     throw nb::python_error();
-  return nb::steal(tensor);
+  nb::object wrapped = nb::steal(tensor);
+  if (bf16)
+    return wrapped.attr("view")(nb::module_::import_("torch").attr("bfloat16"));
+  return wrapped;
 }

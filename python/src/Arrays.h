@@ -38,6 +38,9 @@ AlignedBuffer allocateAligned(size_t bytes);
 struct ArgumentArray {
   const KernelArgument *argument = nullptr;
   nanobind::object source;
+  /// A bf16 NumPy array's uint16 view (ml_dtypes' arrays refuse the buffer
+  /// protocol), held for the call.
+  nanobind::object bitsView;
   /// A torch tensor's storage, held for the call: another thread's
   /// `X.set_(...)` then cannot free the memory the kernel reads or writes.
   nanobind::object torchStorage;
