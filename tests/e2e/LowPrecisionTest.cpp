@@ -151,6 +151,8 @@ std::vector<float> conversionInputs() {
 struct Target {
   const char *cpu;
   Backend backend;
+  /// The GPU lowering, its kernels run on this CPU (gpuEmulation).
+  bool gpuEmulation = false;
 };
 
 std::string nameOf(const Target &t) {
@@ -158,6 +160,8 @@ std::string nameOf(const Target &t) {
   for (char &c : name)
     if (c == '-' || c == '.')
       c = '_';
+  if (t.gpuEmulation)
+    return name + "_gpu_emulation";
   return name + (t.backend == Backend::Halide ? "_halide" : "_mlir");
 }
 
@@ -170,6 +174,7 @@ std::vector<Target> targets() {
     all.push_back({"x86-64-v3", Backend::Halide});
     all.push_back({"native", Backend::Halide});
   }
+  all.push_back({"native", Backend::Mlir, /*gpuEmulation=*/true});
   return all;
 }
 
@@ -177,6 +182,7 @@ CompileOptions optionsFor(const Target &t) {
   CompileOptions options = Runtime::defaultOptions();
   options.target.cpu = t.cpu;
   options.backend = t.backend;
+  options.pipeline.gpuEmulation = t.gpuEmulation;
   return options;
 }
 
