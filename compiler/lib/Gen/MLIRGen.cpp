@@ -217,6 +217,11 @@ private:
     auto unit = [&](llvm::StringRef name) {
       return call.get(name).boolValue ? b.getUnitAttr() : mlir::UnitAttr();
     };
+    auto dtype = [&](llvm::StringRef name) {
+      return mlir::TypeAttr::get(attn::mlirTypeOf(
+          static_cast<attn::ElementType>(call.get(name).intValue),
+          b.getContext()));
+    };
 
     // Each op's ODS builder takes the parameters in AttnOps.def's order.
     switch (op.kind) {
@@ -229,6 +234,7 @@ private:
 #define ATTN_FLOAT(name, Getter) , f32(#name)
 #define ATTN_FLOAT_DEFAULT(name, Getter, value) , f32(#name)
 #define ATTN_FLAG(name, Getter) , unit(#name)
+#define ATTN_DTYPE(name, Getter) , dtype(#name)
 #define ATTN_OP(Kind, name, Class, rule, PARAMS)                               \
   case OpKind::Kind:                                                           \
     return attn::Class::create(b, location PARAMS);

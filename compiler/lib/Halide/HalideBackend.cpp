@@ -256,11 +256,13 @@ void addWrappers(llvm::Module &module, const KernelSignature &signature) {
         field(1));
     b.CreateStore(host, field(2));
     b.CreateStore(b.getInt64(0), field(3));
-    const mlir::attn::ElementTypeInfo &element = mlir::attn::describe(type);
+    // The type the pipeline's parameter has (bf16/f16 buffers as uint16).
+    Halide::Type element = halide::halideStorageTypeOf(type);
     b.CreateStore(
-        llvm::ConstantStruct::get(halideType, {b.getInt8(element.halideCode),
-                                               b.getInt8(element.bytes * 8),
-                                               b.getInt16(1)}),
+        llvm::ConstantStruct::get(
+            halideType, {b.getInt8(static_cast<uint8_t>(element.code())),
+                         b.getInt8(static_cast<uint8_t>(element.bits())),
+                         b.getInt16(1)}),
         field(4));
     b.CreateStore(b.getInt32(static_cast<uint32_t>(shape.size())), field(5));
     b.CreateStore(dims, field(6));

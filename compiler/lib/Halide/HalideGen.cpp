@@ -369,6 +369,28 @@ Halide::Type attnc::halide::halideTypeOf(mlir::Type element) {
                       static_cast<int>(info.bytes * 8), 1);
 }
 
+Halide::Type
+attnc::halide::halideStorageTypeOf(mlir::attn::ElementType element) {
+  const mlir::attn::ElementTypeInfo &info = mlir::attn::describe(element);
+  if (info.isFloat && info.bytes == 2)
+    return Halide::UInt(16);
+  return Halide::Type(static_cast<halide_type_code_t>(info.halideCode),
+                      static_cast<int>(info.bytes * 8), 1);
+}
+
+Halide::Expr attnc::halide::storedAs(const Halide::Expr &value) {
+  if (value.type().is_float() && value.type().bits() == 16)
+    return Halide::reinterpret(Halide::UInt(16), value);
+  return value;
+}
+
+Halide::Expr attnc::halide::loadedAs(const Halide::Expr &bits,
+                                     Halide::Type value) {
+  if (value == bits.type())
+    return bits;
+  return Halide::reinterpret(value, bits);
+}
+
 llvm::Expected<std::vector<Tensor>>
 Translator::translate(mlir::func::FuncOp func, std::vector<Tensor> arguments) {
   namespace attn = mlir::attn;
@@ -573,7 +595,8 @@ attnc::halide::buildKernelPipeline(mlir::func::FuncOp kernel, bool clampReads) {
       return llvm::createStringError(
           "argument " + std::to_string(i) + " of kernel '" +
           kernel.getName().str() + "' has an element type kernels do not take");
-    Halide::ImageParam param(halideTypeOf(type.getElementType()),
+    Halide::ImageParam param(
+        halideStorageTypeOf(*mlir::attn::elementTypeOf(type.getElementType())),
                              static_cast<int>(type.getRank()),
                              "arg_" + std::to_string(i) + "_" +
                                  (name ? name.str() : std::string("arg")));
@@ -582,8 +605,10 @@ attnc::halide::buildKernelPipeline(mlir::func::FuncOp kernel, bool clampReads) {
     std::vector<Var> vars = makeVars(static_cast<int>(type.getRank()));
     Func read("read_arg_" + std::to_string(i));
     std::vector<Var> hv = reversedVars(vars);
-    read(hv) = clampReads ? Halide::BoundaryConditions::repeat_edge(param)(hv)
-                          : param(hv);
+    Expr bits = clampReads
+                    ? Halide::BoundaryConditions::repeat_edge(param)(hv)
+                    : param(hv);
+    read(hv) = loadedAs(bits, halideTypeOf(type.getElementType()));
     arguments.push_back(Tensor{read, shapeOf(arg)});
   }
   auto results = translator.translate(kernel, std::move(arguments));
@@ -600,7 +625,10 @@ attnc::halide::buildKernelPipeline(mlir::func::FuncOp kernel, bool clampReads) {
     for (const Func &f : seen)
       repeated |= f.name() == result.func.name();
     Tensor out = result;
-    if (!computed || repeated)
+    // A bf16/f16 output is stored as its bits: a Func of its own.
+    Halide::Type type = result.func.type();
+    bool storedOtherwise = type.is_float() && type.bits() == 16;
+    if (!computed || repeated || storedOtherwise)
       out = translator.copyOf(result, "output_" + std::to_string(i));
     seen.push_back(out.func);
     pipeline.outputs.push_back(out.func);

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "attn/Target/ElementType.h"
+
 namespace mlir {
 class Type;
 namespace func {
@@ -76,6 +78,17 @@ void constrainShapes(KernelPipeline &pipeline);
 /// The Halide type of an element type of the table (attn/Target/
 /// ElementType.h): its Halide code and width.
 Halide::Type halideTypeOf(mlir::Type element);
+
+/// The Halide type a kernel buffer of `element` holds: its value type, but
+/// uint16 for bf16 and f16. Halide marks its own bf16/f16 vector loads and
+/// stores of a buffer as aligned to the vector, which the ABI does not
+/// promise (a vmovdqa of a caller's buffer faulted); its integer accesses
+/// assume only the element's alignment. The pipeline reinterprets the bits.
+Halide::Type halideStorageTypeOf(mlir::attn::ElementType element);
+
+/// `value` as its buffer stores it, and back (halideStorageTypeOf).
+Halide::Expr storedAs(const Halide::Expr &value);
+Halide::Expr loadedAs(const Halide::Expr &bits, Halide::Type value);
 
 } // namespace attnc::halide
 

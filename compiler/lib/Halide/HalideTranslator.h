@@ -109,10 +109,11 @@ public:
     return status;
   }
 
-  /// A Func holding `tensor` itself (an output must be a Func of its own).
+  /// A Func holding `tensor` itself (an output must be a Func of its own),
+  /// in its buffer's storage type (storedAs: bf16/f16 as their bits).
   Tensor copyOf(const Tensor &tensor, const std::string &name) {
     std::vector<Var> vars = makeVars(tensor.rank());
-    return define(name, tensor.shape, vars, tensor(asExprs(vars)),
+    return define(name, tensor.shape, vars, storedAs(tensor(asExprs(vars))),
                   Schedule::Pointwise);
   }
 

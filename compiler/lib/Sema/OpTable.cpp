@@ -23,6 +23,9 @@ constexpr ParamInfo number(llvm::StringRef name, bool required, bool positional,
 constexpr ParamInfo flag(llvm::StringRef name) {
   return {name, ParamKind::Bool, false, false, 0, 0, false};
 }
+constexpr ParamInfo dtype(llvm::StringRef name) {
+  return {name, ParamKind::Dtype, true, false};
+}
 
 // Tensors are positional-or-keyword, attributes keyword-only (but scale's
 // factor), as OpTable.h says.
@@ -36,6 +39,7 @@ constexpr ParamInfo flag(llvm::StringRef name) {
 #define ATTN_FLOAT_DEFAULT(name, Getter, value)                                \
   number(#name, false, false, value),
 #define ATTN_FLAG(name, Getter) flag(#name),
+#define ATTN_DTYPE(name, Getter) dtype(#name),
 #define ATTN_OP(Kind, name, Class, rule, PARAMS)                               \
   const ParamInfo k##Kind##Params[] = {PARAMS};
 #include "attn/IR/AttnOps.def"
@@ -104,6 +108,8 @@ llvm::StringRef attnc::describeParamKind(ParamKind kind) {
     return "a number";
   case ParamKind::Bool:
     return "true or false";
+  case ParamKind::Dtype:
+    return "a float type (f32, bf16 or f16)";
   }
   return "a value";
 }

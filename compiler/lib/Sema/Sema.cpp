@@ -1026,6 +1026,17 @@ bool BlockChecker::evaluateAttribute(const ParamInfo &param,
     return false;
   };
 
+  // A dtype is a type's name, not a value.
+  if (param.kind == ParamKind::Dtype) {
+    auto *name = llvm::dyn_cast<NameExpr>(&value);
+    std::optional<mlir::attn::ElementType> type =
+        name ? mlir::attn::elementTypeNamed(name->name) : std::nullopt;
+    if (!type || !mlir::attn::isFloat(*type) ||
+        !mlir::attn::describe(*type).isSupported)
+      return wrongKind(quoted(sourceText(value.getRange())));
+    out.intValue = static_cast<int64_t>(*type);
+    return true;
+  }
   // A dim name stands for its integer value.
   std::optional<double> number;
   bool isInteger = false;
@@ -1061,6 +1072,7 @@ bool BlockChecker::evaluateAttribute(const ParamInfo &param,
   switch (param.kind) {
   case ParamKind::Tensor:
   case ParamKind::Bool:
+  case ParamKind::Dtype:
     return wrongKind(quoted(sourceText(value.getRange())));
   case ParamKind::Int:
     if (!isInteger)
@@ -1110,6 +1122,7 @@ std::optional<TensorShape> BlockChecker::applyRules(CallExpr &call) {
         arg.tensor = *bound.tensor->shape;
       break;
     case ParamKind::Int:
+    case ParamKind::Dtype:
       arg.integer = bound.intValue;
       break;
     case ParamKind::Float:

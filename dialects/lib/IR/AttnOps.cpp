@@ -127,6 +127,25 @@ public:
     v.flag = value;
     return v;
   }
+  /// A dtype attribute as its ElementType (in `integer`, as the rules take
+  /// it); a type without a row in the table is reported.
+  RuleValue dtype(StringRef name, TypeAttr attr) {
+    RuleValue v;
+    if (!attr) {
+      missing(name);
+      return v;
+    }
+    std::optional<ElementType> element = elementTypeOf(attr.getValue());
+    if (!element) {
+      std::string text;
+      llvm::raw_string_ostream(text) << attr.getValue();
+      error(name, "dtype=" + text + " is not an element type of kernels");
+      anyMissing = true;
+      return v;
+    }
+    v.integer = static_cast<int64_t>(*element);
+    return v;
+  }
 
   bool failed() const { return anyMissing || shapes.failed(); }
 
@@ -159,6 +178,8 @@ private:
   args.push_back(r.number(#name, a.get##Getter##Attr(), value));
 #define ATTN_FLAG(name, Getter)                                                \
   args.push_back(ArgumentReader::flag(a.get##Getter()));
+#define ATTN_DTYPE(name, Getter)                                               \
+  args.push_back(r.dtype(#name, a.get##Getter##Attr()));
 #define ATTN_OP(Kind, name, Class, rule, PARAMS)                               \
   static RuleResult applyRules(Class::Adaptor a, RuleError error) {            \
     ArgumentReader r(error);                                                   \

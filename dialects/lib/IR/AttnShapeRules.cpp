@@ -227,6 +227,19 @@ std::string mlir::attn::rules::formatShape(const TensorShape &shape) {
   return text;
 }
 
+RuleResult mlir::attn::rules::inferCast(const TensorShape &x,
+                                        ElementType dtype, RuleError error) {
+  Checker c(error);
+  if (!c.tensor("x", x, ElementClass::Float, 0, kAnyRank))
+    return std::nullopt;
+  if (!accepts(ElementClass::Float, dtype)) {
+    c.fail("dtype", "dtype=" + nameOf(dtype) + " must be " +
+                        expectedTypes(ElementClass::Float) + " type");
+    return std::nullopt;
+  }
+  return TensorShape{dtype, x.dims};
+}
+
 RuleResult mlir::attn::rules::inferLinear(const TensorShape &x,
                                           const TensorShape &w,
                                           const TensorShape *b,
@@ -697,6 +710,12 @@ template <> struct RuleArgument<double> {
 template <> struct RuleArgument<bool> {
   static bool get(const RuleValue &v) { return v.flag; }
 };
+/// A dtype travels in `integer` as its ElementType.
+template <> struct RuleArgument<ElementType> {
+  static ElementType get(const RuleValue &v) {
+    return static_cast<ElementType>(v.integer);
+  }
+};
 
 /// A rule's parameters are its arguments then the RuleError.
 template <typename... Params>
@@ -734,6 +753,7 @@ RuleResult invokeRule(RuleResult (*rule)(Params...),
 #define ATTN_FLOAT(name, Getter) +1
 #define ATTN_FLOAT_DEFAULT(name, Getter, value) +1
 #define ATTN_FLAG(name, Getter) +1
+#define ATTN_DTYPE(name, Getter) +1
 #define ATTN_OP(Kind, name, Class, rule, PARAMS)                               \
   static_assert(ruleArity(&rule) == 0 PARAMS,                                  \
                 "AttnOps.def: " #rule " must take one argument per parameter " \
@@ -754,6 +774,7 @@ llvm::ArrayRef<StringRef> parameterNames(OpKind kind) {
 #define ATTN_FLOAT(name, Getter) #name,
 #define ATTN_FLOAT_DEFAULT(name, Getter, value) #name,
 #define ATTN_FLAG(name, Getter) #name,
+#define ATTN_DTYPE(name, Getter) #name,
   switch (kind) {
 #define ATTN_OP(Kind, name, Class, rule, PARAMS)                               \
   case OpKind::Kind: {                                                         \
@@ -763,6 +784,18 @@ llvm::ArrayRef<StringRef> parameterNames(OpKind kind) {
 #include "attn/IR/AttnOps.def"
   }
   return {};
+}
+
+/// Whether the op names its result's type itself (a dtype parameter).
+bool choosesItsType(OpKind kind) {
+#define ATTN_DTYPE(name, Getter) true ||
+  switch (kind) {
+#define ATTN_OP(Kind, name, Class, rule, PARAMS)                               \
+  case OpKind::Kind:                                                           \
+    return PARAMS false;
+#include "attn/IR/AttnOps.def"
+  }
+  return false;
 }
 
 /// The float type an op computes its result in (docs/spec.md §2 v3,
@@ -821,8 +854,9 @@ RuleResult mlir::attn::rules::applyRule(OpKind kind,
 #include "attn/IR/AttnOps.def"
   }
   // A float result is in the promoted type, whichever operand the rule
-  // took its shape from.
-  if (result && *promoted && result->element && isFloat(*result->element))
+  // took its shape from (unless the op names its type).
+  if (result && *promoted && result->element && isFloat(*result->element) &&
+      !choosesItsType(kind))
     result->element = **promoted;
   return result;
 }

@@ -39,15 +39,17 @@ void computeInF32(Operation *op) {
   OpBuilder b(op);
   for (OpOperand &operand : op->getOpOperands())
     if (isLowPrecision(operand.get().getType()))
-      operand.set(CastOp::create(
-          b, op->getLoc(), inF32(operand.get().getType()), operand.get()));
+      operand.set(CastOp::create(b, op->getLoc(), operand.get(),
+                                 TypeAttr::get(b.getF32Type())));
   b.setInsertionPointAfter(op);
   for (OpResult result : op->getResults()) {
     if (!isLowPrecision(result.getType()))
       continue;
     Type original = result.getType();
     result.setType(inF32(original));
-    auto rounded = CastOp::create(b, op->getLoc(), original, result);
+    auto rounded = CastOp::create(
+        b, op->getLoc(), result,
+        TypeAttr::get(cast<RankedTensorType>(original).getElementType()));
     result.replaceAllUsesExcept(rounded, rounded);
   }
 }

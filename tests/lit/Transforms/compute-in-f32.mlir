@@ -6,9 +6,9 @@
 
 // CHECK-LABEL: func.func @unary
 func.func @unary(%x: tensor<4xbf16>) -> tensor<4xbf16> {
-  // CHECK: %[[W:.*]] = attn.cast %arg0 : tensor<4xbf16> to tensor<4xf32>
+  // CHECK: %[[W:.*]] = attn.cast %arg0 to f32 : tensor<4xbf16>
   // CHECK: %[[R:.*]] = attn.relu %[[W]] : tensor<4xf32>
-  // CHECK: %[[B:.*]] = attn.cast %[[R]] : tensor<4xf32> to tensor<4xbf16>
+  // CHECK: %[[B:.*]] = attn.cast %[[R]] to bf16 : tensor<4xf32>
   // CHECK: return %[[B]]
   %0 = attn.relu %x : tensor<4xbf16>
   return %0 : tensor<4xbf16>
@@ -18,7 +18,7 @@ func.func @unary(%x: tensor<4xbf16>) -> tensor<4xbf16> {
 // is not rounded.
 // CHECK-LABEL: func.func @weight_only
 func.func @weight_only(%x: tensor<2x8xf32>, %w: tensor<16x8xf16>) -> tensor<2x16xf32> {
-  // CHECK: %[[W:.*]] = attn.cast %arg1 : tensor<16x8xf16> to tensor<16x8xf32>
+  // CHECK: %[[W:.*]] = attn.cast %arg1 to f32 : tensor<16x8xf16>
   // CHECK: %[[Y:.*]] = attn.linear %arg0, %[[W]] : (tensor<2x8xf32>, tensor<16x8xf32>) -> tensor<2x16xf32>
   // CHECK-NOT: attn.cast
   // CHECK: return %[[Y]]
@@ -29,9 +29,9 @@ func.func @weight_only(%x: tensor<2x8xf32>, %w: tensor<16x8xf16>) -> tensor<2x16
 // A composite op rounds only its result; its lengths stay i32.
 // CHECK-LABEL: func.func @composite
 func.func @composite(%x: tensor<2x4x8xbf16>, %w: tensor<8x8xbf16>, %vl: tensor<2xi32>) -> tensor<2x4x8xbf16> {
-  // CHECK-COUNT-2: attn.cast {{.*}} to tensor<{{.*}}xf32>
+  // CHECK-COUNT-2: attn.cast {{.*}} to f32 :
   // CHECK: attn.multihead_attention {{.*}} valid_lens(%arg2) : ({{.*}}xf32>, {{.*}}tensor<2xi32>) -> tensor<2x4x8xf32>
-  // CHECK-NEXT: attn.cast {{.*}} : tensor<2x4x8xf32> to tensor<2x4x8xbf16>
+  // CHECK-NEXT: attn.cast {{.*}} to bf16 : tensor<2x4x8xf32>
   %0 = attn.multihead_attention %x, %x, %x heads(2) weights(%w, %w, %w, %w) valid_lens(%vl) : (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<8x8xbf16>, tensor<8x8xbf16>, tensor<8x8xbf16>, tensor<8x8xbf16>, tensor<2xi32>) -> tensor<2x4x8xbf16>
   return %0 : tensor<2x4x8xbf16>
 }
@@ -39,9 +39,9 @@ func.func @composite(%x: tensor<2x4x8xbf16>, %w: tensor<8x8xbf16>, %vl: tensor<2
 // CHECK-LABEL: func.func @untouched
 func.func @untouched(%x: tensor<4xf32>, %h: tensor<4xbf16>) -> (tensor<4xf32>, tensor<4xf32>) {
   // CHECK-NEXT: attn.relu %arg0 : tensor<4xf32>
-  // CHECK-NEXT: attn.cast %arg1 : tensor<4xbf16> to tensor<4xf32>
+  // CHECK-NEXT: attn.cast %arg1 to f32 : tensor<4xbf16>
   // CHECK-NEXT: return
   %0 = attn.relu %x : tensor<4xf32>
-  %1 = attn.cast %h : tensor<4xbf16> to tensor<4xf32>
+  %1 = attn.cast %h to f32 : tensor<4xbf16>
   return %0, %1 : tensor<4xf32>, tensor<4xf32>
 }

@@ -256,7 +256,7 @@ TEST(SemaTest, EveryOpIsInTheTable) {
                                "sub",
                                "rms_norm"})
     EXPECT_TRUE(lookupOp(name)) << name.str();
-  EXPECT_EQ(allOps().size(), 24u);
+  EXPECT_EQ(allOps().size(), 25u);
   EXPECT_EQ(lookupOp("linear")->signature(), "linear(x, w[, b])");
   EXPECT_EQ(lookupOp("gelu")->signature(), "gelu(x[, approximate=...])");
   EXPECT_EQ(lookupOp("rms_norm")->signature(), "rms_norm(x, gamma[, eps=...])");

@@ -36,6 +36,7 @@ enum class ParamKind {
   Int,    // an integer literal or a dim name
   Float,  // a number literal or a dim name, stored as f32
   Bool,   // true or false
+  Dtype,  // a float element type: f32, bf16 or f16
 };
 
 struct ParamInfo {

@@ -38,26 +38,24 @@ class Attn_Op<string mnemonic, list<Trait> traits = []>
 // CastOp
 //===----------------------------------------------------------------------===//
 
-def Attn_CastOp : Op<Attn_Dialect, "cast",
-                     [Pure, SameOperandsAndResultShape]> {
+def Attn_CastOp : Attn_Op<"cast"> {
   let summary = "conversion between float element types";
   let description = [{
-    `result = x` converted to the result's element type: to bf16 or f16 it
-    rounds to nearest even, overflow gives +-inf and NaN stays NaN (as
-    `torch.Tensor.to`); to f32 it is exact. bf16 <-> f16 goes through f32.
-    `attn-compute-in-f32` puts these around every op on bf16/f16 tensors,
-    so that the op computes in f32 and rounds its result once
-    (docs/spec.md §2, v3 "Numerics").
+    `result = x` converted to `dtype`: to bf16 or f16 it rounds to nearest
+    even, overflow gives +-inf and NaN stays NaN (as `torch.Tensor.to`); to
+    f32 it is exact. bf16 <-> f16 goes through f32. The DSL's
+    `cast(x, dtype=bf16)`; `attn-compute-in-f32` also puts these around
+    every op on bf16/f16 tensors, so that the op computes in f32 and rounds
+    its result once (docs/spec.md §2, v3 "Numerics").
 
     Example:
 
     ```mlir
-    %y = attn.cast %x : tensor<2x4xbf16> to tensor<2x4xf32>
+    %y = attn.cast %x to f32 : tensor<2x4xbf16>
     ```
   }];
-  let arguments = (ins Attn_FloatTensor:$x);
-  let results = (outs Attn_FloatTensor:$result);
-  let assemblyFormat = "$x attr-dict `:` type($x) `to` type($result)";
+  let arguments = (ins Attn_FloatTensor:$x, TypeAttr:$dtype);
+  let assemblyFormat = "$x `to` $dtype attr-dict `:` type($x)";
 }
 
 //===----------------------------------------------------------------------===//

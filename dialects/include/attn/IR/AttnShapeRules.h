@@ -98,6 +98,8 @@ struct RuleValue {
 RuleResult applyRule(OpKind kind, llvm::ArrayRef<RuleValue> args,
                      RuleError error);
 
+/// cast: any float tensor to the float type `dtype`, same shape.
+RuleResult inferCast(const TensorShape &x, ElementType dtype, RuleError error);
 RuleResult inferLinear(const TensorShape &x, const TensorShape &w,
                        const TensorShape *b, RuleError error);
 RuleResult inferMatmul(const TensorShape &a, const TensorShape &b,

@@ -33,9 +33,9 @@ def AttnComputeInF32 : Pass<"attn-compute-in-f32"> {
     After:
 
     ```mlir
-    %0 = attn.cast %x : tensor<4xbf16> to tensor<4xf32>
+    %0 = attn.cast %x to f32 : tensor<4xbf16>
     %1 = attn.relu %0 : tensor<4xf32>
-    %y = attn.cast %1 : tensor<4xf32> to tensor<4xbf16>
+    %y = attn.cast %1 to bf16 : tensor<4xf32>
     ```
   }];
 }
