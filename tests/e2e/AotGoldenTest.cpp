@@ -27,8 +27,8 @@ constexpr const char *kBackend = ATTNC_AOT_BACKEND;
 #include "AotHeaders.inc"
 
 #define ATTNC_AOT_KERNEL(name, NAME)                                           \
-  extern "C" int attnc_packed_##name(void **);                               \
-  extern "C" int attnc_packed_##name##_prepare(void **);                     \
+  extern "C" int attnc_packed_##name(void **);                                 \
+  extern "C" int attnc_packed_##name##_prepare(void **);                       \
   extern "C" int attnc_packed_##name##_prepared(void **);
 #include "AotKernels.inc"
 #undef ATTNC_AOT_KERNEL
@@ -47,7 +47,7 @@ const std::map<std::string, AotKernel> &aotKernels() {
   static const std::map<std::string, AotKernel> kernels = {
 #define ATTNC_AOT_KERNEL(name, NAME)                                           \
   {#name,                                                                      \
-   {&attnc_packed_##name, &attnc_packed_##name##_prepare,                  \
+   {&attnc_packed_##name, &attnc_packed_##name##_prepare,                      \
     &attnc_packed_##name##_prepared, NAME##_PACKED_NUMEL}},
 #include "AotKernels.inc"
 #undef ATTNC_AOT_KERNEL

@@ -43,8 +43,8 @@ using namespace attnc::test;
 // ATTNC_AOT_STACK(name, NAME, layers) for each; see CMakeLists.txt).
 #include "BlockCallHeaders.inc"
 #define ATTNC_AOT_STACK(name, NAME, layers)                                    \
-  extern "C" int attnc_packed_##name(void **);                               \
-  extern "C" int attnc_packed_##name##_prepare(void **);                     \
+  extern "C" int attnc_packed_##name(void **);                                 \
+  extern "C" int attnc_packed_##name##_prepare(void **);                       \
   extern "C" int attnc_packed_##name##_prepared(void **);
 #include "BlockCallKernels.inc"
 #undef ATTNC_AOT_STACK
@@ -414,7 +414,7 @@ const std::map<std::string, AotStack> &aotStacks() {
   static const std::map<std::string, AotStack> stacks = {
 #define ATTNC_AOT_STACK(name, NAME, layers)                                    \
   {#name,                                                                      \
-   {&attnc_packed_##name, &attnc_packed_##name##_prepare,                  \
+   {&attnc_packed_##name, &attnc_packed_##name##_prepare,                      \
     &attnc_packed_##name##_prepared, NAME##_PACKED_NUMEL, layers}},
 #include "BlockCallKernels.inc"
 #undef ATTNC_AOT_STACK

@@ -32,17 +32,8 @@ using mlir::attn::ElementType;
 
 namespace {
 
-uint32_t bitsOf(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof(bits));
-  return bits;
-}
-
-float floatOf(uint32_t bits) {
-  float x;
-  std::memcpy(&x, &bits, sizeof(x));
-  return x;
-}
+uint32_t bitsOf(float x) { return mlir::attn::floatBits(x); }
+float floatOf(uint32_t bits) { return mlir::attn::floatFromBits(bits); }
 
 /// A bf16 pattern's value, the all-ones exponent standing for 2^128 (what
 /// the next step past the largest finite bf16 would be): the reference's
@@ -418,9 +409,10 @@ class Misaligned : public ::testing::TestWithParam<Target> {};
 /// vector boundary give the same bits (Halide's own bf16/f16 vector
 /// accesses assumed alignment and faulted: halideStorageTypeOf).
 TEST_P(Misaligned, BuffersTwoBytesOffGiveTheSameBits) {
-  const char *spec = "block k {\n  input X: bf16[4, 40]\n  input H: f16[4, 40]\n"
-                     "  param W: bf16[24, 40]\n  Y = linear(X, W)\n"
-                     "  G = gelu(H)\n  output Y, G\n}\n";
+  const char *spec =
+      "block k {\n  input X: bf16[4, 40]\n  input H: f16[4, 40]\n"
+      "  param W: bf16[24, 40]\n  Y = linear(X, W)\n"
+      "  G = gelu(H)\n  output Y, G\n}\n";
   auto kernel = test::sharedTestRuntime().compile(spec, "misaligned.attn", "",
                                                   optionsFor(GetParam()));
   ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
@@ -433,12 +425,12 @@ TEST_P(Misaligned, BuffersTwoBytesOffGiveTheSameBits) {
     }
     for (size_t i = 0; i < 960; ++i)
       w[offset + i] = referenceBf16(0.003f * float(i % 97) - 0.1f);
-    llvm::Error error = (*kernel)->run(
-        {{"X", x.data() + offset, ElementType::BF16, {4, 40}},
-         {"H", h.data() + offset, ElementType::F16, {4, 40}},
-         {"W", w.data() + offset, ElementType::BF16, {24, 40}},
-         {"Y", y.data() + offset, ElementType::BF16, {4, 24}},
-         {"G", g.data() + offset, ElementType::F16, {4, 40}}});
+    llvm::Error error =
+        (*kernel)->run({{"X", x.data() + offset, ElementType::BF16, {4, 40}},
+                        {"H", h.data() + offset, ElementType::F16, {4, 40}},
+                        {"W", w.data() + offset, ElementType::BF16, {24, 40}},
+                        {"Y", y.data() + offset, ElementType::BF16, {4, 24}},
+                        {"G", g.data() + offset, ElementType::F16, {4, 40}}});
     EXPECT_FALSE(!!error) << llvm::toString(std::move(error));
     y.erase(y.begin(), y.begin() + offset);
     y.resize(96);
@@ -451,11 +443,11 @@ TEST_P(Misaligned, BuffersTwoBytesOffGiveTheSameBits) {
   EXPECT_EQ(run(0), run(7));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    LowPrecision, Misaligned, ::testing::ValuesIn(targets()),
-    [](const ::testing::TestParamInfo<Target> &info) {
-      return nameOf(info.param);
-    });
+INSTANTIATE_TEST_SUITE_P(LowPrecision, Misaligned,
+                         ::testing::ValuesIn(targets()),
+                         [](const ::testing::TestParamInfo<Target> &info) {
+                           return nameOf(info.param);
+                         });
 
 /// Weight-only low precision: an f32 input with a bf16 weight computes in
 /// f32 and gives f32, the f32 kernel's result on the widened weight.

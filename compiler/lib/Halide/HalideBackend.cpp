@@ -260,9 +260,9 @@ void addWrappers(llvm::Module &module, const KernelSignature &signature) {
     Halide::Type element = halide::halideStorageTypeOf(type);
     b.CreateStore(
         llvm::ConstantStruct::get(
-            halideType, {b.getInt8(static_cast<uint8_t>(element.code())),
-                         b.getInt8(static_cast<uint8_t>(element.bits())),
-                         b.getInt16(1)}),
+            halideType,
+            {b.getInt8(static_cast<uint8_t>(element.code())),
+             b.getInt8(static_cast<uint8_t>(element.bits())), b.getInt16(1)}),
         field(4));
     b.CreateStore(b.getInt32(static_cast<uint32_t>(shape.size())), field(5));
     b.CreateStore(dims, field(6));

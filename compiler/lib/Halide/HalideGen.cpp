@@ -597,17 +597,16 @@ attnc::halide::buildKernelPipeline(mlir::func::FuncOp kernel, bool clampReads) {
           kernel.getName().str() + "' has an element type kernels do not take");
     Halide::ImageParam param(
         halideStorageTypeOf(*mlir::attn::elementTypeOf(type.getElementType())),
-                             static_cast<int>(type.getRank()),
-                             "arg_" + std::to_string(i) + "_" +
-                                 (name ? name.str() : std::string("arg")));
+        static_cast<int>(type.getRank()),
+        "arg_" + std::to_string(i) + "_" +
+            (name ? name.str() : std::string("arg")));
     pipeline.arguments.push_back(param);
     pipeline.argumentShapes.push_back(shapeOf(arg));
     std::vector<Var> vars = makeVars(static_cast<int>(type.getRank()));
     Func read("read_arg_" + std::to_string(i));
     std::vector<Var> hv = reversedVars(vars);
-    Expr bits = clampReads
-                    ? Halide::BoundaryConditions::repeat_edge(param)(hv)
-                    : param(hv);
+    Expr bits = clampReads ? Halide::BoundaryConditions::repeat_edge(param)(hv)
+                           : param(hv);
     read(hv) = loadedAs(bits, halideTypeOf(type.getElementType()));
     arguments.push_back(Tensor{read, shapeOf(arg)});
   }

@@ -227,8 +227,8 @@ std::string mlir::attn::rules::formatShape(const TensorShape &shape) {
   return text;
 }
 
-RuleResult mlir::attn::rules::inferCast(const TensorShape &x,
-                                        ElementType dtype, RuleError error) {
+RuleResult mlir::attn::rules::inferCast(const TensorShape &x, ElementType dtype,
+                                        RuleError error) {
   Checker c(error);
   if (!c.tensor("x", x, ElementClass::Float, 0, kAnyRank))
     return std::nullopt;

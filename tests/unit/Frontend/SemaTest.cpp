@@ -85,7 +85,8 @@ TEST(SemaTest, GeluKeepsTheShapeAndReadsApproximate) {
 
   test::Run wrong(spec("  Y = gelu(vl)\n  output Y, X, W\n"));
   wrong.check();
-  EXPECT_EQ(wrong.first(), "6:12: 'x' must be an f32, bf16 or f16 tensor, got i32[2]");
+  EXPECT_EQ(wrong.first(),
+            "6:12: 'x' must be an f32, bf16 or f16 tensor, got i32[2]");
 }
 
 TEST(SemaTest, DefaultsComeFromTheRules) {
@@ -118,7 +119,8 @@ TEST(SemaTest, RuleErrorsPointAtTheArgument) {
 TEST(SemaTest, RuleErrorsOnPositionalOperands) {
   test::Run run(spec("  Y = linear(X, vl)\n  output Y\n"));
   run.check();
-  EXPECT_EQ(run.first(), "6:17: 'w' must be an f32, bf16 or f16 tensor, got i32[2]");
+  EXPECT_EQ(run.first(),
+            "6:17: 'w' must be an f32, bf16 or f16 tensor, got i32[2]");
 }
 
 TEST(SemaTest, UnknownOpSuggestsTheClosest) {
