@@ -216,7 +216,6 @@ void convert(const KernelArgument &argument, const nb::ndarray<> &view,
   const char *data = static_cast<const char *>(view.data());
   if (argument.type == ElementType::BF16 || argument.type == ElementType::F16) {
     auto *dst = static_cast<uint16_t *>(out);
-    bool bf16 = argument.type == ElementType::BF16;
     forEachElement(view, [&](int64_t flat, int64_t offset) {
       if (isType(type, Code::UInt, 16)) {
         dst[flat] = reinterpret_cast<const uint16_t *>(data)[offset];
@@ -225,8 +224,7 @@ void convert(const KernelArgument &argument, const nb::ndarray<> &view,
       float value = isType(type, Code::Float, 32)
                         ? reinterpret_cast<const float *>(data)[offset]
                         : float(reinterpret_cast<const double *>(data)[offset]);
-      dst[flat] = bf16 ? mlir::attn::narrowToBf16(value)
-                       : mlir::attn::narrowToF16(value);
+      dst[flat] = mlir::attn::narrowTo(argument.type, value);
     });
     return;
   }

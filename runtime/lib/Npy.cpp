@@ -188,8 +188,7 @@ std::vector<float> NpyArray::toFloats() const {
   std::vector<uint16_t> bits = toBits16();
   std::vector<float> values(bits.size());
   for (size_t i = 0; i < bits.size(); ++i)
-    values[i] = dtype == NpyDtype::F16 ? mlir::attn::widenF16(bits[i])
-                                       : mlir::attn::widenBf16(bits[i]);
+    values[i] = mlir::attn::widenFrom(*infoOf(dtype).element, bits[i]);
   return values;
 }
 

@@ -39,6 +39,18 @@ llvm::raw_ostream &error() {
   return llvm::WithColor::error(llvm::errs(), "attnc");
 }
 
+/// `values` as an array of the float type `type` (bf16/f16 rounded to
+/// nearest even).
+NpyArray floatArray(ElementType type, std::vector<int64_t> shape,
+                    llvm::ArrayRef<float> values) {
+  if (type == ElementType::F32)
+    return NpyArray::fromF32(std::move(shape), values);
+  std::vector<uint16_t> bits(values.size());
+  for (size_t i = 0; i < values.size(); ++i)
+    bits[i] = mlir::attn::narrowTo(type, values[i]);
+  return NpyArray::fromBits16(*npyDtypeOf(type), std::move(shape), bits);
+}
+
 /// An argument's values as an npy array: read from FILE, checked against
 /// the signature.
 llvm::Expected<NpyArray> readArgument(const KernelArgument &argument,
@@ -77,14 +89,7 @@ llvm::Expected<NpyArray> readArgument(const KernelArgument &argument,
           << " (to nearest even); later such files are rounded too\n";
       said = true;
     }
-    std::vector<float> values = array->toF32();
-    std::vector<uint16_t> bits(values.size());
-    for (size_t i = 0; i < values.size(); ++i)
-      bits[i] = argument.type == ElementType::BF16
-                    ? mlir::attn::narrowToBf16(values[i])
-                    : mlir::attn::narrowToF16(values[i]);
-    array =
-        NpyArray::fromBits16(*npyDtypeOf(argument.type), array->shape, bits);
+    array = floatArray(argument.type, array->shape, array->toF32());
   }
   std::optional<NpyDtype> expected = npyDtypeOf(argument.type);
   if (!expected)
@@ -125,15 +130,7 @@ NpyArray randomArgument(const KernelSignature &signature, unsigned index,
     std::vector<float> values(count);
     for (float &v : values)
       v = uniform(rng);
-    if (argument.type == ElementType::F32)
-      return NpyArray::fromF32(argument.shape, values);
-    std::vector<uint16_t> bits(count);
-    for (size_t i = 0; i < count; ++i)
-      bits[i] = argument.type == ElementType::BF16
-                    ? mlir::attn::narrowToBf16(values[i])
-                    : mlir::attn::narrowToF16(values[i]);
-    return NpyArray::fromBits16(*npyDtypeOf(argument.type), argument.shape,
-                                bits);
+    return floatArray(argument.type, argument.shape, values);
   }
   int64_t low = 0, high = 1;
   for (const ValidLens &lens : signature.validLens)

@@ -6,12 +6,15 @@
 // to +-inf, NaN to a quiet NaN (bf16 0x7fc0 as torch; f16 0x7e00 with the
 // sign), subnormals kept. Bit for bit what kernels compute
 // (attn-expand-float-conversions and F16C), checked against independent
-// references by LowPrecisionTest.cpp. Plain C++: no LLVM, no F16C.
+// references by LowPrecisionTest.cpp. No F16C, no LLVM beyond the
+// element-type table's header.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef ATTN_TARGET_FLOATCONVERSIONS_H
 #define ATTN_TARGET_FLOATCONVERSIONS_H
+
+#include "attn/Target/ElementType.h"
 
 #include <cstdint>
 #include <cstring>
@@ -66,6 +69,16 @@ inline uint16_t narrowToF16(float x) {
     out = (f - ((127u - 15u) << 23) + 0xfffu + odd) >> 13;
   }
   return uint16_t(out | (sign >> 16));
+}
+
+/// `x` rounded to `type`'s bits, `type` bf16 or f16.
+inline uint16_t narrowTo(ElementType type, float x) {
+  return type == ElementType::BF16 ? narrowToBf16(x) : narrowToF16(x);
+}
+
+/// The value of `bits` of `type`, bf16 or f16 (exact).
+inline float widenFrom(ElementType type, uint16_t bits) {
+  return type == ElementType::BF16 ? widenBf16(bits) : widenF16(bits);
 }
 
 } // namespace mlir::attn
