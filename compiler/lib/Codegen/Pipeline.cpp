@@ -106,6 +106,11 @@ std::string attnc::describeAttentionLowerings(ModuleOp module,
 void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
                                      const CpuPipelineOptions &options) {
   addAttnToLinalg(pm, cpuAttentionLowering(options));
+  // GEMMs of two bf16 operands read them as bf16, k in pairs, B packed in
+  // pairs by NAME_prepare (not the GPU's: its emulation stays the GPU's
+  // code).
+  if (!options.gpuEmulation)
+    pm.addPass(attn::createAttnBf16PairGemms());
   // NAME_prepare (weights transposed once per bound params), NAME_prepared
   // (the rest) and NAME calling the two.
   pm.addPass(attn::createAttnSplitPrepare());
@@ -169,6 +174,8 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
   // 768 ordered scalar adds; the order is fixed, so results are too.
   ConvertVectorToLLVMPassOptions vectorToLLVM;
   vectorToLLVM.reassociateFPReductions = true;
+  // vdpbf16ps (attn-tile-and-vectorize's bf16 pair GEMMs).
+  vectorToLLVM.x86Vector = true;
   pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createArithToLLVMConversionPass());

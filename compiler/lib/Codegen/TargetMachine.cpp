@@ -273,9 +273,10 @@ attnc::describeCpuTarget(const TargetOptions &options) {
   llvm::ArrayRef<llvm::StringRef> interesting;
   if (triple.isX86()) {
     static const llvm::StringRef x86[] = {
-        "sse2",     "sse4.1",     "sse4.2",     "avx",       "avx2",
-        "fma",      "f16c",       "avx512f",    "avx512bw",  "avx512dq",
-        "avx512vl", "avx512bf16", "avx512vnni", "avx512fp16"};
+        "sse2",       "sse4.1",     "sse4.2",   "avx",
+        "avx2",       "fma",        "f16c",     "avx512f",
+        "avx512bw",   "avx512dq",   "avx512vl", "avx512bf16",
+        "avx512vnni", "avx512fp16", "amx-tile", "amx-bf16"};
     interesting = x86;
     // The widest registers the features allow: AVX-512 has 32 of 512 bits,
     // AVX 16 of 256, SSE2 16 of 128.

@@ -121,7 +121,7 @@ bool availableBefore(Value value, Operation *op) {
 } // namespace
 
 GemmEpilogue mlir::attn::foldGemmEpilogue(RewriterBase &rewriter,
-                                          linalg::MatmulOp matmul) {
+                                          linalg::LinalgOp matmul) {
   GemmEpilogue epilogue;
   Value init = matmul.getDpsInits()[0];
   Value buffer = viewedBuffer(init);
@@ -162,15 +162,15 @@ GemmEpilogue mlir::attn::foldGemmEpilogue(RewriterBase &rewriter,
   if (!activation || activationInput(activation) != buffer)
     return epilogue;
   Value output = activation.getDpsInits()[0];
-  Value lhs = matmul.getDpsInputs()[0], rhs = matmul.getDpsInputs()[1];
   if (output.getType() != buffer.getType() ||
       !availableBefore(output, matmul) ||
-      viewedBuffer(output) == viewedBuffer(lhs) ||
-      viewedBuffer(output) == viewedBuffer(rhs))
+      llvm::any_of(matmul.getDpsInputs(), [&](Value input) {
+        return viewedBuffer(output) == viewedBuffer(input);
+      }))
     return epilogue;
   for (Operation *user : buffer.getUsers())
     if (user != init.getDefiningOp() && user != activation.getOperation() &&
-        user != matmul.getOperation() && !isa<memref::DeallocOp>(user))
+        user != matmul && !isa<memref::DeallocOp>(user))
       return epilogue;
   rewriter.setInsertionPoint(matmul);
   Value view = output;

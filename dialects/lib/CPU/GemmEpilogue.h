@@ -35,11 +35,13 @@ struct GemmEpilogue {
   Value activationOutput;
 };
 
-/// Erases the fill or broadcast that initializes `matmul`'s accumulator, and
-/// finds the activation that reads its result, when nothing else reads or
-/// writes the accumulator and they sit right next to the matmul; returns
-/// what the GEMM lowering must do instead. The ops are left alone otherwise.
-GemmEpilogue foldGemmEpilogue(RewriterBase &rewriter, linalg::MatmulOp matmul);
+/// Erases the fill or broadcast that initializes `matmul`'s accumulator (its
+/// one init), and finds the activation that reads its result, when nothing
+/// else reads or writes the accumulator and they sit right next to the
+/// matmul; returns what the GEMM lowering must do instead. The ops are left
+/// alone otherwise. `matmul` is a linalg.matmul or a bf16 pair GEMM
+/// (Bf16PairGemm.h).
+GemmEpilogue foldGemmEpilogue(RewriterBase &rewriter, linalg::LinalgOp matmul);
 
 /// The activation's body applied to every lane of `vector` (a vector of C's
 /// elements): each scalar op is re-created on vectors of that length,

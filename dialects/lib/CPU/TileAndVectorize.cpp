@@ -15,6 +15,7 @@
 #include "attn/CPU/Passes.h"
 #include "attn/Target/CpuTarget.h"
 
+#include "Bf16PairGemm.h"
 #include "GemmEpilogue.h"
 #include "PowerOfTwoPieces.h"
 
@@ -28,6 +29,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
 #include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -113,35 +115,129 @@ SmallVector<int64_t> chooseTransposeBlocks(linalg::LinalgOp op, int64_t block) {
   return tiles;
 }
 
+/// How a GEMM's k step reads its operands (Bf16PairGemm.h).
+struct GemmOperandKind {
+  /// Each k step is a pair of k, the odd one summed first.
+  bool pairs = false;
+  /// A is bf16 and B holds bf16 pairs in f32 slots (else both are f32, B
+  /// two rows per step).
+  bool slots = false;
+  /// Slots through vdpbf16ps (AVX512-BF16; avx512vl for fewer than 16
+  /// lanes) rather than FMAs on widened pairs.
+  bool dot = false;
+
+  /// Rows of B (or of its packed copy) per k step.
+  int64_t rhsRowsPerStep() const { return pairs && !slots ? 2 : 1; }
+};
+
+/// Lanes per accumulator vector of a block `width` columns wide: the whole
+/// width (LLVM splits it into registers), but at most 16 for vdpbf16ps,
+/// whose vectors are at most one register.
+int64_t pieceLanes(const GemmOperandKind &kind, int64_t width) {
+  if (kind.slots && kind.dot && width >= 4)
+    return std::min<int64_t>(width, 16);
+  return width;
+}
+
+/// One k step of pairs: acc += A[row, 2k+1] B[2k+1, .], then the even k.
+/// `slots` are the pieces of B's row k (f32 slots of bf16 pairs); `lhsPairs`
+/// the rows' pairs of A as vector<1xi32>.
+SmallVector<Value> emitPairStep(OpBuilder &b, Location loc, bool dot,
+                                ArrayRef<Value> slots, ArrayRef<Value> lhsPairs,
+                                ValueRange acc) {
+  int64_t pieces = slots.size();
+  auto slotType = cast<VectorType>(slots[0].getType());
+  int64_t lanes = slotType.getNumElements();
+  auto bitsType = VectorType::get({lanes}, b.getI32Type());
+  SmallVector<Value> next;
+  if (dot) {
+    auto pairsType = VectorType::get({2 * lanes}, b.getBF16Type());
+    SmallVector<Value> bPairs;
+    for (Value slot : slots)
+      bPairs.push_back(vector::BitCastOp::create(b, loc, pairsType, slot));
+    for (auto [r, pair] : llvm::enumerate(lhsPairs)) {
+      Value aPairs = vector::BitCastOp::create(
+          b, loc, pairsType,
+          vector::BroadcastOp::create(b, loc, bitsType, pair));
+      for (int64_t p = 0; p < pieces; ++p)
+        next.push_back(x86vector::DotBF16Op::create(
+            b, loc, slotType, acc[r * pieces + p], aPairs, bPairs[p]));
+    }
+    return next;
+  }
+  // bf16 -> f32 is a shift into the high half: the odd k is already there.
+  auto halves = [&](Value bits) -> std::pair<Value, Value> {
+    Type type = bits.getType();
+    auto constant = [&](int64_t value) -> Value {
+      if (auto vector = dyn_cast<VectorType>(type))
+        return arith::ConstantOp::create(
+            b, loc,
+            DenseElementsAttr::get(vector,
+                                   b.getI32IntegerAttr(value).getValue()));
+      return arith::ConstantIntOp::create(b, loc, type, value);
+    };
+    Type floatType = getElementTypeOrSelf(type) == type
+                         ? Type(b.getF32Type())
+                         : Type(cast<VectorType>(type).clone(b.getF32Type()));
+    Value odd = arith::AndIOp::create(b, loc, bits, constant(0xffff0000));
+    Value even = arith::ShLIOp::create(b, loc, bits, constant(16));
+    return {arith::BitcastOp::create(b, loc, floatType, even),
+            arith::BitcastOp::create(b, loc, floatType, odd)};
+  };
+  SmallVector<std::pair<Value, Value>> bHalves;
+  for (Value slot : slots)
+    bHalves.push_back(
+        halves(vector::BitCastOp::create(b, loc, bitsType, slot)));
+  for (auto [r, pair] : llvm::enumerate(lhsPairs)) {
+    auto [even, odd] = halves(vector::ExtractOp::create(b, loc, pair, 0));
+    Value evenSplat = vector::BroadcastOp::create(b, loc, slotType, even);
+    Value oddSplat = vector::BroadcastOp::create(b, loc, slotType, odd);
+    for (int64_t p = 0; p < pieces; ++p) {
+      Value sum = vector::FMAOp::create(b, loc, oddSplat, bHalves[p].second,
+                                        acc[r * pieces + p]);
+      next.push_back(
+          vector::FMAOp::create(b, loc, evenSplat, bHalves[p].first, sum));
+    }
+  }
+  return next;
+}
+
 /// Emits C[batch, m, n] += sum_k A[batch, m, k] * B[batch, k, n] over
 /// k in [kBegin, kBegin + depth) for a block of `rows` x `width` elements of
-/// C at (m, n): the C block is loaded into `rows` vector accumulators, each k
-/// step loads one vector of B, broadcasts `rows` scalars of A and issues
-/// `rows` FMAs, and the block is stored back. `batch` is empty for a plain
-/// matmul. With an epilogue, the first k slice (of `totalDepth`) starts from
-/// zeros or the bias instead of C, and the last stores activation(C) into
-/// the activation's output instead of C into C. With `packedB`, B is read from
-/// that [depth, width] copy of the slice instead (see packSliceOfB). C has
-/// `matrixRows` rows; the next block's C is prefetched a line every
-/// `prefetchStride` floats.
+/// C at (m, n): the C block is loaded into vector accumulators (`rows` x
+/// pieces of pieceLanes), each k step loads one row of B, broadcasts `rows`
+/// scalars of A and issues an FMA per accumulator, and the block is stored
+/// back. `batch` is empty for a plain matmul. With an epilogue, the first k
+/// slice (of `totalDepth`) starts from zeros or the bias instead of C, and
+/// the last stores activation(C) into the activation's output instead of C
+/// into C. With `packedB`, B is read from that [depth, width] copy of the
+/// slice instead (see packSliceOfB). C has `matrixRows` rows; the next
+/// block's C is prefetched a line every `prefetchStride` floats. For bf16
+/// pairs (`kind`), k counts pairs: A's columns 2k and 2k + 1, B's slot row k.
 void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
                        Value out, ValueRange batch, Value m, Value n,
                        int64_t rows, int64_t width, Value kBegin, int64_t depth,
                        int64_t totalDepth, const attn::GemmEpilogue &epilogue,
                        Value packedB, int64_t matrixRows,
-                       int64_t prefetchStride) {
-  auto vectorType = VectorType::get({width}, b.getF32Type());
+                       int64_t prefetchStride, const GemmOperandKind &kind) {
+  int64_t lanes = pieceLanes(kind, width), pieces = width / lanes;
+  auto vectorType = VectorType::get({lanes}, b.getF32Type());
   auto at = [&](ValueRange tail) {
     SmallVector<Value> indices(batch);
     indices.append(tail.begin(), tail.end());
     return indices;
   };
-  SmallVector<Value> rowIndex;
+  auto plus = [&](OpBuilder &b, Value base, int64_t offset) -> Value {
+    return offset == 0 ? base
+                       : arith::AddIOp::create(
+                             b, loc, base,
+                             arith::ConstantIndexOp::create(b, loc, offset));
+  };
+  SmallVector<Value> rowIndex, columnIndex;
   for (int64_t r = 0; r < rows; ++r)
-    rowIndex.push_back(
-        r == 0 ? m
-               : arith::AddIOp::create(
-                     b, loc, m, arith::ConstantIndexOp::create(b, loc, r)));
+    rowIndex.push_back(plus(b, m, r));
+  for (int64_t p = 0; p < pieces; ++p)
+    columnIndex.push_back(plus(b, n, p * lanes));
   // The next row block's C lines are asked for now, so that they arrive
   // while this block's k loop runs: that block's loads of C otherwise wait
   // on memory (C is written once and read again only a whole column pass
@@ -153,21 +249,17 @@ void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
         arith::AddIOp::create(b, loc, m,
                               arith::ConstantIndexOp::create(b, loc, rows + r)),
         lastRow);
-    for (int64_t c = 0; c < width; c += prefetchStride) {
-      Value column =
-          c == 0 ? n
-                 : arith::AddIOp::create(
-                       b, loc, n, arith::ConstantIndexOp::create(b, loc, c));
-      memref::PrefetchOp::create(b, loc, out, at({next, column}),
+    for (int64_t c = 0; c < width; c += prefetchStride)
+      memref::PrefetchOp::create(b, loc, out, at({next, plus(b, n, c)}),
                                  /*isWrite=*/true, /*localityHint=*/3,
                                  /*isDataCache=*/true);
-    }
   }
   auto loadC = [&](OpBuilder &b) {
     SmallVector<Value> blockOfC;
     for (Value row : rowIndex)
-      blockOfC.push_back(
-          vector::LoadOp::create(b, loc, vectorType, out, at({row, n})));
+      for (Value column : columnIndex)
+        blockOfC.push_back(
+            vector::LoadOp::create(b, loc, vectorType, out, at({row, column})));
     return blockOfC;
   };
   SmallVector<Value> accumulators;
@@ -177,19 +269,24 @@ void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
     Value first =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, kBegin,
                               arith::ConstantIndexOp::create(b, loc, 0));
-    auto start =
-        scf::IfOp::create(b, loc, SmallVector<Type>(rows, vectorType), first,
-                          /*addThenBlock=*/true, /*addElseBlock=*/true);
+    auto start = scf::IfOp::create(
+        b, loc, SmallVector<Type>(rows * pieces, vectorType), first,
+        /*addThenBlock=*/true, /*addElseBlock=*/true);
     OpBuilder thenBuilder = start.getThenBodyBuilder();
-    Value initial =
-        epilogue.bias
-            ? vector::LoadOp::create(thenBuilder, loc, vectorType,
-                                     epilogue.bias, ValueRange{n})
-                  .getResult()
-            : arith::ConstantOp::create(
-                  thenBuilder, loc, DenseElementsAttr::get(vectorType, 0.0f))
-                  .getResult();
-    scf::YieldOp::create(thenBuilder, loc, SmallVector<Value>(rows, initial));
+    SmallVector<Value> initial;
+    for (Value column : columnIndex)
+      initial.push_back(
+          epilogue.bias
+              ? vector::LoadOp::create(thenBuilder, loc, vectorType,
+                                       epilogue.bias, ValueRange{column})
+                    .getResult()
+              : arith::ConstantOp::create(
+                    thenBuilder, loc, DenseElementsAttr::get(vectorType, 0.0f))
+                    .getResult());
+    SmallVector<Value> initialBlock;
+    for (int64_t r = 0; r < rows; ++r)
+      initialBlock.append(initial);
+    scf::YieldOp::create(thenBuilder, loc, initialBlock);
     OpBuilder elseBuilder = start.getElseBodyBuilder();
     scf::YieldOp::create(elseBuilder, loc, loadC(elseBuilder));
     accumulators.assign(start.getResults().begin(), start.getResults().end());
@@ -200,25 +297,79 @@ void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
   auto loop = scf::ForOp::create(
       b, loc, kBegin, kEnd, one, accumulators,
       [&](OpBuilder &nb, Location nl, Value k, ValueRange acc) {
-        Value bRow =
-            packedB
-                ? vector::LoadOp::create(
-                      nb, nl, vectorType, packedB,
-                      ValueRange{arith::SubIOp::create(nb, nl, k, kBegin),
-                                 arith::ConstantIndexOp::create(nb, nl, 0)})
-                : vector::LoadOp::create(nb, nl, vectorType, rhs, at({k, n}));
+        // Row `row` of B (of this step's rows) as pieces.
+        auto loadB = [&](int64_t row) {
+          int64_t steps = kind.rhsRowsPerStep();
+          SmallVector<Value> pieceVectors;
+          for (int64_t p = 0; p < pieces; ++p) {
+            if (packedB) {
+              Value local = arith::SubIOp::create(nb, nl, k, kBegin);
+              if (steps != 1)
+                local = arith::MulIOp::create(
+                    nb, nl, local,
+                    arith::ConstantIndexOp::create(nb, nl, steps));
+              pieceVectors.push_back(vector::LoadOp::create(
+                  nb, nl, vectorType, packedB,
+                  ValueRange{
+                      plus(nb, local, row),
+                      arith::ConstantIndexOp::create(nb, nl, p * lanes)}));
+              continue;
+            }
+            Value global =
+                steps == 1 ? k
+                           : arith::MulIOp::create(
+                                 nb, nl, k,
+                                 arith::ConstantIndexOp::create(nb, nl, steps));
+            pieceVectors.push_back(vector::LoadOp::create(
+                nb, nl, vectorType, rhs,
+                at({plus(nb, global, row), columnIndex[p]})));
+          }
+          return pieceVectors;
+        };
+        // C += A[., k] B[k, .] for the k of step row `row`.
+        auto fmaStep = [&](ValueRange acc, Value kOfA, int64_t row) {
+          SmallVector<Value> bRow = loadB(row), sums;
+          for (int64_t r = 0; r < rows; ++r) {
+            Value a =
+                memref::LoadOp::create(nb, nl, lhs, at({rowIndex[r], kOfA}));
+            Value splat = vector::BroadcastOp::create(nb, nl, vectorType, a);
+            for (int64_t p = 0; p < pieces; ++p)
+              sums.push_back(vector::FMAOp::create(nb, nl, splat, bRow[p],
+                                                   acc[r * pieces + p]));
+          }
+          return sums;
+        };
         SmallVector<Value> next;
-        for (int64_t r = 0; r < rows; ++r) {
-          Value a = memref::LoadOp::create(nb, nl, lhs, at({rowIndex[r], k}));
-          Value splat = vector::BroadcastOp::create(nb, nl, vectorType, a);
-          next.push_back(vector::FMAOp::create(nb, nl, splat, bRow, acc[r]));
+        if (kind.slots) {
+          // Two bf16 of A as one 32-bit lane (the even k low).
+          Value column = arith::MulIOp::create(
+              nb, nl, k, arith::ConstantIndexOp::create(nb, nl, 2));
+          auto pairType = VectorType::get({2}, nb.getBF16Type());
+          auto bitsType = VectorType::get({1}, nb.getI32Type());
+          SmallVector<Value> lhsPairs;
+          for (Value row : rowIndex)
+            lhsPairs.push_back(vector::BitCastOp::create(
+                nb, nl, bitsType,
+                vector::LoadOp::create(nb, nl, pairType, lhs,
+                                       at({row, column}))));
+          next = emitPairStep(nb, nl, kind.dot && lanes >= 4, loadB(0),
+                              lhsPairs, acc);
+        } else if (kind.pairs) {
+          // k = 2p + 1, then 2p.
+          Value even = arith::MulIOp::create(
+              nb, nl, k, arith::ConstantIndexOp::create(nb, nl, 2));
+          next = fmaStep(acc, plus(nb, even, 1), 1);
+          next = fmaStep(next, even, 0);
+        } else {
+          next = fmaStep(acc, k, 0);
         }
         scf::YieldOp::create(nb, nl, next);
       });
   auto storeC = [&](OpBuilder &b) {
     for (int64_t r = 0; r < rows; ++r)
-      vector::StoreOp::create(b, loc, loop.getResult(r), out,
-                              at({rowIndex[r], n}));
+      for (int64_t p = 0; p < pieces; ++p)
+        vector::StoreOp::create(b, loc, loop.getResult(r * pieces + p), out,
+                                at({rowIndex[r], columnIndex[p]}));
   };
   if (!epilogue.activationOutput) {
     storeC(b);
@@ -230,11 +381,12 @@ void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
   auto finish = scf::IfOp::create(b, loc, last, /*withElseRegion=*/true);
   OpBuilder thenBuilder = finish.getThenBodyBuilder();
   for (int64_t r = 0; r < rows; ++r)
-    vector::StoreOp::create(
-        thenBuilder, loc,
-        attn::applyActivation(thenBuilder, loc, epilogue.activation,
-                              loop.getResult(r)),
-        epilogue.activationOutput, ValueRange{rowIndex[r], n});
+    for (int64_t p = 0; p < pieces; ++p)
+      vector::StoreOp::create(
+          thenBuilder, loc,
+          attn::applyActivation(thenBuilder, loc, epilogue.activation,
+                                loop.getResult(r * pieces + p)),
+          epilogue.activationOutput, ValueRange{rowIndex[r], columnIndex[p]});
   OpBuilder elseBuilder = finish.getElseBodyBuilder();
   storeC(elseBuilder);
 }
@@ -296,42 +448,72 @@ void forEachBlock(OpBuilder &b, Location loc, int64_t begin, int64_t count,
 }
 
 /// Replaces a linalg.matmul / linalg.batch_matmul on buffers (default maps,
-/// f32) by register blocks of at most rowTile x columnTile. Shapes are
-/// static, so the leftover rows and columns are blocks of static, smaller
-/// sizes: no masks, no partial vectors.
+/// f32), or a bf16 pair GEMM (Bf16PairGemm.h; vdpbf16ps when `dot`), by
+/// register blocks of at most rowTile x columnTile. Shapes are static, so the
+/// leftover rows and columns are blocks of static, smaller sizes: no masks,
+/// no partial vectors.
 LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
                                     int64_t rowTile, int64_t columnTile,
                                     int64_t depthTile, bool parallel,
                                     int64_t parallelFlops,
                                     int64_t packRowBlocks,
-                                    int64_t prefetchStride) {
+                                    int64_t prefetchStride, bool dot) {
+  if (!op.hasPureBufferSemantics())
+    return failure();
   bool batched = isa<linalg::BatchMatmulOp>(op);
-  if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) ||
-      !op.hasPureBufferSemantics())
-    return failure();
-  SmallVector<AffineMap> defaults =
-      batched ? linalg::BatchMatmulOp::getDefaultIndexingMaps(op.getContext())
-              : linalg::MatmulOp::getDefaultIndexingMaps(op.getContext());
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  if (op.getIndexingMapsArray() != defaults ||
-      llvm::any_of(ranges, ShapedType::isDynamic) ||
-      !getElementTypeOrSelf(op.getDpsInits()[0].getType()).isF32())
-    return failure();
-  unsigned first = batched ? 1 : 0;
-  int64_t rows = ranges[first], columns = ranges[first + 1],
-          depth = ranges[first + 2];
+  GemmOperandKind kind;
+  int64_t batches = 1, rows, columns, depth;
+  Value lhs, rhs, out;
+  if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation())) {
+    std::optional<attn::Bf16PairGemm> pairs = attn::matchBf16PairGemm(generic);
+    if (!pairs)
+      return failure();
+    kind = {/*pairs=*/true, pairs->slots, dot && pairs->slots};
+    rows = pairs->rows;
+    columns = pairs->columns;
+    depth = pairs->pairs;
+    out = pairs->out;
+    // The pair dimensions back into k: A [M, K], a widened B [K, N].
+    rewriter.setInsertionPoint(op);
+    lhs = memref::CollapseShapeOp::create(
+        rewriter, op.getLoc(), pairs->lhs,
+        SmallVector<ReassociationIndices>{{0}, {1, 2}});
+    rhs = pairs->slots ? pairs->rhs
+                       : memref::CollapseShapeOp::create(
+                             rewriter, op.getLoc(), pairs->rhs,
+                             SmallVector<ReassociationIndices>{{0, 1}, {2}})
+                             .getResult();
+  } else {
+    if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op))
+      return failure();
+    SmallVector<AffineMap> defaults =
+        batched ? linalg::BatchMatmulOp::getDefaultIndexingMaps(op.getContext())
+                : linalg::MatmulOp::getDefaultIndexingMaps(op.getContext());
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    if (op.getIndexingMapsArray() != defaults ||
+        llvm::any_of(ranges, ShapedType::isDynamic) ||
+        !llvm::all_of(op->getOperandTypes(), [](Type type) {
+          return getElementTypeOrSelf(type).isF32();
+        }))
+      return failure();
+    unsigned first = batched ? 1 : 0;
+    batches = batched ? ranges[0] : 1;
+    rows = ranges[first];
+    columns = ranges[first + 1];
+    depth = ranges[first + 2];
+    lhs = op.getDpsInputs()[0];
+    rhs = op.getDpsInputs()[1];
+    out = op.getDpsInits()[0];
+  }
   // Threads only pay off past a few microseconds of work.
-  int64_t flops = 2 * rows * columns * depth * (batched ? ranges[0] : 1);
+  int64_t flops = 2 * rows * columns * depth * batches * (kind.pairs ? 2 : 1);
   parallel = parallel && flops >= parallelFlops;
-  Value lhs = op.getDpsInputs()[0], rhs = op.getDpsInputs()[1],
-        out = op.getDpsInits()[0];
   Location loc = op.getLoc();
   // The fill or bias broadcast before it and an activation after it become
-  // part of the register blocks (plain matmuls only).
+  // part of the register blocks (not batched ones).
   attn::GemmEpilogue epilogue;
-  if (auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation());
-      matmul && depth > 0)
-    epilogue = attn::foldGemmEpilogue(rewriter, matmul);
+  if (!batched && depth > 0)
+    epilogue = attn::foldGemmEpilogue(rewriter, op);
   rewriter.setInsertionPoint(op);
 
   auto emitAll = [&](OpBuilder &b, ValueRange batch) {
@@ -353,14 +535,17 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
     bool innerParallel = parallel && batch.empty();
     // k in slices of depthTile: the slice of B under a column block (at
     // most depthTile x columnTile floats) stays in L1 while every row block
-    // runs over it. Each C element still sums k in order: same bits.
-    int64_t fullDepth = depth / depthTile, leftDepth = depth % depthTile;
-    Span depthSpans[] = {{0, fullDepth, depthTile},
-                         {fullDepth * depthTile, leftDepth ? 1 : 0, leftDepth}};
+    // runs over it. Each C element still sums k in order: same bits. A k
+    // step of widened pairs reads two rows of B: half as many steps.
+    int64_t steps = kind.rhsRowsPerStep();
+    int64_t stepTile = std::max<int64_t>(1, depthTile / steps);
+    int64_t fullDepth = depth / stepTile, leftDepth = depth % stepTile;
+    Span depthSpans[] = {{0, fullDepth, stepTile},
+                         {fullDepth * stepTile, leftDepth ? 1 : 0, leftDepth}};
     // B's slice under a column block is copied to a contiguous buffer
     // when enough row blocks read it to pay for the copy.
     bool packB = packRowBlocks > 0 && rows >= packRowBlocks * rowTile;
-    int64_t sliceDepth = std::min(depth, depthTile);
+    int64_t sliceDepth = std::min(depth, stepTile);
     for (const Span &cs : colSpans) {
       bool splitColumns = innerParallel && cs.count > 1;
       forEachBlock(
@@ -370,7 +555,8 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
             if (packB && sliceDepth > 0)
               packed = memref::AllocOp::create(
                   b, loc,
-                  MemRefType::get({sliceDepth, cs.size}, b.getF32Type()),
+                  MemRefType::get({sliceDepth * steps, cs.size},
+                                  b.getF32Type()),
                   b.getI64IntegerAttr(64));
             for (const Span &ks : depthSpans)
               forEachBlock(
@@ -382,13 +568,20 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
                           b, loc, packed,
                           ArrayRef<OpFoldResult>{b.getIndexAttr(0),
                                                  b.getIndexAttr(0)},
-                          ArrayRef<OpFoldResult>{b.getIndexAttr(ks.size),
-                                                 b.getIndexAttr(cs.size)},
+                          ArrayRef<OpFoldResult>{
+                              b.getIndexAttr(ks.size * steps),
+                              b.getIndexAttr(cs.size)},
                           ArrayRef<OpFoldResult>{b.getIndexAttr(1),
                                                  b.getIndexAttr(1)});
                     if (view)
-                      packSliceOfB(b, loc, rhs, batch, k0, n, ks.size, cs.size,
-                                   view);
+                      packSliceOfB(b, loc, rhs, batch,
+                                   steps == 1
+                                       ? k0
+                                       : arith::MulIOp::create(
+                                             b, loc, k0,
+                                             arith::ConstantIndexOp::create(
+                                                 b, loc, steps)),
+                                   n, ks.size * steps, cs.size, view);
                     for (const Span &rs : rowSpans)
                       forEachBlock(b, loc, rs.begin, rs.count, rs.size,
                                    innerParallel && !splitColumns,
@@ -396,7 +589,8 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
                                      emitRegisterBlock(
                                          b, loc, lhs, rhs, out, batch, m, n,
                                          rs.size, cs.size, k0, ks.size, depth,
-                                         epilogue, view, rows, prefetchStride);
+                                         epilogue, view, rows, prefetchStride,
+                                         kind);
                                    });
                   });
             if (packed)
@@ -405,7 +599,7 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
     }
   };
   if (batched)
-    forEachBlock(rewriter, loc, 0, ranges[0], 1, parallel,
+    forEachBlock(rewriter, loc, 0, batches, 1, parallel,
                  [&](OpBuilder &b, Value batch) { emitAll(b, batch); });
   else
     emitAll(rewriter, {});
@@ -437,13 +631,16 @@ struct AttnTileAndVectorizePass
     // activations next to them out of the IR.
     SmallVector<linalg::LinalgOp> gemms;
     func.walk([&](linalg::LinalgOp op) {
-      if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op))
+      auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+      if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) ||
+          (generic && attn::matchBf16PairGemm(generic)))
         gemms.push_back(op);
     });
     for (linalg::LinalgOp op : gemms)
       (void)lowerToRegisterBlocks(
           rewriter, op, rows, columns, depth, parallel, schedule->parallelFlops,
-          schedule->gemmPackRowBlocks, schedule->prefetchStrideFloats);
+          schedule->gemmPackRowBlocks, schedule->prefetchStrideFloats,
+          schedule->bf16Dot);
 
     SmallVector<linalg::LinalgOp> candidates;
     func.walk([&](linalg::LinalgOp op) { candidates.push_back(op); });

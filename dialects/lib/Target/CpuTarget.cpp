@@ -58,6 +58,7 @@ std::string CpuSchedule::format() const {
   line("parallel-elements", parallelElements);
   line("packed-alignment-floats", packedAlignmentFloats);
   line("prefetch-stride-floats", prefetchStrideFloats);
+  line("bf16-dot", bf16Dot);
   return text;
 }
 
@@ -118,6 +119,14 @@ CpuSchedule attn::deriveCpuSchedule(const CpuTargetDescription &target) {
   s.parallelElements = int64_t(1) << 18;
   s.packedAlignmentFloats = std::max<int64_t>(1, target.cacheLineBytes / 4);
   s.prefetchStrideFloats = std::max<int64_t>(1, target.cacheLineBytes / 4);
+  // vdpbf16ps on zmm for the bf16 pair GEMMs (its ymm/xmm forms, for fewer
+  // columns, need AVX512VL) where it doubles the f32 FMA rate (Zen 4 and 5).
+  // Intel's AVX512-BF16 CPUs with AMX (Sapphire Rapids on) issue it at half
+  // their FMA rate (docs/performance.md): FMAs on widened pairs, the same
+  // sums, are faster there.
+  s.bf16Dot = target.hasFeature("avx512bf16") &&
+              target.hasFeature("avx512vl") && target.vectorBits >= 512 &&
+              !target.hasFeature("amx-bf16");
   return s;
 }
 

@@ -12,6 +12,56 @@
 
 include "mlir/Pass/PassBase.td"
 
+def AttnBf16PairGemms : Pass<"attn-bf16-pair-gemms", "::mlir::ModuleOp"> {
+  let summary = "Read the operands of bf16 GEMMs as bf16, k in pairs";
+  let description = [{
+    Runs on tensors, after `attn-lower-to-linalg` and before
+    `attn-split-prepare`. A `linalg.matmul` whose operands are both bf16
+    tensors widened to f32 (`attn-compute-in-f32`'s extensions, through
+    reshapes and transposes) and whose k is even becomes:
+
+    - a pack of B into `[K/2, N]` f32 slots, each holding the bf16 pair
+      `(B[2p, n], B[2p+1, n])` as bits, the even k in the low half (the
+      VNNI layout of `vdpbf16ps`); on a weight it reads only params, so
+      `attn-split-prepare` moves it into `NAME_prepare`;
+    - a `linalg.generic` marked `attn.bf16_pair_gemm` that reads A as bf16
+      and sums k in pairs in `vdpbf16ps`'s order,
+      `C = (C + A[m, 2p+1] B[2p+1, n]) + A[m, 2p] B[2p, n]`
+      (each product exact in f32, each sum rounded once).
+
+    `attn-tile-and-vectorize` makes the generic register blocks:
+    `vdpbf16ps` with AVX512-BF16, FMAs on the widened pairs elsewhere, the
+    same sums in the same order, so every CPU gets the same bits (but for
+    inputs or sums below f32's normal range, which `vdpbf16ps` flushes to
+    zero). The weights take half the memory of the widened f32 ones.
+
+    Before:
+
+    ```mlir
+    %a = linalg.generic ... ins(%x : tensor<4x8xbf16>) ... arith.extf
+    %w32 = linalg.generic ... ins(%w : tensor<16x8xbf16>) ... arith.extf
+    %wt = linalg.transpose ins(%w32 : tensor<16x8xf32>) ... permutation = [1, 0]
+    %y = linalg.matmul ins(%a, %wt : tensor<4x8xf32>, tensor<8x16xf32>)
+                       outs(%c : tensor<4x16xf32>)
+    ```
+
+    After:
+
+    ```mlir
+    %packed = linalg.generic ... ins(%w, %w : tensor<16x8xbf16>, ...)
+        outs(%e : tensor<4x16xf32>)      // (n, p) -> (n, 2p), (n, 2p+1)
+    %y = linalg.generic {attn.bf16_pair_gemm, ...}
+        ins(%x, %x, %packed : tensor<4x8xbf16>, tensor<4x8xbf16>,
+            tensor<4x16xf32>) outs(%c : tensor<4x16xf32>)
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def AttnSplitPrepare : Pass<"attn-split-prepare", "::mlir::ModuleOp"> {
   let summary = "Split each kernel into a once-per-params prepare step and "
                 "the per-call rest";
@@ -138,7 +188,8 @@ def AttnTileAndVectorize
     "::mlir::affine::AffineDialect",
     "::mlir::arith::ArithDialect",
     "::mlir::scf::SCFDialect",
-    "::mlir::vector::VectorDialect"
+    "::mlir::vector::VectorDialect",
+    "::mlir::x86vector::X86VectorDialect"
   ];
 }
 

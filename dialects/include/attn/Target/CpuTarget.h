@@ -100,6 +100,9 @@ struct CpuSchedule {
   /// GEMM: floats between the prefetches of the next register block's C
   /// rows (one per cache line of its columns).
   int64_t prefetchStrideFloats = 16;
+  /// bf16 pair GEMMs (attn-bf16-pair-gemms) on vdpbf16ps rather than FMAs on
+  /// widened pairs: the same sums in the same order.
+  bool bf16Dot = false;
 
   /// One `name = value` per line.
   std::string format() const;
