@@ -164,6 +164,12 @@ def weights(*shape):
     return torch.randn(*shape) * 0.02
 
 
+def dtype_of(case):
+    """The case's torch dtype (float32 unless it names bf16 or f16)."""
+    return {"bf16": torch.bfloat16, "f16": torch.float16}.get(
+        case.get("dtype"), torch.float32)
+
+
 def error_of(e):
     return "%s: %s" % (type(e).__name__, str(e).splitlines()[0]
                        if str(e) else "")
@@ -179,6 +185,7 @@ def run_variant(fn, protocol):
 
 def mha_variants(case, protocol):
     B, T, D, H = case["B"], case["T"], case["D"], case["H"]
+    dtype = dtype_of(case)
     X = torch.randn(B, T, D)
     Wq, Wk, Wv, Wo = (weights(D, D) for _ in range(4))
     out = {}
@@ -191,6 +198,8 @@ def mha_variants(case, protocol):
         d2l.W_v.weight.copy_(Wv)
         d2l.W_o.weight.copy_(Wo)
     d2l.eval()
+    X, Wq, Wk, Wv, Wo = (t.to(dtype) for t in (X, Wq, Wk, Wv, Wo))
+    d2l.to(dtype)
     out["d2l"] = run_variant(lambda: d2l(X, X, X, None), protocol)
 
     mha = nn.MultiheadAttention(D, H, dropout=0.0, bias=False,
@@ -198,7 +207,7 @@ def mha_variants(case, protocol):
     with torch.no_grad():
         mha.in_proj_weight.copy_(torch.cat([Wq, Wk, Wv]))
         mha.out_proj.weight.copy_(Wo)
-    mha.eval()
+    mha.eval().to(dtype)
     out["nn"] = run_variant(
         lambda: mha(X, X, X, need_weights=False), protocol)
 
@@ -215,6 +224,7 @@ def mha_variants(case, protocol):
 
 def bert_variants(case, protocol):
     B, T, D, H, Fh = case["B"], case["T"], case["D"], case["H"], case["F"]
+    dtype = dtype_of(case)
     eps = 1e-12
     X = torch.randn(B, T, D)
     Wq, Wk, Wv, Wo = (weights(D, D) for _ in range(4))
@@ -235,7 +245,10 @@ def bert_variants(case, protocol):
         d2l.ffn.dense1.bias.copy_(b1)
         d2l.ffn.dense2.weight.copy_(W2)
         d2l.ffn.dense2.bias.copy_(b2)
-    d2l.eval()
+    d2l.eval().to(dtype)
+    X, Wq, Wk, Wv, Wo, W1, b1, W2, b2, g1, be1, g2, be2 = (
+        t.to(dtype) for t in (X, Wq, Wk, Wv, Wo, W1, b1, W2, b2, g1, be1, g2,
+                              be2))
     out["d2l"] = run_variant(lambda: d2l(X, None), protocol)
 
     try:
@@ -249,7 +262,7 @@ def bert_variants(case, protocol):
             layer.linear1.bias.copy_(b1)
             layer.linear2.weight.copy_(W2)
             layer.linear2.bias.copy_(b2)
-        layer.eval()
+        layer.eval().to(dtype)
         out["nn"] = run_variant(lambda: layer(X), protocol)
     except Exception as e:
         out["nn"] = {"error": "%s: %s" % (type(e).__name__, e)}
@@ -536,7 +549,7 @@ def model_arrays(case):
 
 def sgemm_variants(case, protocol):
     n = case["N"]
-    A, Bm = torch.randn(n, n), torch.randn(n, n)
+    A, Bm = (torch.randn(n, n).to(dtype_of(case)) for _ in range(2))
     return {"mm": run_variant(lambda: torch.mm(A, Bm), protocol)}
 
 

@@ -32,8 +32,9 @@ llvm::Error statusError(llvm::StringRef kernel, int status,
     return llvm::createStringError(
         "kernel '" + kernel +
         "': this machine lacks the instruction set the kernel was compiled "
-        "for (--mcpu), or ATTNC_CPU_VARIANT names a CPU it lacks; nothing "
-        "ran");
+        "for (--mcpu), or ATTNC_CPU_VARIANT names a CPU it lacks (nothing "
+        "ran), or the OS refused the AMX tile state its bf16 GEMMs use "
+        "(compile for a CPU without AMX)");
   return llvm::createStringError("kernel '" + kernel + "' failed with status " +
                                  llvm::Twine(status));
 }

@@ -480,47 +480,104 @@ INSTANTIATE_TEST_SUITE_P(LowPrecision, Misaligned,
                            return nameOf(info.param);
                          });
 
-/// A bf16 GEMM sums k in pairs, the odd k first, from the bias (the order
-/// of vdpbf16ps; Bf16PairGemm.h): the same bits on every CPU -- FMAs on
-/// widened pairs (x86-64, x86-64-v3, this CPU when it has AMX), vdpbf16ps
-/// (cooperlake), and the scalar loops of -O0 -- and those of this
-/// reference. k = 768 gives thousands of outputs whose rounding a sum in k
-/// order (or in bf16) would change.
-TEST(Bf16PairGemm, SumsInPairsWithTheSameBitsOnEveryCpu) {
-  const int64_t rows = 37, depth = 768, columns = 200;
-  std::string spec = "block k {\n  input X: bf16[" + std::to_string(rows) +
-                     ", " + std::to_string(depth) + "]\n  param W: bf16[" +
-                     std::to_string(columns) + ", " + std::to_string(depth) +
-                     "]\n  param b: bf16[" + std::to_string(columns) +
-                     "]\n  Y = linear(X, W, b)\n  output Y\n}\n";
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  auto draw = [&](size_t n) {
-    std::vector<float> v(n);
-    for (float &e : v)
-      e = uniform(rng);
-    return rounded(v, ElementType::BF16);
-  };
-  std::vector<uint16_t> x = draw(rows * depth), w = draw(columns * depth),
-                        b = draw(columns);
-  std::vector<float> xf = widened(x, ElementType::BF16),
-                     wf = widened(w, ElementType::BF16),
-                     bf = widened(b, ElementType::BF16);
-  // Products of bf16 values are exact in f32: each step is one rounding.
-  std::vector<float> sums(rows * columns);
-  for (int64_t m = 0; m < rows; ++m)
-    for (int64_t n = 0; n < columns; ++n) {
-      float sum = bf[n];
-      for (int64_t p = 0; p < depth; p += 2) {
-        volatile float odd = xf[m * depth + p + 1] * wf[n * depth + p + 1];
-        sum = sum + odd;
-        volatile float even = xf[m * depth + p] * wf[n * depth + p];
-        sum = sum + even;
-      }
-      sums[m * columns + n] = sum;
-    }
-  std::vector<uint16_t> expected = rounded(sums, ElementType::BF16);
+/// A bf16 linear layer Y = X W^T + b of the given shape, its random
+/// inputs, and the result of summing k in pairs, the odd k first, from the
+/// bias (the order of vdpbf16ps; Bf16PairGemm.h), rounded to bf16.
+struct PairSumsCase {
+  int64_t rows, depth, columns;
+  std::vector<uint16_t> x, w, b, expected;
+  /// |b| + sum over k of |x w|, per output: the scale of its rounding
+  /// errors.
+  std::vector<double> magnitudes;
 
+  PairSumsCase(int64_t rows, int64_t depth, int64_t columns)
+      : rows(rows), depth(depth), columns(columns) {
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    auto draw = [&](size_t n) {
+      std::vector<float> v(n);
+      for (float &e : v)
+        e = uniform(rng);
+      return rounded(v, ElementType::BF16);
+    };
+    x = draw(rows * depth);
+    w = draw(columns * depth);
+    b = draw(columns);
+    std::vector<float> xf = widened(x, ElementType::BF16),
+                       wf = widened(w, ElementType::BF16),
+                       bf = widened(b, ElementType::BF16);
+    // Products of bf16 values are exact in f32: each step is one rounding.
+    std::vector<float> sums(rows * columns);
+    magnitudes.assign(rows * columns, 0.0);
+    for (int64_t m = 0; m < rows; ++m)
+      for (int64_t n = 0; n < columns; ++n) {
+        double &magnitude = magnitudes[m * columns + n];
+        magnitude = std::fabs(bf[n]);
+        for (int64_t k = 0; k < depth; ++k)
+          magnitude += std::fabs(double(xf[m * depth + k]) * wf[n * depth + k]);
+        float sum = bf[n];
+        for (int64_t p = 0; p < depth; p += 2) {
+          volatile float odd = xf[m * depth + p + 1] * wf[n * depth + p + 1];
+          sum = sum + odd;
+          volatile float even = xf[m * depth + p] * wf[n * depth + p];
+          sum = sum + even;
+        }
+        sums[m * columns + n] = sum;
+      }
+    expected = rounded(sums, ElementType::BF16);
+  }
+
+  std::string spec() const {
+    auto text = [](int64_t v) { return std::to_string(v); };
+    return "block k {\n  input X: bf16[" + text(rows) + ", " + text(depth) +
+           "]\n  param W: bf16[" + text(columns) + ", " + text(depth) +
+           "]\n  param b: bf16[" + text(columns) +
+           "]\n  Y = linear(X, W, b)\n  output Y\n}\n";
+  }
+
+  /// Runs the kernel compiled with `options`; counts the outputs that
+  /// differ from `expected` (and reports the first): at all when `exact`,
+  /// else by more than a bf16 unit in its last place plus the bound on
+  /// summing the depth products in another order in f32 (depth x 2^-24 x
+  /// the magnitude).
+  void check(const CompileOptions &options, bool exact) const {
+    auto kernel =
+        test::sharedTestRuntime().compile(spec(), "pairs.attn", "", options);
+    ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+    std::vector<uint16_t> y(rows * columns);
+    llvm::Error error = (*kernel)->run(
+        {{"X",
+          const_cast<uint16_t *>(x.data()),
+          ElementType::BF16,
+          {rows, depth}},
+         {"W",
+          const_cast<uint16_t *>(w.data()),
+          ElementType::BF16,
+          {columns, depth}},
+         {"b", const_cast<uint16_t *>(b.data()), ElementType::BF16, {columns}},
+         {"Y", y.data(), ElementType::BF16, {rows, columns}}});
+    ASSERT_FALSE(!!error) << llvm::toString(std::move(error));
+    int mismatches = 0;
+    for (size_t i = 0; i < y.size(); ++i) {
+      double got = widenBf16(y[i]), want = widenBf16(expected[i]);
+      double bound = std::ldexp(std::fabs(want), -7) +
+                     std::ldexp(double(depth) * magnitudes[i], -24);
+      bool wrong = exact ? y[i] != expected[i] : std::fabs(got - want) > bound;
+      if (wrong && ++mismatches <= 5)
+        ADD_FAILURE() << "element " << i << ": got 0x" << llvm::utohexstr(y[i])
+                      << ", expected 0x" << llvm::utohexstr(expected[i]);
+    }
+    EXPECT_EQ(mismatches, 0) << "of " << y.size();
+  }
+};
+
+/// A bf16 GEMM sums k in pairs, the odd k first, from the bias: the same
+/// bits on every CPU -- FMAs on widened pairs (x86-64, x86-64-v3),
+/// vdpbf16ps (cooperlake), and the scalar loops of -O0 -- and those of the
+/// reference. k = 768 gives thousands of outputs whose rounding a sum in k
+/// order (or in bf16) would change. (200 columns: not AMX tiles, below.)
+TEST(Bf16PairGemm, SumsInPairsWithTheSameBitsOnEveryCpu) {
+  PairSumsCase gemm(37, 768, 200);
   struct Variant {
     const char *cpu;
     unsigned optLevel;
@@ -537,22 +594,31 @@ TEST(Bf16PairGemm, SumsInPairsWithTheSameBitsOnEveryCpu) {
     CompileOptions options = optionsFor({variant.cpu, Backend::Mlir});
     options.target.optLevel = variant.optLevel;
     options.pipeline.vectorize = variant.optLevel > 0;
-    auto kernel =
-        test::sharedTestRuntime().compile(spec, "pairs.attn", "", options);
-    ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
-    std::vector<uint16_t> y(rows * columns);
-    llvm::Error error =
-        (*kernel)->run({{"X", x.data(), ElementType::BF16, {rows, depth}},
-                        {"W", w.data(), ElementType::BF16, {columns, depth}},
-                        {"b", b.data(), ElementType::BF16, {columns}},
-                        {"Y", y.data(), ElementType::BF16, {rows, columns}}});
-    ASSERT_FALSE(!!error) << llvm::toString(std::move(error));
-    int mismatches = 0;
-    for (size_t i = 0; i < y.size(); ++i)
-      if (y[i] != expected[i] && ++mismatches <= 5)
-        ADD_FAILURE() << "element " << i << ": got 0x" << llvm::utohexstr(y[i])
-                      << ", expected 0x" << llvm::utohexstr(expected[i]);
-    EXPECT_EQ(mismatches, 0) << "of " << y.size();
+    gemm.check(options, /*exact=*/true);
+  }
+}
+
+/// On AMX (M and N multiples of 16, K of 32), tdpbf16ps sums each tile
+/// step its own way (docs/toolchain.md): within a bf16 unit in the last
+/// place of the reference plus the bound of f32 sums in another order. The
+/// shapes cover a bottom block and a right block of one tile, k beyond one
+/// chunk of 64 steps, and threads.
+TEST(Bf16PairGemm, AmxTilesWithinAUnitOfThePairSums) {
+  if (!llvm::sys::getHostCPUFeatures().lookup("amx-bf16"))
+    GTEST_SKIP() << "this CPU has no AMX-BF16";
+  struct Shape {
+    int64_t rows, depth, columns;
+    bool parallel;
+  };
+  for (Shape shape : {Shape{48, 192, 48, false}, Shape{16, 32, 16, false},
+                      Shape{64, 4160, 96, false}, Shape{96, 512, 256, true}}) {
+    SCOPED_TRACE(
+        std::to_string(shape.rows) + "x" + std::to_string(shape.depth) + "x" +
+        std::to_string(shape.columns) + (shape.parallel ? " parallel" : ""));
+    CompileOptions options = optionsFor({"native", Backend::Mlir});
+    options.pipeline.parallel = shape.parallel;
+    PairSumsCase(shape.rows, shape.depth, shape.columns)
+        .check(options, /*exact=*/false);
   }
 }
 

@@ -102,7 +102,10 @@ const llvm::StringMap<FeatureBit> &featureBits() {
       {"serialize", {kLeaf7Edx, 14}},
       {"tsxldtrk", {kLeaf7Edx, 16}},
       {"pconfig", {kLeaf7Edx, 18}},
+      {"amx-bf16", {kLeaf7Edx, 22}},
       {"avx512fp16", {kLeaf7Edx, 23}},
+      {"amx-tile", {kLeaf7Edx, 24}},
+      {"amx-int8", {kLeaf7Edx, 25}},
       {"raoint", {kLeaf7s1Eax, 3}},
       {"avxvnni", {kLeaf7s1Eax, 4}},
       {"avx512bf16", {kLeaf7s1Eax, 5}},
@@ -137,6 +140,10 @@ const llvm::StringMap<FeatureBit> &featureBits() {
 /// AVX-512 state (opmask, upper zmm halves, zmm16-31).
 constexpr uint32_t kXcr0Avx = 0x6;
 constexpr uint32_t kXcr0Avx512 = 0xe6;
+/// And AMX's tile configuration and data (Linux sets them where it supports
+/// AMX; a process must still ask for the data with arch_prctl, which the
+/// kernels that use tiles do).
+constexpr uint32_t kXcr0Amx = 0x60000;
 
 bool needsAvxState(llvm::StringRef feature) {
   return feature.starts_with("avx") || feature == "fma" || feature == "f16c" ||
@@ -172,8 +179,8 @@ CpuRequirements attnc::cpuRequirements(const llvm::MCSubtargetInfo &subtarget,
         !subtarget.checkFeatures(("+" + feature).str()))
       continue;
     if (it == featureBits().end() || isIntrinsicsOnlyFeature(feature)) {
-      // Not checked at run time, so not usable by the variant (AMX, AVX10,
-      // APX, SHA512, system instructions: attnc's code uses none of them).
+      // Not checked at run time, so not usable by the variant (AVX10, APX,
+      // SHA512, system instructions: attnc's code uses none of them).
       requirements.disabled.push_back(("-" + feature).str());
       continue;
     }
@@ -181,6 +188,8 @@ CpuRequirements attnc::cpuRequirements(const llvm::MCSubtargetInfo &subtarget,
     if (needsAvxState(feature))
       requirements.xcr0 |=
           feature.starts_with("avx512") ? kXcr0Avx512 : kXcr0Avx;
+    if (feature.starts_with("amx"))
+      requirements.xcr0 |= kXcr0Amx;
   }
   return requirements;
 }

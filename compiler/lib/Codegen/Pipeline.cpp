@@ -174,8 +174,9 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
   // 768 ordered scalar adds; the order is fixed, so results are too.
   ConvertVectorToLLVMPassOptions vectorToLLVM;
   vectorToLLVM.reassociateFPReductions = true;
-  // vdpbf16ps (attn-tile-and-vectorize's bf16 pair GEMMs).
+  // vdpbf16ps and AMX tiles (attn-tile-and-vectorize's bf16 pair GEMMs).
   vectorToLLVM.x86Vector = true;
+  vectorToLLVM.amx = true;
   pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createArithToLLVMConversionPass());

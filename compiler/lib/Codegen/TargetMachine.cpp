@@ -298,7 +298,9 @@ attnc::describeCpuTarget(const TargetOptions &options) {
   target.fmaUnits = target.fma ? 2 : 0;
   target.features.clear();
   for (llvm::StringRef feature : interesting)
-    if (has(feature))
+    // AMX's tile state is the OS's to grant: Linux's arch_prctl, which the
+    // kernels call (attn-tile-and-vectorize).
+    if (has(feature) && (!feature.starts_with("amx") || triple.isOSLinux()))
       target.features.push_back(feature.str());
   llvm::sort(target.features);
   target.cacheLineBytes = 64;

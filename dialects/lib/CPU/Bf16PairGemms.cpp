@@ -17,6 +17,9 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
 namespace mlir::attn {
 #define GEN_PASS_DEF_ATTNBF16PAIRGEMMS
 #include "attn/CPU/Passes.h.inc"
@@ -123,28 +126,45 @@ std::pair<Value, Value> unpackPair(OpBuilder &b, Location loc, Value slot) {
   return {half(bits), half(odd)};
 }
 
-/// B [K, N] bf16 (or its transpose [N, K], `transposed`) as [K/2, N] f32
-/// slots of pairs. The loops run over B's rows in memory order.
+/// B [K, N] bf16 (or its transpose [N, K], `transposed`) as f32 slots of
+/// pairs: [K/2, N], or [N/16, K/2, 16] (`tiles`). The loops run over the
+/// source's rows in memory order.
 Value packB(OpBuilder &b, Location loc, Value source, bool transposed,
-            int64_t depth, int64_t columns) {
+            int64_t depth, int64_t columns, bool tiles) {
   MLIRContext *context = b.getContext();
-  AffineExpr d0, d1;
-  bindDims(context, d0, d1);
-  // Loops (n, p) over a [N, K] source, (p, n) over a [K, N] one.
-  AffineExpr n = transposed ? d0 : d1, p = transposed ? d1 : d0;
+  // Loops: (n, p) over [N, K], (p, n) over [K, N]; with tiles, n is
+  // (tile, column in the tile), the tile outermost.
+  unsigned loops = tiles ? 3 : 2;
+  SmallVector<AffineExpr> d;
+  for (unsigned i = 0; i < loops; ++i)
+    d.push_back(getAffineDimExpr(i, context));
+  AffineExpr n, p;
+  if (tiles) {
+    n = transposed ? d[0] * 16 + d[1] : d[0] * 16 + d[2];
+    p = transposed ? d[2] : d[1];
+  } else {
+    n = transposed ? d[0] : d[1];
+    p = transposed ? d[1] : d[0];
+  }
   auto map = [&](ArrayRef<AffineExpr> results) {
-    return AffineMap::get(2, 0, results, context);
+    return AffineMap::get(loops, 0, results, context);
   };
   AffineExpr even = 2 * p, odd = 2 * p + 1;
+  AffineMap output = !tiles       ? map({p, n})
+                     : transposed ? map({d[0], d[2], d[1]})
+                                  : map({d[0], d[1], d[2]});
   SmallVector<AffineMap> maps =
       transposed
-          ? SmallVector<AffineMap>{map({n, even}), map({n, odd}), map({p, n})}
-          : SmallVector<AffineMap>{map({even, n}), map({odd, n}), map({p, n})};
-  Value init =
-      tensor::EmptyOp::create(b, loc, {depth / 2, columns}, b.getF32Type());
+          ? SmallVector<AffineMap>{map({n, even}), map({n, odd}), output}
+          : SmallVector<AffineMap>{map({even, n}), map({odd, n}), output};
+  SmallVector<int64_t> shape =
+      tiles ? SmallVector<int64_t>{columns / 16, depth / 2, 16}
+            : SmallVector<int64_t>{depth / 2, columns};
+  Value init = tensor::EmptyOp::create(b, loc, shape, b.getF32Type());
   auto generic = linalg::GenericOp::create(
       b, loc, init.getType(), ValueRange{source, source}, ValueRange{init},
-      maps, SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel),
+      maps,
+      SmallVector<utils::IteratorType>(loops, utils::IteratorType::parallel),
       [&](OpBuilder &nb, Location nl, ValueRange args) {
         linalg::YieldOp::create(nb, nl, packPair(nb, nl, args[0], args[1]));
       });
@@ -165,12 +185,12 @@ Value pairsOf(OpBuilder &b, Location loc, Value value, int dim) {
       SmallVector<ReassociationIndices>{{0}, {1, 2}});
 }
 
-/// C[m, n] += sum over pairs, in vdpbf16ps's order (Bf16PairGemm.h), from
-/// A [M, K] bf16 and B's slots [K/2, N] (`slots`), or from A [M, K] and B
-/// [K, N] widened to f32. A (and a widened B) are read as [M, K/2, 2]
-/// ([K/2, 2, N]) so that the pair index is a loop of its own.
+/// C[m, n] += sum over pairs, in vdpbf16ps's order (Bf16PairGemm.h): from
+/// A [M, K] and B [K, N] widened to f32, or from A [M, K] bf16 and B's
+/// slots (`form`). A (and a widened B) are read as [M, K/2, 2] ([K/2, 2, N])
+/// so that the pair index is a loop of its own.
 Value pairGemm(OpBuilder &b, Location loc, Value lhs, Value rhs, Value out,
-               bool slots) {
+               Bf16PairForm form) {
   MLIRContext *context = b.getContext();
   AffineExpr m, n, p;
   bindDims(context, m, n, p);
@@ -182,15 +202,24 @@ Value pairGemm(OpBuilder &b, Location loc, Value lhs, Value rhs, Value out,
   Value lhsPairs = pairsOf(b, loc, lhs, 1);
   SmallVector<Value> inputs = {lhsPairs, lhsPairs};
   SmallVector<AffineMap> maps = {map({m, p, odd}), map({m, p, even})};
-  if (slots) {
-    inputs.push_back(rhs);
-    maps.push_back(map({p, n}));
-  } else {
+  switch (form) {
+  case Bf16PairForm::Widened: {
     Value rhsPairs = pairsOf(b, loc, rhs, 0);
     inputs.append({rhsPairs, rhsPairs});
     maps.append({map({p, odd, n}), map({p, even, n})});
+    break;
+  }
+  case Bf16PairForm::Slots:
+    inputs.push_back(rhs);
+    maps.push_back(map({p, n}));
+    break;
+  case Bf16PairForm::Tiles:
+    inputs.push_back(rhs);
+    maps.push_back(map({n.floorDiv(16), p, n % 16}));
+    break;
   }
   maps.push_back(map({m, n}));
+  bool widened = form == Bf16PairForm::Widened;
   auto generic = linalg::GenericOp::create(
       b, loc, out.getType(), inputs, ValueRange{out}, maps,
       {utils::IteratorType::parallel, utils::IteratorType::parallel,
@@ -201,8 +230,8 @@ Value pairGemm(OpBuilder &b, Location loc, Value lhs, Value rhs, Value out,
           return x.getType().isF32() ? x
                                      : arith::ExtFOp::create(nb, nl, f32, x);
         };
-        Value oddB = args[2], evenB = args[slots ? 2 : 3];
-        if (slots)
+        Value oddB = args[2], evenB = args[widened ? 3 : 2];
+        if (!widened)
           std::tie(evenB, oddB) = unpackPair(nb, nl, args[2]);
         auto product = [&](Value x, Value y) {
           return arith::MulFOp::create(nb, nl, widen(x), widen(y));
@@ -216,22 +245,32 @@ Value pairGemm(OpBuilder &b, Location loc, Value lhs, Value rhs, Value out,
   return generic->getResult(0);
 }
 
-/// Erases the op that defines `value` when nothing uses it, and then the
-/// ops of its operands likewise (the widenings and transposes a rewrite
-/// left behind).
-void eraseIfDead(Value value) {
-  Operation *op = value ? value.getDefiningOp() : nullptr;
-  if (!op || !isOpTriviallyDead(op))
-    return;
-  SmallVector<Value> operands(op->getOperands());
-  op->erase();
-  for (Value operand : operands)
-    eraseIfDead(operand);
+/// Erases the ops that define `roots`, and those that define their operands
+/// in turn, that nothing uses any more (the widenings and transposes a
+/// rewrite left behind).
+void eraseDeadChains(ArrayRef<Value> roots) {
+  llvm::SetVector<Operation *> chain;
+  SmallVector<Value> work(roots.begin(), roots.end());
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val().getDefiningOp();
+    if (op && chain.insert(op))
+      llvm::append_range(work, op->getOperands());
+  }
+  llvm::SmallPtrSet<Operation *, 16> erased;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (Operation *op : chain)
+      if (!erased.contains(op) && isOpTriviallyDead(op)) {
+        erased.insert(op);
+        op->erase();
+        changed = true;
+      }
+  }
 }
 
-/// Rewrites `matmul` when both operands are widened bf16 and k is even;
-/// into slots when the target has vdpbf16ps (`slots`).
-void rewriteMatmul(linalg::MatmulOp matmul, bool slots) {
+/// Rewrites `matmul` when both operands are widened bf16 and k is even,
+/// in the form the target's schedule takes.
+void rewriteMatmul(linalg::MatmulOp matmul, const CpuSchedule &schedule) {
   if (!matmul.hasPureTensorSemantics() ||
       matmul.getIndexingMapsArray() !=
           linalg::MatmulOp::getDefaultIndexingMaps(matmul.getContext()))
@@ -247,10 +286,21 @@ void rewriteMatmul(linalg::MatmulOp matmul, bool slots) {
   if (depth < 2 || depth % 2 != 0 || !bf16SourceOf(lhs, nullptr) ||
       !bf16SourceOf(rhs, nullptr))
     return;
+  // AMX tiles of one shape only (16 rows of 64 bytes: C, A and B alike):
+  // LLVM's tile allocation runs out of its 8 registers when edge tiles of
+  // other shapes join them.
+  bool tiles =
+      lhsType.getDimSize(0) % 16 == 0 && columns % 16 == 0 && depth % 32 == 0;
+  Bf16PairForm form = schedule.bf16Amx && tiles ? Bf16PairForm::Tiles
+                      : schedule.bf16Dot        ? Bf16PairForm::Slots
+                                                : Bf16PairForm::Widened;
   OpBuilder b(matmul);
   Location loc = matmul.getLoc();
   Value result;
-  if (slots) {
+  SmallVector<Value> roots = {lhs, rhs};
+  if (form == Bf16PairForm::Widened) {
+    result = pairGemm(b, loc, lhs, rhs, out, form);
+  } else {
     Value narrowLhs = bf16SourceOf(lhs, &b);
     Value narrowRhs = bf16SourceOf(rhs, &b);
     // A transpose of the weight [N, K] is read through the pack's maps.
@@ -261,16 +311,14 @@ void rewriteMatmul(linalg::MatmulOp matmul, bool slots) {
       transposed = true;
     }
     b.setInsertionPoint(matmul);
-    Value packed = packB(b, loc, narrowRhs, transposed, depth, columns);
-    eraseIfDead(rebuilt);
-    result = pairGemm(b, loc, narrowLhs, packed, out, /*slots=*/true);
-  } else {
-    result = pairGemm(b, loc, lhs, rhs, out, /*slots=*/false);
+    Value packed = packB(b, loc, narrowRhs, transposed, depth, columns,
+                         form == Bf16PairForm::Tiles);
+    result = pairGemm(b, loc, narrowLhs, packed, out, form);
+    roots.push_back(rebuilt);
   }
   matmul->getResult(0).replaceAllUsesWith(result);
   matmul->erase();
-  eraseIfDead(lhs);
-  eraseIfDead(rhs);
+  eraseDeadChains(roots);
 }
 
 struct AttnBf16PairGemmsPass
@@ -283,7 +331,7 @@ struct AttnBf16PairGemmsPass
     getOperation()->walk(
         [&](linalg::MatmulOp matmul) { matmuls.push_back(matmul); });
     for (linalg::MatmulOp matmul : matmuls)
-      rewriteMatmul(matmul, schedule->bf16Dot);
+      rewriteMatmul(matmul, *schedule);
   }
 };
 
@@ -294,27 +342,40 @@ mlir::attn::matchBf16PairGemm(linalg::GenericOp op) {
   if (!op->hasAttr(kBf16PairGemmAttr) || op.getNumDpsInits() != 1 ||
       op.getNumDpsInputs() < 3 || op.getNumDpsInputs() > 4)
     return std::nullopt;
-  bool slots = op.getNumDpsInputs() == 3;
   Value lhs = op.getDpsInputs()[0], rhs = op.getDpsInputs()[2],
         out = op.getDpsInits()[0];
   auto lhsType = dyn_cast<ShapedType>(lhs.getType());
   auto rhsType = dyn_cast<ShapedType>(rhs.getType());
   auto outType = dyn_cast<ShapedType>(out.getType());
-  if (op.getDpsInputs()[1] != lhs || (!slots && op.getDpsInputs()[3] != rhs) ||
-      !lhsType || !rhsType || !outType || !lhsType.hasStaticShape() ||
-      !rhsType.hasStaticShape() || !outType.hasStaticShape() ||
-      lhsType.getRank() != 3 || rhsType.getRank() != (slots ? 2 : 3) ||
-      outType.getRank() != 2 ||
-      !(slots ? lhsType.getElementType().isBF16()
-              : lhsType.getElementType().isF32()) ||
-      !rhsType.getElementType().isF32() || !outType.getElementType().isF32())
+  if (op.getDpsInputs()[1] != lhs || !lhsType || !rhsType || !outType ||
+      !lhsType.hasStaticShape() || !rhsType.hasStaticShape() ||
+      !outType.hasStaticShape() || lhsType.getRank() != 3 ||
+      outType.getRank() != 2 || !rhsType.getElementType().isF32() ||
+      !outType.getElementType().isF32())
     return std::nullopt;
   int64_t rows = outType.getDimSize(0), columns = outType.getDimSize(1),
           pairs = lhsType.getDimSize(1);
+  Bf16PairForm form;
+  ArrayRef<int64_t> b = rhsType.getShape();
+  if (op.getNumDpsInputs() == 4) {
+    form = Bf16PairForm::Widened;
+    if (op.getDpsInputs()[3] != rhs ||
+        b != ArrayRef<int64_t>{pairs, 2, columns})
+      return std::nullopt;
+  } else if (rhsType.getRank() == 2) {
+    form = Bf16PairForm::Slots;
+    if (b != ArrayRef<int64_t>{pairs, columns})
+      return std::nullopt;
+  } else {
+    form = Bf16PairForm::Tiles;
+    if (rows % 16 != 0 || columns % 16 != 0 || pairs % 16 != 0 ||
+        b != ArrayRef<int64_t>{columns / 16, pairs, 16})
+      return std::nullopt;
+  }
+  Type lhsElement = lhsType.getElementType();
   if (lhsType.getDimSize(0) != rows || lhsType.getDimSize(2) != 2 ||
-      rhsType.getDimSize(0) != pairs ||
-      rhsType.getDimSize(slots ? 1 : 2) != columns ||
-      (!slots && rhsType.getDimSize(1) != 2))
+      !(form == Bf16PairForm::Widened ? lhsElement.isF32()
+                                      : lhsElement.isBF16()))
     return std::nullopt;
-  return Bf16PairGemm{lhs, rhs, out, rows, columns, pairs, slots};
+  return Bf16PairGemm{lhs, rhs, out, rows, columns, pairs, form};
 }

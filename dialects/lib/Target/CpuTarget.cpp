@@ -59,6 +59,7 @@ std::string CpuSchedule::format() const {
   line("packed-alignment-floats", packedAlignmentFloats);
   line("prefetch-stride-floats", prefetchStrideFloats);
   line("bf16-dot", bf16Dot);
+  line("bf16-amx", bf16Amx);
   return text;
 }
 
@@ -127,6 +128,9 @@ CpuSchedule attn::deriveCpuSchedule(const CpuTargetDescription &target) {
   s.bf16Dot = target.hasFeature("avx512bf16") &&
               target.hasFeature("avx512vl") && target.vectorBits >= 512 &&
               !target.hasFeature("amx-bf16");
+  // tdpbf16ps on 16 x 16 tiles of C (the features are listed for Linux
+  // only: the tile state needs the kernel's permission).
+  s.bf16Amx = target.hasFeature("amx-bf16") && target.hasFeature("amx-tile");
   return s;
 }
 

@@ -187,6 +187,8 @@ def AttnTileAndVectorize
   let dependentDialects = [
     "::mlir::affine::AffineDialect",
     "::mlir::arith::ArithDialect",
+    "::mlir::amx::AMXDialect",
+    "::mlir::LLVM::LLVMDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect",
     "::mlir::x86vector::X86VectorDialect"

@@ -103,6 +103,9 @@ struct CpuSchedule {
   /// bf16 pair GEMMs (attn-bf16-pair-gemms) on vdpbf16ps rather than FMAs on
   /// widened pairs: the same sums in the same order.
   bool bf16Dot = false;
+  /// bf16 pair GEMMs whose N is a multiple of 16 on AMX tiles (tdpbf16ps),
+  /// their weights packed in 16-column tiles of pairs.
+  bool bf16Amx = false;
 
   /// One `name = value` per line.
   std::string format() const;

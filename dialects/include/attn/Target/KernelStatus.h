@@ -15,7 +15,8 @@
 /* Success. */
 #define ATTNC_STATUS_OK 0
 /* The machine lacks the instruction set of every CPU the object was
-   compiled for (nothing ran). */
+   compiled for (nothing ran), or the OS refused the AMX tile state its
+   bf16 GEMMs need (the outputs are not valid). */
 #define ATTNC_STATUS_UNSUPPORTED_CPU (-1)
 /* No CUDA driver (libcuda.so.1 not found) or no GPU. */
 #define ATTNC_STATUS_NO_CUDA_DRIVER (-2)
