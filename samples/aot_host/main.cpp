@@ -100,8 +100,7 @@ int main() {
   // prepares them once (the weights laid out for the GEMMs), then calls
   // d2l_mha_prepared: the same results without redoing that work per call.
   // 64-byte alignment lets the GEMMs load whole cache lines.
-  constexpr size_t packedBytes =
-      (D2L_MHA_PACKED_NUMEL * sizeof(float) + 63) / 64 * 64;
+  constexpr size_t packedBytes = (D2L_MHA_PACKED_BYTES + 63) / 64 * 64;
   auto *packed = static_cast<float *>(std::aligned_alloc(64, packedBytes));
   std::vector<float> again(D2L_MHA_Y_NUMEL);
   if (!packed ||

@@ -154,6 +154,24 @@ void HeaderWriter::writePreamble() {
           "   --mcpu list, if the machine can run it). Safe to call from "
           "many\n"
           "   threads. */\n";
+    bool lowPrecision =
+        llvm::any_of(signature.arguments, [](const KernelArgument &a) {
+          return a.type == mlir::attn::ElementType::BF16 ||
+                 a.type == mlir::attn::ElementType::F16;
+        });
+    if (lowPrecision)
+      os << "\n/* Rounding points (bf16/f16): each op of the spec computes "
+            "in f32 and rounds\n"
+            "   its result to its type once (to nearest even); nothing inside "
+            "an op is\n"
+            "   rounded (projections, attention scores, softmax, P @ V, FFN "
+            "hidden layers,\n"
+            "   norm statistics stay f32). A GEMM of two bf16 operands sums "
+            "k in pairs,\n"
+            "   the odd k first: the same bits on every CPU (AMX tiles: "
+            "within a unit in\n"
+            "   the last place). `attnc --print-schedule` lists the ops; "
+            "docs/precision.md. */\n";
     if (target.parallel)
       os << "\n/* Compiled with --parallel: its loops run on attnc's thread "
             "pool, so link\n"
@@ -212,16 +230,19 @@ void HeaderWriter::writeEntryComment(Entry entry) {
     return;
   case Entry::Prepare: {
     std::string numel = abi::packedNumelMacro(name, buffers);
+    std::string bytes = abi::packedBytesMacro(name, buffers);
     os << "/* Params prepared once: " << abi::entrySymbol(name, Entry::Prepare)
-       << " reads the params and fills\n   `" << packed << "` (" << numel
-       << " floats: the weights laid out for the\n"
-       << "   GEMMs; best 64-byte aligned). "
+       << " reads the params and fills\n   `" << packed << "` (" << bytes
+       << " bytes, " << numel << " floats:\n"
+       << "   the weights laid out for the GEMMs as the kernel chooses; best "
+          "64-byte\n   aligned).\n   "
        << abi::entrySymbol(name, Entry::Prepared)
        << " takes the arguments\n   of " << name << " plus `" << packed
        << "` before the outputs and gives the same results\n"
           "   without redoing that work. Prepare again after a param "
           "changes. */\n";
     os << "#define " << numel << " " << signature.packedElements << "\n";
+    os << "#define " << bytes << " " << 4 * signature.packedElements << "\n";
     return;
   }
   case Entry::Prepared:

@@ -4,6 +4,7 @@
 
 #include "attn/CPU/Passes.h"
 #include "attn/GPU/Passes.h"
+#include "attn/IR/AttnDialect.h"
 #include "attn/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -16,6 +17,7 @@
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -99,6 +101,33 @@ std::string attnc::describeAttentionLowerings(ModuleOp module,
     os << op->getName().stripDialect() << " in '" << func.getName()
        << "': " << (choice->fused ? "fused" : "decomposed") << " ("
        << choice->reason << ")\n";
+  });
+  return text;
+}
+
+std::string attnc::describeRoundingPoints(ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.walk([&](Operation *op) {
+    if (!isa<attn::AttnDialect>(op->getDialect()))
+      return;
+    for (Value result : op->getResults()) {
+      Type element = getElementTypeOrSelf(result.getType());
+      if (!element.isBF16() && !element.isF16())
+        continue;
+      if (text.empty())
+        os << "rounding points (each op computes in f32 and rounds its "
+              "result once; nothing\n"
+              "inside an op is rounded; docs/precision.md):\n";
+      os << "  ";
+      if (auto at = dyn_cast<FileLineColLoc>(op->getLoc()))
+        os << at.getFilename().getValue() << ":" << at.getLine() << ":"
+           << at.getColumn() << ": ";
+      auto func = op->getParentOfType<func::FuncOp>();
+      os << op->getName().stripDialect() << " in '" << func.getName()
+         << "': result rounded to " << element << "\n";
+      return;
+    }
   });
   return text;
 }

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attnc/Codegen/CodeGenerator.h"
+#include "attnc/Codegen/Pipeline.h"
 #include "attnc/Codegen/TargetMachine.h"
 #include "attnc/Frontend/Frontend.h"
 #include "attnc/Gen/MLIRGen.h"
@@ -520,7 +521,8 @@ int printScheduleMain(unsigned level) {
   mlir::OwningOpRef<mlir::ModuleOp> module = attnModule(spec);
   if (!module)
     return kInternalError;
-  llvm::outs() << generator->describeKernels(*module);
+  llvm::outs() << generator->describeKernels(*module)
+               << describeRoundingPoints(*module);
   return kSuccess;
 }
 

@@ -203,6 +203,13 @@ mlir::attn::abi::packedNumelMacro(llvm::StringRef block,
          "_NUMEL";
 }
 
+std::string
+mlir::attn::abi::packedBytesMacro(llvm::StringRef block,
+                                  llvm::ArrayRef<std::string> buffers) {
+  return macroPrefix(block) + "_" + macroPrefix(packedParameterName(buffers)) +
+         "_BYTES";
+}
+
 std::vector<HeaderName>
 mlir::attn::abi::headerNames(llvm::StringRef block,
                              llvm::ArrayRef<std::string> dims,
@@ -225,6 +232,8 @@ mlir::attn::abi::headerNames(llvm::StringRef block,
                      HeaderName::Origin::Abi, 0, "a status code"});
   names.push_back({packedNumelMacro(block, buffers), HeaderName::Origin::Abi, 0,
                    "the size of the packed params"});
+  names.push_back({packedBytesMacro(block, buffers), HeaderName::Origin::Abi, 0,
+                   "the bytes of the packed params"});
   for (auto [i, dim] : llvm::enumerate(dims))
     names.push_back({prefix + "_" + macroPrefix(dim), HeaderName::Origin::Dim,
                      static_cast<unsigned>(i), ""});

@@ -51,6 +51,11 @@ std::string cpuAttentionLowering(const CpuPipelineOptions &options);
 std::string describeAttentionLowerings(mlir::ModuleOp module,
                                        const std::string &attention);
 
+/// --print-schedule's lines for the rounding points of `module` (attn
+/// level): each op whose result is bf16 or f16, where it is. Empty for a
+/// module in f32.
+std::string describeRoundingPoints(mlir::ModuleOp module);
+
 /// Registers `attn-to-llvm` (with options row-tile, column-tile, vectorize)
 /// for textual pipelines and attn-opt.
 void registerCpuLoweringPipeline();

@@ -162,6 +162,10 @@ std::string streamParameterName(llvm::ArrayRef<std::string> buffers);
 /// PREFIX_<PACKED>_NUMEL: the floats of the packed buffer.
 std::string packedNumelMacro(llvm::StringRef block,
                              llvm::ArrayRef<std::string> buffers);
+/// PREFIX_<PACKED>_BYTES: its bytes (docs/spec.md §5 v3: its layout is the
+/// kernel's business, f32 or bf16 pairs or AMX tiles).
+std::string packedBytesMacro(llvm::StringRef block,
+                             llvm::ArrayRef<std::string> buffers);
 
 /// One identifier a block puts into its header, and where it comes from.
 struct HeaderName {
