@@ -242,14 +242,56 @@ def _torch_dtype(dtype):
 # Writing specs.
 # ---------------------------------------------------------------------------
 
-def _array(tensor):
-    """A parameter's values as a C-contiguous float32 NumPy array."""
-    if isinstance(tensor, nn.parameter.UninitializedParameter):
+def _array(value, dtype="f32"):
+    """A parameter's values (a tensor or an array) as a C-contiguous NumPy
+    array of the spec's float type: float32, ml_dtypes.bfloat16 or float16
+    (rounded to nearest even, as torch's .to rounds, when not already of
+    that type)."""
+    if isinstance(value, nn.parameter.UninitializedParameter):
         raise ValueError(
             "attnc.from_torch: a LazyLinear's weight is not initialized yet; "
             "call the module once on an example first")
-    return np.ascontiguousarray(tensor.detach().cpu().numpy(),
-                                dtype=np.float32)
+    if dtype == "bf16":
+        import ml_dtypes  # python/requirements.txt; only bf16 needs it
+    if isinstance(value, torch.Tensor):
+        tensor = value.detach().cpu()
+        if dtype == "bf16":
+            bits = tensor.to(torch.bfloat16).contiguous().view(torch.int16)
+            return bits.numpy().view(ml_dtypes.bfloat16)
+        value = tensor.to(torch.float16 if dtype == "f16" else torch.float32)
+        value = value.numpy()
+    numpy_dtype = {"f16": np.float16, "f32": np.float32}.get(dtype) or \
+        ml_dtypes.bfloat16
+    return np.ascontiguousarray(
+        np.asarray(value, dtype=np.float32).astype(numpy_dtype)
+        if np.asarray(value).dtype != numpy_dtype else value)
+
+
+# The float type of the specs being written (from_torch sets it from the
+# module's parameters: a module.to(torch.bfloat16) gives bf16 specs).
+_spec_dtype = "f32"
+
+
+def _float_type_of(module, inputs):
+    """The spec type of `module`: that of its floating parameters and
+    buffers (else of its floating example inputs), bf16 or f16; f32 for
+    float32 and float64 (computed in f32)."""
+    tensors = [t for t in itertools.chain(module.parameters(),
+                                          module.buffers())
+               if t.is_floating_point()]
+    if not tensors:
+        tensors = [t for t in inputs
+                   if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    dtypes = {t.dtype for t in tensors}
+    if {torch.bfloat16, torch.float16} <= dtypes:
+        raise ValueError(
+            "attnc.from_torch: the module mixes bfloat16 and float16 tensors; "
+            "convert it to one (module.to(torch.bfloat16))")
+    if torch.bfloat16 in dtypes:
+        return "bf16"
+    if torch.float16 in dtypes:
+        return "f16"
+    return "f32"
 
 
 def _type(shape, dtype="f32"):
@@ -261,20 +303,22 @@ class _Spec:
 
     def __init__(self, name):
         self.name = name
+        self.dtype = _spec_dtype
         self.inputs = []
         self.params = {}
         self.param_lines = []
         self.lines = []
         self.outputs = []
 
-    def input(self, name, shape, dtype="f32"):
-        self.inputs.append(f"  input  {name}: {_type(shape, dtype)}")
+    def input(self, name, shape, dtype=None):
+        self.inputs.append(
+            f"  input  {name}: {_type(shape, dtype or self.dtype)}")
         return name
 
     def param(self, name, value):
-        value = _array(value) if isinstance(value, torch.Tensor) else \
-            np.ascontiguousarray(value, dtype=np.float32)
-        self.param_lines.append(f"  param  {name}: {_type(value.shape)}")
+        value = _array(value, self.dtype)
+        self.param_lines.append(
+            f"  param  {name}: {_type(value.shape, self.dtype)}")
         self.params[name] = value
         return name
 
@@ -1040,6 +1084,27 @@ def from_torch(module, example_inputs, return_weights=False, **options):
     inputs = tuple(example_inputs)
     _check_eval(module)
     block = None
+    global _spec_dtype
+    _spec_dtype = _float_type_of(module, inputs)
+    try:
+        block = _from_module(module, inputs, return_weights, options)
+    finally:
+        _spec_dtype = "f32"
+    if block is not None:
+        block.float64 = any(p.dtype == torch.float64
+                            for p in module.parameters())
+        return block
+    raise NotImplementedError(
+        f"attnc.from_torch: {type(module).__name__} is not a block attnc "
+        "knows: D2L's DotProductAttention, MultiHeadAttention, "
+        "PositionalEncoding, TransformerEncoderBlock or TransformerEncoder, "
+        "nn.MultiheadAttention, nn.TransformerEncoderLayer")
+
+
+def _from_module(module, inputs, return_weights, options):
+    """from_torch's block for `module`, or None for a module it does not
+    know."""
+    block = None
     with torch.no_grad():
         if isinstance(module, nn.TransformerEncoderLayer):
             block = _from_nn_encoder_layer(module, inputs, return_weights,
@@ -1059,12 +1124,4 @@ def from_torch(module, example_inputs, return_weights=False, **options):
                                                     return_weights, options)
         elif _is_d2l_mha(module):
             block = _from_d2l_mha(module, inputs, return_weights, options)
-    if block is not None:
-        block.float64 = any(p.dtype == torch.float64
-                            for p in module.parameters())
-        return block
-    raise NotImplementedError(
-        f"attnc.from_torch: {type(module).__name__} is not a block attnc "
-        "knows: D2L's DotProductAttention, MultiHeadAttention, "
-        "PositionalEncoding, TransformerEncoderBlock or TransformerEncoder, "
-        "nn.MultiheadAttention, nn.TransformerEncoderLayer")
+    return block
