@@ -78,6 +78,16 @@ std::string attnc::cpuAttentionLowering(const CpuPipelineOptions &options) {
   return options.vectorize ? options.attention : std::string("decomposed");
 }
 
+/// `  FILE:LINE:COL: OP in 'FUNC': `, a --print-schedule line's start.
+static void printOpAndPlace(llvm::raw_ostream &os, Operation *op) {
+  os << "  ";
+  if (auto at = dyn_cast<FileLineColLoc>(op->getLoc()))
+    os << at.getFilename().getValue() << ":" << at.getLine() << ":"
+       << at.getColumn() << ": ";
+  auto func = op->getParentOfType<func::FuncOp>();
+  os << op->getName().stripDialect() << " in '" << func.getName() << "': ";
+}
+
 std::string attnc::describeAttentionLowerings(ModuleOp module,
                                               const std::string &attention) {
   std::optional<attn::AttentionLowering> lowering =
@@ -93,14 +103,9 @@ std::string attnc::describeAttentionLowerings(ModuleOp module,
       return;
     if (text.empty())
       os << "attention ops (attn-decompose, attention=" << attention << "):\n";
-    os << "  ";
-    if (auto at = dyn_cast<FileLineColLoc>(op->getLoc()))
-      os << at.getFilename().getValue() << ":" << at.getLine() << ":"
-         << at.getColumn() << ": ";
-    auto func = op->getParentOfType<func::FuncOp>();
-    os << op->getName().stripDialect() << " in '" << func.getName()
-       << "': " << (choice->fused ? "fused" : "decomposed") << " ("
-       << choice->reason << ")\n";
+    printOpAndPlace(os, op);
+    os << (choice->fused ? "fused" : "decomposed") << " (" << choice->reason
+       << ")\n";
   });
   return text;
 }
@@ -119,13 +124,8 @@ std::string attnc::describeRoundingPoints(ModuleOp module) {
         os << "rounding points (each op computes in f32 and rounds its "
               "result once; nothing\n"
               "inside an op is rounded; docs/precision.md):\n";
-      os << "  ";
-      if (auto at = dyn_cast<FileLineColLoc>(op->getLoc()))
-        os << at.getFilename().getValue() << ":" << at.getLine() << ":"
-           << at.getColumn() << ": ";
-      auto func = op->getParentOfType<func::FuncOp>();
-      os << op->getName().stripDialect() << " in '" << func.getName()
-         << "': result rounded to " << element << "\n";
+      printOpAndPlace(os, op);
+      os << "result rounded to " << element << "\n";
       return;
     }
   });
