@@ -16,7 +16,9 @@
 #include "attn/Target/CpuTarget.h"
 #include "attn/Target/KernelStatus.h"
 
+#include "AmxGemm.h"
 #include "Bf16PairGemm.h"
+#include "BlockLoops.h"
 #include "GemmEpilogue.h"
 #include "PowerOfTwoPieces.h"
 
@@ -419,226 +421,6 @@ void packSliceOfB(OpBuilder &b, Location loc, Value rhs, ValueRange batch,
       });
 }
 
-/// Covers [begin, begin + count * step) of one dimension with a loop of
-/// `count` iterations (or a single index when count is 1); an scf.parallel
-/// when `parallel`.
-void forEachBlock(OpBuilder &b, Location loc, int64_t begin, int64_t count,
-                  int64_t step, bool parallel,
-                  function_ref<void(OpBuilder &, Value)> body) {
-  if (count <= 0)
-    return;
-  if (count == 1) {
-    body(b, arith::ConstantIndexOp::create(b, loc, begin));
-    return;
-  }
-  if (parallel) {
-    scf::ParallelOp::create(
-        b, loc, ValueRange{arith::ConstantIndexOp::create(b, loc, begin)},
-        ValueRange{
-            arith::ConstantIndexOp::create(b, loc, begin + count * step)},
-        ValueRange{arith::ConstantIndexOp::create(b, loc, step)},
-        [&](OpBuilder &nb, Location, ValueRange index) { body(nb, index[0]); });
-    return;
-  }
-  scf::ForOp::create(
-      b, loc, arith::ConstantIndexOp::create(b, loc, begin),
-      arith::ConstantIndexOp::create(b, loc, begin + count * step),
-      arith::ConstantIndexOp::create(b, loc, step), ValueRange{},
-      [&](OpBuilder &nb, Location nl, Value index, ValueRange) {
-        body(nb, index);
-        scf::YieldOp::create(nb, nl);
-      });
-}
-
-/// Asks Linux for AMX's tile state (arch_prctl(ARCH_REQ_XCOMP_PERM,
-/// XFEATURE_XTILEDATA), without libc) at the start of `func`; returns
-/// whether it was granted. Without it the first tile instruction faults.
-Value requestAmxTileState(OpBuilder &b, func::FuncOp func) {
-  Location loc = func.getLoc();
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&func.getBody().front());
-  Type i64 = b.getI64Type();
-  auto constant = [&](int64_t value) -> Value {
-    return arith::ConstantIntOp::create(b, loc, i64, value);
-  };
-  constexpr int64_t kSysArchPrctl = 158, kArchReqXcompPerm = 0x1023,
-                    kXfeatureXtiledata = 18;
-  auto syscall = LLVM::InlineAsmOp::create(
-      b, loc, i64,
-      ValueRange{constant(kSysArchPrctl), constant(kArchReqXcompPerm),
-                 constant(kXfeatureXtiledata)},
-      "syscall", "={rax},{rax},{rdi},{rsi},~{rcx},~{r11},~{memory}",
-      /*has_side_effects=*/true, /*is_align_stack=*/false,
-      LLVM::TailCallKind::None, /*asm_dialect=*/nullptr,
-      /*operand_attrs=*/nullptr);
-  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                               syscall.getResult(0), constant(0));
-}
-
-/// Makes `func` return ATTNC_STATUS_UNSUPPORTED_CPU where `granted` is
-/// false (its i32 status, the one result of a kernel function here).
-void reportAmxRefusal(OpBuilder &b, func::FuncOp func, Value granted) {
-  func.walk([&](func::ReturnOp ret) {
-    if (ret.getNumOperands() != 1 || !ret.getOperand(0).getType().isInteger(32))
-      return;
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(ret);
-    Value refused = arith::ConstantIntOp::create(
-        b, ret.getLoc(), b.getI32Type(), ATTNC_STATUS_UNSUPPORTED_CPU);
-    ret->setOperand(0, arith::SelectOp::create(b, ret.getLoc(), granted,
-                                               ret.getOperand(0), refused));
-  });
-}
-
-/// Copies A [M, K] bf16 into AMX tiles, [M/16, K/32, 16, 32]: each tile a
-/// KiB of consecutive memory. Read in place, a tile's 16 rows are K * 2
-/// bytes apart, and for K a multiple of 1024 they all fall into one L1 set.
-Value packA(OpBuilder &b, Location loc, Value lhs, int64_t rows, int64_t depth,
-            bool parallel) {
-  Type bf16 = b.getBF16Type();
-  auto packedType = MemRefType::get({rows / 16, depth / 32, 16, 32}, bf16);
-  Value packed =
-      memref::AllocOp::create(b, loc, packedType, b.getI64IntegerAttr(64));
-  auto vectorType = VectorType::get({32}, bf16);
-  forEachBlock(b, loc, 0, rows, 1, parallel, [&](OpBuilder &b, Value row) {
-    Value c16 = arith::ConstantIndexOp::create(b, loc, 16);
-    Value tileRow = arith::DivUIOp::create(b, loc, row, c16);
-    Value inTile = arith::RemUIOp::create(b, loc, row, c16);
-    forEachBlock(
-        b, loc, 0, depth / 32, 1, /*parallel=*/false,
-        [&](OpBuilder &b, Value step) {
-          Value column = arith::MulIOp::create(
-              b, loc, step, arith::ConstantIndexOp::create(b, loc, 32));
-          Value v = vector::LoadOp::create(b, loc, vectorType, lhs,
-                                           ValueRange{row, column});
-          Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-          vector::StoreOp::create(b, loc, v, packed,
-                                  ValueRange{tileRow, step, inTile, zero});
-        });
-  });
-  return packed;
-}
-
-/// One block of C at (m, n) on AMX tiles, each 16 rows of 64 bytes:
-/// `rowTiles` tiles of 16 rows down by `columnTiles` of 16 columns across,
-/// loaded, given `steps` steps of 16 pairs of k from pair `firstPair`
-/// (unrolled), and stored. `lhs` is A in tiles, [M/16, K/32, 16, 32] bf16
-/// (packA), `tiles` B's [N/16, K/2, 16] slots, `out` C [M, N] f32.
-void emitAmxBlock(OpBuilder &b, Location loc, Value lhs, Value tiles, Value out,
-                  Value m, Value n, int64_t rowTiles, int64_t columnTiles,
-                  Value firstPair, int64_t steps) {
-  Type bf16 = b.getBF16Type(), f32 = b.getF32Type();
-  auto accType = amx::TileType::get({16, 16}, f32);
-  auto pairsType = amx::TileType::get({16, 32}, bf16);
-  auto index = [&](int64_t value) -> Value {
-    return arith::ConstantIndexOp::create(b, loc, value);
-  };
-  auto plus = [&](Value base, int64_t offset) -> Value {
-    return offset == 0
-               ? base
-               : arith::AddIOp::create(b, loc, base, index(offset)).getResult();
-  };
-  Value tileColumn = arith::DivUIOp::create(b, loc, n, index(16));
-  Value tileRow = arith::DivUIOp::create(b, loc, m, index(16));
-  SmallVector<Value> acc;
-  for (int64_t i = 0; i < rowTiles; ++i)
-    for (int64_t j = 0; j < columnTiles; ++j)
-      acc.push_back(amx::TileLoadOp::create(
-          b, loc, accType, out, ValueRange{plus(m, 16 * i), plus(n, 16 * j)}));
-  for (int64_t s = 0; s < steps; ++s) {
-    Value pair = plus(firstPair, 16 * s);
-    Value step = arith::DivUIOp::create(b, loc, pair, index(16));
-    SmallVector<Value> a, bTiles;
-    for (int64_t i = 0; i < rowTiles; ++i)
-      a.push_back(amx::TileLoadOp::create(
-          b, loc, pairsType, lhs,
-          ValueRange{plus(tileRow, i), step, index(0), index(0)}));
-    for (int64_t j = 0; j < columnTiles; ++j)
-      bTiles.push_back(amx::TileLoadOp::create(
-          b, loc, pairsType, tiles,
-          ValueRange{plus(tileColumn, j), pair, index(0)}));
-    for (int64_t i = 0; i < rowTiles; ++i)
-      for (int64_t j = 0; j < columnTiles; ++j) {
-        Value &c = acc[i * columnTiles + j];
-        c = amx::TileMulFOp::create(b, loc, accType, a[i], bTiles[j], c);
-      }
-  }
-  for (int64_t i = 0; i < rowTiles; ++i)
-    for (int64_t j = 0; j < columnTiles; ++j)
-      amx::TileStoreOp::create(b, loc, out,
-                               ValueRange{plus(m, 16 * i), plus(n, 16 * j)},
-                               acc[i * columnTiles + j]);
-}
-
-/// Replaces a bf16 pair GEMM of the tiles form by AMX blocks of 32 x 32
-/// (2 x 2 tiles of C, with 2 of A and 2 of B: AMX's 8 tiles), 16 wide or
-/// high at the edges; A first copied into tiles (packA). C's
-/// initialization and activation stay the ops they are
-/// (vectorized as strips). The function asks for the tile state once and
-/// returns ATTNC_STATUS_UNSUPPORTED_CPU, its GEMMs skipped, when Linux
-/// refuses it (`granted`: that answer, made on the first call).
-LogicalResult lowerToAmxTiles(RewriterBase &rewriter, linalg::GenericOp op,
-                              const attn::Bf16PairGemm &gemm, bool parallel,
-                              int64_t parallelFlops, Value &granted) {
-  Location loc = op.getLoc();
-  rewriter.setInsertionPoint(op);
-  Value lhs = memref::CollapseShapeOp::create(
-      rewriter, loc, gemm.lhs, SmallVector<ReassociationIndices>{{0}, {1, 2}});
-  auto func = op->getParentOfType<func::FuncOp>();
-  if (!granted) {
-    granted = requestAmxTileState(rewriter, func);
-    reportAmxRefusal(rewriter, func, granted);
-  }
-  auto ifGranted = scf::IfOp::create(rewriter, loc, granted,
-                                     /*withElseRegion=*/false);
-  OpBuilder b = ifGranted.getThenBodyBuilder();
-  parallel =
-      parallel && 4 * gemm.rows * gemm.columns * gemm.pairs >= parallelFlops;
-  Value packedA = packA(b, loc, lhs, gemm.rows, 2 * gemm.pairs, parallel);
-  // k in slices of 256 steps (8192 k): C's tiles are stored and loaded
-  // again between slices, which costs more than B's slice streaming from L2
-  // (docs/performance.md), so slices are as long as the code allows.
-  int64_t steps = gemm.pairs / 16;
-  int64_t stepsPerSlice = std::min<int64_t>(256, steps);
-  int64_t fullSlices = steps / stepsPerSlice;
-  auto emitColumns = [&](int64_t begin, int64_t count, int64_t columnTiles) {
-    forEachBlock(
-        b, loc, begin, count, 16 * columnTiles, parallel && count > 1,
-        [&](OpBuilder &b, Value n) {
-          auto emitSlice = [&](OpBuilder &b, Value firstPair,
-                               int64_t sliceSteps) {
-            auto emitRows = [&](int64_t begin, int64_t count,
-                                int64_t rowTiles) {
-              forEachBlock(b, loc, begin, count, 32, /*parallel=*/false,
-                           [&](OpBuilder &b, Value m) {
-                             emitAmxBlock(b, loc, packedA, gemm.rhs, gemm.out,
-                                          m, n, rowTiles, columnTiles,
-                                          firstPair, sliceSteps);
-                           });
-            };
-            emitRows(0, gemm.rows / 32, 2);
-            if (gemm.rows % 32 != 0)
-              emitRows(gemm.rows / 32 * 32, 1, 1);
-          };
-          forEachBlock(b, loc, 0, fullSlices, 16 * stepsPerSlice,
-                       /*parallel=*/false, [&](OpBuilder &b, Value first) {
-                         emitSlice(b, first, stepsPerSlice);
-                       });
-          if (int64_t rest = steps - fullSlices * stepsPerSlice)
-            emitSlice(b,
-                      arith::ConstantIndexOp::create(
-                          b, loc, 16 * stepsPerSlice * fullSlices),
-                      rest);
-        });
-  };
-  emitColumns(0, gemm.columns / 32, 2);
-  if (gemm.columns % 32 != 0)
-    emitColumns(gemm.columns / 32 * 32, 1, 1);
-  memref::DeallocOp::create(b, loc, packedA);
-  rewriter.eraseOp(op);
-  return success();
-}
-
 /// Replaces a linalg.matmul / linalg.batch_matmul on buffers (default maps,
 /// f32), or a bf16 pair GEMM (Bf16PairGemm.h; vdpbf16ps when `dot`), by
 /// register blocks of at most rowTile x columnTile. Shapes are static, so the
@@ -742,7 +524,7 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
     int64_t sliceDepth = std::min(depth, stepTile);
     for (const Span &cs : colSpans) {
       bool splitColumns = innerParallel && cs.count > 1;
-      forEachBlock(
+      attn::forEachBlock(
           b, loc, cs.begin, cs.count, cs.size, splitColumns,
           [&](OpBuilder &b, Value n) {
             Value packed;
@@ -753,7 +535,7 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
                                   b.getF32Type()),
                   b.getI64IntegerAttr(64));
             for (const Span &ks : depthSpans)
-              forEachBlock(
+              attn::forEachBlock(
                   b, loc, ks.begin, ks.count, ks.size,
                   /*parallel=*/false, [&](OpBuilder &b, Value k0) {
                     Value view = packed;
@@ -777,15 +559,15 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
                                                  b, loc, steps)),
                                    n, ks.size * steps, cs.size, view);
                     for (const Span &rs : rowSpans)
-                      forEachBlock(b, loc, rs.begin, rs.count, rs.size,
-                                   innerParallel && !splitColumns,
-                                   [&](OpBuilder &b, Value m) {
-                                     emitRegisterBlock(
-                                         b, loc, lhs, rhs, out, batch, m, n,
-                                         rs.size, cs.size, k0, ks.size, depth,
-                                         epilogue, view, rows, prefetchStride,
-                                         kind);
-                                   });
+                      attn::forEachBlock(b, loc, rs.begin, rs.count, rs.size,
+                                         innerParallel && !splitColumns,
+                                         [&](OpBuilder &b, Value m) {
+                                           emitRegisterBlock(
+                                               b, loc, lhs, rhs, out, batch, m,
+                                               n, rs.size, cs.size, k0, ks.size,
+                                               depth, epilogue, view, rows,
+                                               prefetchStride, kind);
+                                         });
                   });
             if (packed)
               memref::DeallocOp::create(b, loc, packed);
@@ -793,8 +575,8 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
     }
   };
   if (batched)
-    forEachBlock(rewriter, loc, 0, batches, 1, parallel,
-                 [&](OpBuilder &b, Value batch) { emitAll(b, batch); });
+    attn::forEachBlock(rewriter, loc, 0, batches, 1, parallel,
+                       [&](OpBuilder &b, Value batch) { emitAll(b, batch); });
   else
     emitAll(rewriter, {});
   // Every block now stores activation(C) itself.
@@ -838,8 +620,9 @@ struct AttnTileAndVectorizePass
             attn::matchBf16PairGemm(generic);
         if (pairs && pairs->form == attn::Bf16PairForm::Tiles) {
           if (schedule->bf16Amx)
-            (void)lowerToAmxTiles(rewriter, generic, *pairs, parallel,
-                                  schedule->parallelFlops, amxGranted);
+            (void)attn::lowerBf16PairGemmToAmx(
+                rewriter, generic, *pairs, parallel, schedule->parallelFlops,
+                amxGranted);
           continue;
         }
       }
