@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TestSupport.h"
+#include "attnc/Codegen/TargetMachine.h"
 #include "attnc/Halide/HalideBackend.h"
 #include "attnc/Runtime/Runtime.h"
 
@@ -163,15 +164,19 @@ std::string nameOf(const Target &t) {
 /// AVX512-BF16.
 constexpr const char *kBf16DotCpu = "cooperlake";
 
-bool hostRuns(const Target &t) {
-  return std::string(t.cpu) != kBf16DotCpu ||
-         llvm::sys::getHostCPUFeatures().lookup("avx512bf16");
+/// Why this machine cannot run code for `t.cpu`, or empty when it can (the
+/// check attnc run makes).
+std::string whyHostCannotRun(const Target &t) {
+  TargetOptions options = Runtime::defaultOptions().target;
+  options.cpu = t.cpu;
+  if (llvm::Error error = checkRunsOnHost(options))
+    return llvm::toString(std::move(error));
+  return "";
 }
 
 #define SKIP_UNLESS_HOST_RUNS(target)                                          \
-  if (!hostRuns(target))                                                       \
-  GTEST_SKIP() << "this CPU lacks AVX512-BF16: " << (target).cpu               \
-               << "'s code cannot run here"
+  if (std::string why = whyHostCannotRun(target); !why.empty())                \
+  GTEST_SKIP() << why
 
 std::vector<Target> targets() {
   // No F16C (x86-64), F16C without AVX512-BF16 (x86-64-v3), vdpbf16ps
@@ -587,8 +592,9 @@ TEST(Bf16PairGemm, SumsInPairsWithTheSameBitsOnEveryCpu) {
         Variant{"native", 2}, Variant{"x86-64", 0}}) {
     SCOPED_TRACE(std::string(variant.cpu) + " -O" +
                  std::to_string(variant.optLevel));
-    if (!hostRuns({variant.cpu, Backend::Mlir})) {
-      std::printf("skipped %s: this CPU lacks AVX512-BF16\n", variant.cpu);
+    if (std::string why = whyHostCannotRun({variant.cpu, Backend::Mlir});
+        !why.empty()) {
+      std::printf("skipped %s: %s\n", variant.cpu, why.c_str());
       continue;
     }
     CompileOptions options = optionsFor({variant.cpu, Backend::Mlir});

@@ -124,6 +124,14 @@ def AttnTileAndVectorize
     rows and columns are blocks of smaller static sizes: no masks, no
     partial vectors.
 
+    A bf16 pair GEMM (`attn-bf16-pair-gemms`, `attn.bf16_pair_gemm`) becomes
+    register blocks of the same shape whose k steps are pairs: `vdpbf16ps`
+    (`x86vector.avx512.dot`) on its slots, or two FMAs (k = 2p+1, then 2p)
+    on widened operands; its tiles form becomes AMX blocks (2 x 2 tiles of
+    16 x 16 f32, `amx.tile_mulf`, A copied into tiles first), after a
+    request for the tile state at the function's start
+    (`dialects/lib/CPU/AmxGemm.cpp`).
+
     Epilogues: a `linalg.fill` of zeros or a `linalg.broadcast` of a bias
     over rows that writes a plain matmul's accumulator right before it, and
     an activation that reads the accumulator right after it into another
