@@ -38,7 +38,8 @@ namespace {
 
 /// A .npy dtype: a kernel element type (its descr and size from the
 /// element-type table), or one that files may hold for an argument of
-/// another type: int64 for i32, uint16 bit patterns for bf16.
+/// another type (int64 for i32, uint16 bit patterns for bf16), or float64,
+/// read for what is not an argument (a golden's reference).
 struct NpyDtypeInfo {
   NpyDtype dtype;
   std::optional<mlir::attn::ElementType> element;
@@ -54,6 +55,7 @@ constexpr NpyDtypeInfo kNpyDtypes[] = {
     {NpyDtype::I32, mlir::attn::ElementType::I32},
     {NpyDtype::I64, std::nullopt, "<i8", 8},
     {NpyDtype::U16, std::nullopt, "<u2", 2},
+    {NpyDtype::F64, std::nullopt, "<f8", 8},
 };
 
 const NpyDtypeInfo &infoOf(NpyDtype dtype) {
@@ -119,10 +121,12 @@ NpyArray fromValues(NpyDtype dtype, std::vector<int64_t> shape,
   a.data.resize(values.size() * sizeof(T));
   for (size_t i = 0; i < values.size(); ++i) {
     T v = values[i];
-    if constexpr (std::is_same_v<T, float>) {
-      uint32_t bits;
-      std::memcpy(&bits, &v, 4);
-      support::endian::write32le(a.data.data() + 4 * i, bits);
+    if constexpr (std::is_floating_point_v<T>) {
+      // Floats by their bits (uint32_t for float, uint64_t for double).
+      std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t> bits;
+      std::memcpy(&bits, &v, sizeof(T));
+      support::endian::write<decltype(bits), llvm::endianness::little>(
+          a.data.data() + sizeof(T) * i, bits);
     } else if constexpr (sizeof(T) == 4) {
       support::endian::write32le(a.data.data() + 4 * i,
                                  static_cast<uint32_t>(v));
@@ -144,9 +148,11 @@ std::vector<T> toValues(const NpyArray &a, NpyDtype expected) {
   size_t n = a.data.size() / sizeof(T);
   std::vector<T> out(n);
   for (size_t i = 0; i < n; ++i) {
-    if constexpr (std::is_same_v<T, float>) {
-      uint32_t bits = support::endian::read32le(a.data.data() + 4 * i);
-      std::memcpy(&out[i], &bits, 4);
+    if constexpr (std::is_floating_point_v<T>) {
+      auto bits = support::endian::read<
+          std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>,
+          llvm::endianness::little>(a.data.data() + sizeof(T) * i);
+      std::memcpy(&out[i], &bits, sizeof(T));
     } else if constexpr (sizeof(T) == 4) {
       out[i] = static_cast<T>(support::endian::read32le(a.data.data() + 4 * i));
     } else if constexpr (sizeof(T) == 2) {
@@ -170,6 +176,10 @@ NpyArray NpyArray::fromI32(std::vector<int64_t> shape,
 NpyArray NpyArray::fromI64(std::vector<int64_t> shape,
                            ArrayRef<int64_t> values) {
   return fromValues(NpyDtype::I64, std::move(shape), values);
+}
+NpyArray NpyArray::fromF64(std::vector<int64_t> shape,
+                           ArrayRef<double> values) {
+  return fromValues(NpyDtype::F64, std::move(shape), values);
 }
 NpyArray NpyArray::fromBits16(NpyDtype dtype, std::vector<int64_t> shape,
                               ArrayRef<uint16_t> bits) {
@@ -200,6 +210,9 @@ std::vector<int32_t> NpyArray::toI32() const {
 }
 std::vector<int64_t> NpyArray::toI64() const {
   return toValues<int64_t>(*this, NpyDtype::I64);
+}
+std::vector<double> NpyArray::toF64() const {
+  return toValues<double>(*this, NpyDtype::F64);
 }
 
 //===----------------------------------------------------------------------===//
@@ -411,7 +424,7 @@ Error npyError(StringRef name, const Twine &msg) {
   return createStringError(inconvertibleErrorCode(), name + ": " + msg);
 }
 
-/// "'<f4', '<i4' or '<i8'": the descrs .npy I/O reads.
+/// "'<f4', '<V2', ... or '<f8'": the descrs .npy I/O reads.
 std::string knownDescrs() {
   std::string text;
   for (auto [i, info] : llvm::enumerate(kNpyDtypes)) {

@@ -9,6 +9,10 @@ For each case it writes tests/data/goldens/<case>/:
   <case>.attn          the block in the attnc DSL (docs/spec.md section 2)
   <ARG>.npy            one file per DSL input/param, named like the argument
   expected_<OUT>.npy   the D2L output, float32
+The bf16/f16 cases (<case>_bf16, <case>_f16) store their inputs in that
+type, the float64 reference as expected_<OUT>.npy and PyTorch's own
+low-precision output as torch_<OUT>.npy; they need torch >= 2 and
+ml_dtypes (see save_low_precision_case and tests/data/README.md).
 Some large weights are not stored but generated from a formula (see
 formula_params.txt in the case folder and tests/data/README.md).
 
@@ -312,7 +316,9 @@ def rotate_half(x):
 
 def apply_rotary_pos_emb(x, cos, sin):
     """HF apply_rotary_pos_emb for one of q or k: x [B, heads, T, d], cos and
-    sin [T, d]."""
+    sin [T, d], float32, taken in x's dtype (as HF's LlamaRotaryEmbedding
+    returns them)."""
+    cos, sin = cos.to(x.dtype), sin.to(x.dtype)
     return (x * cos) + (rotate_half(x) * sin)
 
 
@@ -444,8 +450,12 @@ class LlamaAttention(nn.Module):
         causal_mask = torch.tril(torch.ones((T, T), dtype=torch.bool))
         attn_weights = torch.where(causal_mask, attn_weights,
                                    torch.tensor(MASK_VALUE))
-        attn_weights = nn.functional.softmax(attn_weights, dim=-1,
-                                             dtype=torch.float32)
+        # HF: softmax in float32, then back to the query's dtype (float64
+        # for the float64 reference, which is never narrowed).
+        attn_weights = nn.functional.softmax(
+            attn_weights, dim=-1,
+            dtype=torch.promote_types(attn_weights.dtype, torch.float32)
+        ).to(query_states.dtype)
         attn_output = torch.matmul(attn_weights, value_states)
         attn_output = attn_output.transpose(1, 2).contiguous()
         attn_output = attn_output.reshape(*input_shape, -1).contiguous()
@@ -758,7 +768,8 @@ def save_case(name, spec, arrays, outputs, formula=None, out=OUT,
     with open(os.path.join(d, name + ".attn"), "w") as f:
         f.write(spec)
     for arg, a in arrays.items():
-        assert a.dtype in (np.float32, np.int32), (arg, a.dtype)
+        assert a.dtype in (np.float32, np.int32, np.float16) or \
+            a.dtype.name == "bfloat16", (arg, a.dtype)
         np.save(os.path.join(d, arg + ".npy"), np.ascontiguousarray(a))
     for out, a in outputs.items():
         assert a.dtype == np.float32
@@ -792,6 +803,114 @@ def mha_module(rng, num_hiddens, num_heads, dq=None, dk=None, dv=None):
 def run(module, *args):
     with torch.no_grad():
         return module(*args).numpy().astype(np.float32)
+
+
+# --------------------------------------------------------------------------
+# Low-precision cases (docs/spec.md section 2 "Types (v3)", section 7's bar):
+# a family's case with every float tensor in bf16 or f16. Inputs and params
+# are the f32 case's, rounded to the type (to nearest even); the same
+# PyTorch code then runs twice on those values: in float64 (the reference,
+# expected_<OUT>.npy, '<f8') and in the type itself, eager on the CPU
+# (PyTorch's own low-precision result, torch_<OUT>.npy). The kernel's
+# largest error against the reference must not exceed PyTorch's, nor one
+# ulp of the type at the reference's largest magnitude (tests/e2e/
+# GoldenCase.cpp). These need torch >= 2 (float16 matmuls on the CPU) and
+# ml_dtypes (bfloat16 .npy files): the bench venv has both.
+# --------------------------------------------------------------------------
+
+LOW_PRECISION_TYPES = ("bf16", "f16")
+
+
+def torch_type(type_name):
+    return {"bf16": torch.bfloat16, "f16": torch.float16}[type_name]
+
+
+def rounded(type_name, arrays):
+    """The float32 arrays of `arrays` rounded to `type_name`, kept as
+    float32 (exactly); other arrays unchanged."""
+    return {k: (torch.from_numpy(a).to(torch_type(type_name)).float().numpy()
+                if a.dtype == np.float32 else a)
+            for k, a in arrays.items()}
+
+
+def stored_as(type_name, a):
+    """A float32 array of values of `type_name` as that type's .npy array:
+    ml_dtypes.bfloat16 ('<V2') or numpy float16 ('<f2'); others as they
+    are."""
+    if a.dtype != np.float32:
+        return a
+    import ml_dtypes
+    t = ml_dtypes.bfloat16 if type_name == "bf16" else np.float16
+    b = a.astype(t)
+    assert np.array_equal(b.astype(np.float32), a), "not rounded"
+    return b
+
+
+def cast_args(args, dtype):
+    return [a.to(dtype) if a.is_floating_point() else a for a in args]
+
+
+def ulp_at(type_name, magnitude):
+    """One unit in the last place of `type_name` at `magnitude` (normal)."""
+    mantissa = {"bf16": 7, "f16": 10}[type_name]
+    return 2.0 ** (math.floor(math.log2(magnitude)) - mantissa)
+
+
+def save_low_precision_case(name, type_name, spec, arrays, module, args,
+                            output, out=OUT):
+    """Writes the case `name` in `type_name` (see above): `spec` is the f32
+    case's text, `arrays` its rounded inputs and params, `module(*args)` its
+    one output `output`."""
+    import copy
+    dtype = torch_type(type_name)
+    with torch.no_grad():
+        reference = copy.deepcopy(module).double()(
+            *cast_args(args, torch.float64)).numpy()
+    lines = ["# %s: the f32 case's inputs and params rounded to %s; the"
+             % (name, type_name),
+             "# reference is the same PyTorch code in float64 on them."]
+    own = None
+    try:
+        with torch.no_grad():
+            low = copy.deepcopy(module).to(dtype)(*cast_args(args, dtype))
+        assert low.dtype == dtype, (name, low.dtype)
+        low = low.float().numpy()
+        if np.isfinite(low).all():
+            own = low
+            why = "its output is torch_%s.npy" % output
+        else:
+            why = "it gives NaN or inf: no torch_%s.npy" % output
+    except RuntimeError as e:
+        why = "it fails (%s): no torch_%s.npy" % (str(e).split("\n")[0],
+                                                 output)
+    lines.append("# PyTorch %s in %s: %s." % (torch.__version__, dtype, why))
+    low_spec = "\n".join(lines) + "\n" + spec.replace("f32[",
+                                                        type_name + "[")
+    save_case(name, low_spec,
+              {k: stored_as(type_name, a) for k, a in arrays.items()},
+              {}, out=out)
+    d = os.path.join(out, name)
+    np.save(os.path.join(d, "expected_%s.npy" % output), reference)
+    ulp = ulp_at(type_name, np.abs(reference).max())
+    if own is not None:
+        np.save(os.path.join(d, "torch_%s.npy" % output),
+                stored_as(type_name, own))
+        torch_error = np.abs(own - reference).max()
+    else:
+        torch_error = 0.0
+    print("%s: PyTorch's error %.3g, one ulp %.3g" % (name, torch_error, ulp))
+
+
+def finish_case(name, spec, arrays, module, args, output, type_name=None,
+                out=OUT):
+    """Runs `module(*args)` and writes the case: in f32 (`type_name` None,
+    `arrays` as generated) or in bf16/f16 (`arrays` already rounded, see
+    save_low_precision_case)."""
+    if type_name is None:
+        save_case(name, spec, arrays, {output: run(module, *args)}, out=out)
+    else:
+        save_low_precision_case(name, type_name, spec, arrays, module, args,
+                                output, out=out)
 
 
 MHA_PARAMS = """\
@@ -844,13 +963,19 @@ def case_mha_book(name, seed, B, T, D, H, valid_lens, header, weights=False):
 
 
 def case_mha_self(name, seed, B, T, D, H, valid_lens, header, causal=False,
-                  weights=False):
+                  weights=False, type_name=None):
     """Self multi-head attention on X (no positional encoding). With
-    weights, the block also returns the attention weights."""
+    weights, the block also returns the attention weights. With type_name
+    (bf16, f16), the low-precision case (finish_case)."""
     rng = np.random.default_rng(seed)
     X = uniform(rng, (B, T, D))
     vl = np.asarray(valid_lens, dtype=np.int32)
     mha, w = mha_module(rng, D, H)
+    if type_name:
+        assert not weights
+        X, w = rounded(type_name, {"X": X})["X"], rounded(type_name, w)
+        for k, v in w.items():
+            set_param(getattr(mha, k).weight, v)
     if causal:
         # D2L TransformerDecoderBlock: dec_valid_lens = arange(1, T + 1) per
         # row (query i sees keys 0..i), here combined with the padding
@@ -859,12 +984,10 @@ def case_mha_self(name, seed, B, T, D, H, valid_lens, header, causal=False,
         torch_vl = torch.from_numpy(dec.astype(np.int32))
     else:
         torch_vl = torch.from_numpy(vl)
-    Y = run(mha, torch.from_numpy(X), torch.from_numpy(X),
-            torch.from_numpy(X), torch_vl)
+    args = (t(X), t(X), t(X), torch_vl)
     extra = ", causal=true" if causal else ""
-    outputs = {"Y": Y}
     if weights:
-        outputs["A"] = attention_weights_of(mha)
+        outputs = {"Y": run(mha, *args), "A": attention_weights_of(mha)}
         call = f"""  Y, A = multihead_attention(X, X, X, heads={H}, w_q=W_q, w_k=W_k, w_v=W_v,
                              w_o=W_o, valid_lens=valid_lens{extra},
                              return_weights=true)
@@ -881,7 +1004,11 @@ def case_mha_self(name, seed, B, T, D, H, valid_lens, header, causal=False,
 {call}
 }}
 """
-    save_case(name, spec, {"X": X, "valid_lens": vl, **w}, outputs)
+    if weights:
+        save_case(name, spec, {"X": X, "valid_lens": vl, **w}, outputs)
+    else:
+        finish_case(name, spec, {"X": X, "valid_lens": vl, **w}, mha, args,
+                    "Y", type_name)
 
 
 def case_attention_weights():
@@ -1013,8 +1140,7 @@ def encoder_module(D, F, H, w):
     return blk.eval()
 
 
-def case_encoder_block():
-    name = "encoder_block"
+def case_encoder_block(name="encoder_block", type_name=None):
     B, T, D, F, H = 2, 4, 24, 48, 8
     rng = np.random.default_rng(8)
     X = uniform(rng, (B, T, D))
@@ -1029,14 +1155,16 @@ def case_encoder_block():
          "ffn_b2": uniform(rng, (D,), -1 / math.sqrt(F), 1 / math.sqrt(F)),
          "ln2_gamma": uniform(rng, (D,), 0.8, 1.2),
          "ln2_beta": uniform(rng, (D,), -0.2, 0.2)}
+    if type_name:
+        X, w = rounded(type_name, {"X": X})["X"], rounded(type_name, w)
     blk = encoder_module(D, F, H, w)
-    Z = run(blk, torch.from_numpy(X), torch.from_numpy(vl))
     header = ("# D2L TransformerEncoderBlock(num_hiddens=24, ffn_num_hiddens=48,"
               " num_heads=8,\n# use_bias=False), eval mode, B=2, T=4, "
               "valid_lens [3, 2].\n")
     spec = ENCODER_SPEC.format(header=header, name=name, B=B, T=T, D=D, F=F,
                                H=H)
-    save_case(name, spec, {"X": X, "valid_lens": vl, **w}, {"Z": Z})
+    finish_case(name, spec, {"X": X, "valid_lens": vl, **w}, blk,
+                (t(X), t(vl)), "Z", type_name)
 
 
 def case_bert_base_layer():
@@ -1381,7 +1509,7 @@ def case_mha_v2(name, seed, header, B, Tq, Tk, Dq, Dk, Dv, Hd, H,
     save_case(name, spec, arrays, outputs, out=OUT_V2)
 
 
-def case_bert_layer(name):
+def case_bert_layer(name, type_name=None):
     """A Hugging Face BertLayer (BertSelfAttention with biases,
     BertSelfOutput's add & LayerNorm, BertIntermediate's gelu, BertOutput),
     LayerNorm eps 1e-12 (BERT's), masks as D2L's with 1-D valid_lens."""
@@ -1401,6 +1529,8 @@ def case_bert_layer(name):
     w["b_out"] = linear_bias(rng, D, F)
     w["ln2_gamma"] = uniform(rng, (D,), 0.8, 1.2)
     w["ln2_beta"] = uniform(rng, (D,), -0.2, 0.2)
+    if type_name:
+        X, w = rounded(type_name, {"X": X})["X"], rounded(type_name, w)
     layer = BertLayer(D, H, F)
     for p, m in (("q", "query"), ("k", "key"), ("v", "value")):
         set_param(getattr(layer.self_attention, m).weight, w["W_" + p])
@@ -1415,7 +1545,6 @@ def case_bert_layer(name):
     set_param(layer.output.dense.bias, w["b_out"])
     set_param(layer.output.LayerNorm.weight, w["ln2_gamma"])
     set_param(layer.output.LayerNorm.bias, w["ln2_beta"])
-    Z = run(layer.eval(), t(X), t(vl))
     decls = "\n".join(f"  param  {k}: f32[{', '.join(dims)}]" for k, dims in (
         ("W_q", "DD"), ("b_q", "D"), ("W_k", "DD"), ("b_k", "D"),
         ("W_v", "DD"), ("b_v", "D"), ("W_o", "DD"), ("b_o", "D"),
@@ -1441,8 +1570,8 @@ block {name} {{
   output Z
 }}
 """
-    save_case(name, spec, {"X": X, "valid_lens": vl, **w}, {"Z": Z},
-              out=OUT_V2)
+    finish_case(name, spec, {"X": X, "valid_lens": vl, **w}, layer.eval(),
+                (t(X), t(vl)), "Z", type_name, out=OUT_V2)
 
 
 def case_bert_embeddings(name):
@@ -1483,7 +1612,7 @@ block {name} {{
               {"Y": Y}, out=OUT_V2)
 
 
-def case_gpt2_block(name):
+def case_gpt2_block(name, type_name=None):
     """A Hugging Face GPT2Block (pre-norm, causal, biases, gelu_new). The
     Conv1D weights [in, out] are stored transposed, in the DSL's (nn.Linear)
     layout [out, in]; c_attn's q, k, v thirds are W_q, W_k, W_v."""
@@ -1504,6 +1633,17 @@ def case_gpt2_block(name):
           "ln1_beta": uniform(rng, (D,), -0.2, 0.2),
           "ln2_gamma": uniform(rng, (D,), 0.8, 1.2),
           "ln2_beta": uniform(rng, (D,), -0.2, 0.2)}
+    if type_name:
+        r = rounded(type_name, {
+            "X": X, "c_attn_w": c_attn_w, "c_attn_b": c_attn_b,
+            "c_proj_w": c_proj_w, "c_proj_b": c_proj_b, "c_fc_w": c_fc_w,
+            "c_fc_b": c_fc_b, "mlp_proj_w": mlp_proj_w,
+            "mlp_proj_b": mlp_proj_b})
+        X, c_attn_w, c_attn_b = r["X"], r["c_attn_w"], r["c_attn_b"]
+        c_proj_w, c_proj_b = r["c_proj_w"], r["c_proj_b"]
+        c_fc_w, c_fc_b = r["c_fc_w"], r["c_fc_b"]
+        mlp_proj_w, mlp_proj_b = r["mlp_proj_w"], r["mlp_proj_b"]
+        ln = rounded(type_name, ln)
     blk = GPT2Block(D, H, F)
     set_param(blk.attn.c_attn.weight, c_attn_w)
     set_param(blk.attn.c_attn.bias, c_attn_b)
@@ -1517,7 +1657,6 @@ def case_gpt2_block(name):
     set_param(blk.ln_1.bias, ln["ln1_beta"])
     set_param(blk.ln_2.weight, ln["ln2_gamma"])
     set_param(blk.ln_2.bias, ln["ln2_beta"])
-    Y = run(blk.eval(), t(X))
     w = {}
     for i, p in enumerate(("q", "k", "v")):
         w["W_" + p] = np.ascontiguousarray(c_attn_w[:, i * D:(i + 1) * D].T)
@@ -1555,10 +1694,11 @@ block {name} {{
   output Y
 }}
 """
-    save_case(name, spec, {"X": X, **w}, {"Y": Y}, out=OUT_V2)
+    finish_case(name, spec, {"X": X, **w}, blk.eval(), (t(X),), "Y",
+                type_name, out=OUT_V2)
 
 
-def case_llama_block(name):
+def case_llama_block(name, type_name=None):
     """A Hugging Face LlamaDecoderLayer: RMSNorm (eps 1e-6), attention with
     RoPE (theta 10000), GQA (4 query heads, 2 kv heads) and the causal mask,
     no biases, then the SwiGLU MLP."""
@@ -1572,6 +1712,8 @@ def case_llama_block(name):
          "ffn_norm": uniform(rng, (D,), 0.8, 1.2),
          "W_gate": linear_weight(rng, F, D), "W_up": linear_weight(rng, F, D),
          "W_down": linear_weight(rng, D, F)}
+    if type_name:
+        X, w = rounded(type_name, {"X": X})["X"], rounded(type_name, w)
     layer = LlamaDecoderLayer(D, H, G, F)
     set_param(layer.input_layernorm.weight, w["attn_norm"])
     set_param(layer.self_attn.q_proj.weight, w["W_q"])
@@ -1582,7 +1724,6 @@ def case_llama_block(name):
     set_param(layer.mlp.gate_proj.weight, w["W_gate"])
     set_param(layer.mlp.up_proj.weight, w["W_up"])
     set_param(layer.mlp.down_proj.weight, w["W_down"])
-    Y = run(layer.eval(), t(X))
     # MultiHeadAttentionV2 (the mha_* cases' code) is the same attention.
     mha = MultiHeadAttentionV2(D, H, kv_heads=G, rope=True,
                                causal=True).eval()
@@ -1618,7 +1759,8 @@ block {name} {{
   output Y
 }}
 """
-    save_case(name, spec, {"X": X, **w}, {"Y": Y}, out=OUT_V2)
+    finish_case(name, spec, {"X": X, **w}, layer.eval(), (t(X),), "Y",
+                type_name, out=OUT_V2)
 
 
 def main(selected):
@@ -1657,7 +1799,7 @@ def main(selected):
         "mha_odd_prime", case_mha_self, 6, 3, 13, 36, 4, [13, 7, 1],
         "# Odd and prime sizes: B = 3, T = 13, D = 36, 4 heads (head dim 9).\n")
     fixed("positional_encoding_1000", case_positional_encoding)
-    fixed("encoder_block", case_encoder_block)
+    case("encoder_block", case_encoder_block)
     fixed("bert_base_layer", case_bert_base_layer)
     # return_weights=true: the attention weights as a second output.
     case(
@@ -1745,6 +1887,20 @@ def main(selected):
     case("bert_embeddings", case_bert_embeddings)
     case("gpt2_block", case_gpt2_block)
     case("llama_block", case_llama_block)
+    # The low-precision cases (docs/spec.md section 2, "Types (v3)"): one of
+    # each family, in bf16 and in f16.
+    for type_name in LOW_PRECISION_TYPES:
+        case("mha_zero_and_long_" + type_name, case_mha_self, 3, 3, 5, 20, 4,
+             [0, 9, 2],
+             "# valid_len 0 (the row is uniform over all keys, never NaN) and\n"
+             "# valid_len 9 > T = 5 (nothing is masked).\n",
+             type_name=type_name)
+        case("encoder_block_" + type_name, case_encoder_block,
+             type_name=type_name)
+        for family, make in (("bert_layer", case_bert_layer),
+                             ("gpt2_block", case_gpt2_block),
+                             ("llama_block", case_llama_block)):
+            case(family + "_" + type_name, make, type_name=type_name)
     unknown = set(selected) - known
     if unknown:
         sys.exit("unknown case(s): " + ", ".join(sorted(unknown)))

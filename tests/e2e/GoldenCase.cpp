@@ -9,6 +9,8 @@
 #include "attnc/InitAttn.h"
 #include "attnc/Runtime/Npy.h"
 
+#include "attn/Target/FloatConversions.h"
+
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 
@@ -20,11 +22,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 
 using namespace attnc;
 using namespace attnc::test;
+using mlir::attn::ElementType;
 
 namespace {
 
@@ -72,6 +76,129 @@ std::vector<char> bytesOf(const void *data, size_t size) {
   return std::vector<char>(p, p + size);
 }
 
+std::string filePath(const std::string &dir, const std::string &file) {
+  llvm::SmallString<256> path(dir);
+  llvm::sys::path::append(path, file);
+  return std::string(path);
+}
+
+/// An input's or param's NAME.npy: its bytes, in the argument's type (i32
+/// from an int64 file too).
+llvm::Expected<std::vector<char>> readArgument(const std::string &dir,
+                                               const KernelArgument &a) {
+  std::string file = filePath(dir, a.name + ".npy");
+  auto array = readNpy(file);
+  if (!array)
+    return array.takeError();
+  if (array->dtype == NpyDtype::I64) {
+    array = narrowToI32(*array, file);
+    if (!array)
+      return array.takeError();
+  }
+  if (npyDtypeOf(a.type) != array->dtype)
+    return llvm::createStringError(file + ": dtype '" +
+                                   npyDtypeDescr(array->dtype) +
+                                   "' does not match " + a.typeString());
+  if (array->shape != a.shape)
+    return llvm::createStringError(file + ": shape does not match " +
+                                   a.typeString());
+  return std::move(array->data);
+}
+
+/// PREFIX + NAME.npy of an output: f32 values, or for a bf16/f16 output
+/// the float64 reference (`expected_`) or PyTorch's values in the output's
+/// type (`torch_`), as doubles; `stored`: the file's dtype.
+llvm::Expected<std::vector<double>> readExpected(const std::string &dir,
+                                                 const KernelArgument &a,
+                                                 const char *prefix,
+                                                 NpyDtype *stored = nullptr) {
+  std::string file = filePath(dir, prefix + a.name + ".npy");
+  auto array = readNpy(file);
+  if (!array)
+    return array.takeError();
+  if (stored)
+    *stored = array->dtype;
+  if (array->shape != a.shape)
+    return llvm::createStringError(file + ": shape does not match " +
+                                   a.typeString());
+  if (array->dtype == NpyDtype::F64)
+    return array->toF64();
+  if (array->dtype == NpyDtype::F32 || array->dtype == npyDtypeOf(a.type)) {
+    std::vector<float> values = array->toFloats();
+    return std::vector<double>(values.begin(), values.end());
+  }
+  return llvm::createStringError(file +
+                                 ": expected float32 or float64 values, or " +
+                                 mlir::attn::nameOf(a.type) + " ones, got '" +
+                                 npyDtypeDescr(array->dtype) + "'");
+}
+
+/// `x` in 4 significant digits.
+std::string number(double x) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.4g", x);
+  return text;
+}
+
+/// Bits of precision after the point of a float element type.
+int fractionBits(ElementType type) {
+  return type == ElementType::BF16 ? 7 : type == ElementType::F16 ? 10 : 23;
+}
+
+/// docs/spec.md §7's bar for the bf16/f16 output at `index`: PyTorch's own
+/// error in that type (torch_NAME.npy, when PyTorch could run the code in
+/// it) or one ulp of the type at the reference's largest magnitude,
+/// whichever is larger.
+llvm::Error setLowPrecisionBar(GoldenCase &c, size_t index,
+                               const std::string &dir) {
+  const KernelArgument &a = c.signature.arguments[index];
+  const std::vector<double> &reference = c.expected[index];
+  double magnitude = 0;
+  for (double v : reference)
+    magnitude = std::max(magnitude, std::fabs(v));
+  double ulp =
+      magnitude > 0
+          ? std::ldexp(1.0, std::ilogb(magnitude) - fractionBits(a.type))
+          : 0;
+  std::string type = mlir::attn::nameOf(a.type).str();
+  c.bounds[index] = ulp;
+  c.boundReasons[index] = "one " + type +
+                          " ulp at the reference's largest "
+                          "magnitude " +
+                          number(magnitude);
+  if (!llvm::sys::fs::exists(filePath(dir, "torch_" + a.name + ".npy"))) {
+    c.boundReasons[index] += " (PyTorch cannot run this code in " + type + ")";
+    return llvm::Error::success();
+  }
+  auto own = readExpected(dir, a, "torch_");
+  if (!own)
+    return own.takeError();
+  double torchError = 0;
+  for (size_t i = 0; i < reference.size(); ++i)
+    torchError = std::max(torchError, std::fabs((*own)[i] - reference[i]));
+  std::string torchReason =
+      "PyTorch " + type + "'s own error " + number(torchError);
+  if (torchError > ulp) {
+    c.bounds[index] = torchError;
+    c.boundReasons[index] = torchReason + " (one ulp: " + number(ulp) + ")";
+  } else {
+    c.boundReasons[index] += " (" + torchReason + ")";
+  }
+  return llvm::Error::success();
+}
+
+/// The value of element `i` of a buffer of `type` (f32, bf16 or f16).
+double valueAt(const std::vector<char> &bytes, ElementType type, size_t i) {
+  if (type == ElementType::F32) {
+    float v;
+    std::memcpy(&v, bytes.data() + 4 * i, 4);
+    return v;
+  }
+  uint16_t bits;
+  std::memcpy(&bits, bytes.data() + 2 * i, 2);
+  return mlir::attn::widenFrom(type, bits);
+}
+
 } // namespace
 
 std::vector<std::string> attnc::test::goldenCaseNames() {
@@ -114,57 +241,77 @@ attnc::test::loadGoldenCase(const std::string &name) {
   auto generated = formulaParams(dir);
   if (!generated)
     return generated.takeError();
-  for (const KernelArgument &a : c.signature.arguments) {
+  size_t count = c.signature.arguments.size();
+  c.values.resize(count);
+  c.expected.resize(count);
+  c.bounds.assign(count, 0);
+  c.boundReasons.resize(count);
+  double tolerance = 1e-4;
+  for (const auto &[index, a] : llvm::enumerate(c.signature.arguments)) {
     if (a.shape.size() && a.shape.back() >= 768)
-      c.tolerance = 2e-4;
-    bool output = a.role == ArgumentRole::Output;
-    if (!output && generated->count(a.name)) {
-      const ref::Tensor &t = generated->at(a.name);
-      c.values.push_back(bytesOf(t.data.data(), t.data.size() * 4));
+      tolerance = 2e-4;
+    if (a.role == ArgumentRole::Output) {
+      NpyDtype stored;
+      auto reference = readExpected(dir, a, "expected_", &stored);
+      if (!reference)
+        return reference.takeError();
+      // A bf16/f16 output is held to the float64 reference (§7).
+      if (a.type != ElementType::F32 && stored != NpyDtype::F64)
+        return llvm::createStringError(
+            c.specPath + ": the expected values of the " + a.typeString() +
+            " output " + a.name + " must be the float64 reference");
+      c.expected[index] = std::move(*reference);
       continue;
     }
-    llvm::SmallString<256> file(dir);
-    llvm::sys::path::append(file,
-                            (output ? "expected_" : "") + a.name + ".npy");
-    auto array = readNpy(file);
+    if (generated->count(a.name)) {
+      const ref::Tensor &t = generated->at(a.name);
+      c.values[index] = bytesOf(t.data.data(), t.data.size() * 4);
+      continue;
+    }
+    auto array = readArgument(dir, a);
     if (!array)
       return array.takeError();
-    if (array->dtype == NpyDtype::I64) {
-      array = narrowToI32(*array, file);
-      if (!array)
-        return array.takeError();
-    }
-    if (array->shape != a.shape)
-      return llvm::createStringError(
-          std::string(file) + ": shape does not match " + a.typeString());
-    c.values.push_back(array->data);
+    c.values[index] = std::move(*array);
   }
 
   // A case about the accuracy of one op states a tighter bound.
-  llvm::SmallString<256> tolerance(dir);
-  llvm::sys::path::append(tolerance, "tolerance.txt");
-  if (llvm::sys::fs::exists(tolerance)) {
-    auto buffer = llvm::MemoryBuffer::getFile(tolerance);
+  std::string toleranceFile = filePath(dir, "tolerance.txt");
+  if (llvm::sys::fs::exists(toleranceFile)) {
+    auto buffer = llvm::MemoryBuffer::getFile(toleranceFile);
     double value = 0;
     if (!buffer || (*buffer)->getBuffer().trim().getAsDouble(value) ||
         !(value > 0))
-      return llvm::createStringError(std::string(tolerance) +
+      return llvm::createStringError(toleranceFile +
                                      ": expected one positive number");
-    c.tolerance = std::min(c.tolerance, value);
+    tolerance = std::min(tolerance, value);
+  }
+  for (const auto &[index, a] : llvm::enumerate(c.signature.arguments)) {
+    if (a.role != ArgumentRole::Output)
+      continue;
+    if (a.type == ElementType::F32) {
+      c.bounds[index] = tolerance;
+      c.boundReasons[index] = "the f32 tolerance of docs/spec.md §7";
+      continue;
+    }
+    llvm::Error error = setLowPrecisionBar(c, index, dir);
+    if (error)
+      return std::move(error);
   }
   return c;
 }
 
-std::vector<std::vector<float>> GoldenCase::makeOutputs() const {
-  std::vector<std::vector<float>> outputs(signature.arguments.size());
-  for (size_t i = 0; i < outputs.size(); ++i)
-    if (signature.arguments[i].role == ArgumentRole::Output)
-      outputs[i].assign(signature.arguments[i].numElements(), NAN);
+Buffers GoldenCase::makeOutputs() const {
+  Buffers outputs(signature.arguments.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const KernelArgument &a = signature.arguments[i];
+    if (a.role == ArgumentRole::Output)
+      outputs[i].assign(a.numElements() * mlir::attn::bytesOf(a.type),
+                        char(0xff));
+  }
   return outputs;
 }
 
-std::vector<void *>
-GoldenCase::pointers(std::vector<std::vector<float>> &outputs) {
+std::vector<void *> GoldenCase::pointers(Buffers &outputs) {
   std::vector<void *> result;
   for (size_t i = 0; i < signature.arguments.size(); ++i)
     result.push_back(signature.arguments[i].role == ArgumentRole::Output
@@ -173,20 +320,42 @@ GoldenCase::pointers(std::vector<std::vector<float>> &outputs) {
   return result;
 }
 
-double
-GoldenCase::maxError(const std::vector<std::vector<float>> &outputs) const {
+double GoldenCase::errorOf(size_t index, const Buffers &outputs) const {
+  const KernelArgument &a = signature.arguments[index];
+  const std::vector<double> &want = expected[index];
   double worst = 0;
+  for (size_t j = 0; j < want.size(); ++j) {
+    double error = std::fabs(valueAt(outputs[index], a.type, j) - want[j]);
+    if (std::isnan(error))
+      return NAN;
+    worst = std::max(worst, error);
+  }
+  return worst;
+}
+
+std::string GoldenCase::mismatches(const Buffers &outputs) const {
+  std::string lines;
   for (size_t i = 0; i < signature.arguments.size(); ++i) {
     if (signature.arguments[i].role != ArgumentRole::Output)
       continue;
-    std::vector<float> expected(outputs[i].size());
-    std::memcpy(expected.data(), values[i].data(), expected.size() * 4);
-    for (size_t j = 0; j < expected.size(); ++j) {
-      double error = std::fabs(double(outputs[i][j]) - expected[j]);
-      if (std::isnan(error))
-        return NAN;
-      worst = std::max(worst, error);
-    }
+    double error = errorOf(i, outputs);
+    if (std::isnan(error) || error > bounds[i])
+      lines +=
+          name + ": output " + signature.arguments[i].name +
+          (std::isnan(error) ? " has a NaN"
+                             : ": max |error| " + number(error) + " > " +
+                                   number(bounds[i]) + ", " + boundReasons[i]) +
+          "\n";
   }
-  return worst;
+  return lines;
+}
+
+std::string GoldenCase::report(const Buffers &outputs) const {
+  std::string lines;
+  for (size_t i = 0; i < signature.arguments.size(); ++i)
+    if (signature.arguments[i].role == ArgumentRole::Output)
+      lines += name + ": output " + signature.arguments[i].name +
+               ": max |error| " + number(errorOf(i, outputs)) + ", bound " +
+               number(bounds[i]) + " (" + boundReasons[i] + ")\n";
+  return lines;
 }

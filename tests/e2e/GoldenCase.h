@@ -20,24 +20,41 @@
 
 namespace attnc::test {
 
+/// Buffers of bytes, one per kernel argument in ABI order.
+using Buffers = std::vector<std::vector<char>>;
+
 struct GoldenCase {
   std::string name;
   std::string specPath;
   std::string specText;
   KernelSignature signature;
-  /// Per argument in ABI order: raw little-endian bytes (outputs: the
-  /// expected values).
-  std::vector<std::vector<char>> values;
-  /// Tolerance of docs/spec.md §7: 1e-4 absolute, 2e-4 when a model dim is >=
-  /// 768; the case folder's tolerance.txt, when there is one and it is tighter.
-  double tolerance = 1e-4;
+  /// Per argument in ABI order: an input's or param's raw little-endian
+  /// bytes, in its element type; empty for an output.
+  Buffers values;
+  /// Per argument: an output's expected values (PyTorch's f32 result, or
+  /// for a bf16/f16 output the float64 reference); empty for the others.
+  std::vector<std::vector<double>> expected;
+  /// Per argument: the largest |error| an output may have, and where that
+  /// bound comes from. f32: docs/spec.md §7's tolerance, 1e-4 absolute,
+  /// 2e-4 when a model dim is >= 768, or the case's tolerance.txt when it is
+  /// tighter. bf16/f16: §7's low-precision bar, PyTorch's own error in that
+  /// type (torch_OUT.npy) or one ulp of the type at the reference's largest
+  /// magnitude, whichever is larger.
+  std::vector<double> bounds;
+  std::vector<std::string> boundReasons;
 
-  /// Fresh output buffers (NaN-filled) in ABI order; null for inputs.
-  std::vector<std::vector<float>> makeOutputs() const;
+  /// Fresh output buffers in ABI order, every byte 0xff (a NaN in f32,
+  /// bf16 and f16); empty for inputs.
+  Buffers makeOutputs() const;
   /// Pointers to each argument: inputs from `values`, outputs from `outputs`.
-  std::vector<void *> pointers(std::vector<std::vector<float>> &outputs);
-  /// Max |output - expected| over every output (NaN if any is NaN).
-  double maxError(const std::vector<std::vector<float>> &outputs) const;
+  std::vector<void *> pointers(Buffers &outputs);
+  /// Max |output - expected| of the output at `index` (NaN if a value is).
+  double errorOf(size_t index, const Buffers &outputs) const;
+  /// Empty when every output is within its bound, NaN-free; otherwise a
+  /// line for each output that is not.
+  std::string mismatches(const Buffers &outputs) const;
+  /// A line per output: its error, its bound and why.
+  std::string report(const Buffers &outputs) const;
 };
 
 /// Every case folder under tests/data/goldens.

@@ -79,11 +79,20 @@ std::string attnc::cpuAttentionLowering(const CpuPipelineOptions &options) {
 }
 
 /// `  FILE:LINE:COL: OP in 'FUNC': `, a --print-schedule line's start.
+/// `FILE:LINE:COL` of a spec's op, or empty.
+static std::string placeOf(Operation *op) {
+  auto at = dyn_cast<FileLineColLoc>(op->getLoc());
+  if (!at)
+    return "";
+  return (at.getFilename().getValue() + ":" + llvm::Twine(at.getLine()) + ":" +
+          llvm::Twine(at.getColumn()))
+      .str();
+}
+
 static void printOpAndPlace(llvm::raw_ostream &os, Operation *op) {
   os << "  ";
-  if (auto at = dyn_cast<FileLineColLoc>(op->getLoc()))
-    os << at.getFilename().getValue() << ":" << at.getLine() << ":"
-       << at.getColumn() << ": ";
+  if (std::string place = placeOf(op); !place.empty())
+    os << place << ": ";
   auto func = op->getParentOfType<func::FuncOp>();
   os << op->getName().stripDialect() << " in '" << func.getName() << "': ";
 }
@@ -123,9 +132,20 @@ std::string attnc::describeRoundingPoints(ModuleOp module) {
       if (text.empty())
         os << "rounding points (each op computes in f32 and rounds its "
               "result once; nothing\n"
-              "inside an op is rounded; docs/precision.md):\n";
+              "inside an op is rounded; a result used by one elementwise op "
+              "only goes to it\n"
+              "in f32; docs/precision.md):\n";
       printOpAndPlace(os, op);
-      os << "result rounded to " << element << "\n";
+      if (attn::keepsResultInF32(result)) {
+        Operation *user = *result.getUsers().begin();
+        os << "result kept in f32 for its epilogue, the "
+           << user->getName().stripDialect();
+        if (std::string place = placeOf(user); !place.empty())
+          os << " at " << place;
+        os << "\n";
+      } else {
+        os << "result rounded to " << element << "\n";
+      }
       return;
     }
   });

@@ -104,7 +104,10 @@ llvm::Expected<NpyArray> readArgument(const KernelArgument &argument,
                                                 "'<u2' bit patterns, or '<f4')"
          : argument.type == ElementType::F16  ? " (or '<f4')"
                                               : "") +
-        ", got '" + npyDtypeDescr(array->dtype) + "'");
+        ", got '" + npyDtypeDescr(array->dtype) + "'" +
+        (array->dtype == NpyDtype::F64 && mlir::attn::isFloat(argument.type)
+             ? " (save it as float32: np.save(path, a.astype(np.float32)))"
+             : ""));
   if (array->shape != argument.shape)
     return llvm::createStringError(
         what + ": expected shape " + formatNpyShape(argument.shape) + " (" +

@@ -1,9 +1,10 @@
 //===- ComputeInF32.cpp - Every op on bf16/f16 computes in f32 ------------===//
 //
 // attn-compute-in-f32 (semantics in Passes.td): the one place of the rule
-// "each op computes in f32 and rounds its result once" for every lowering
-// after it (the linalg path, the fused attention loops, the GPU), which
-// then see f32 ops between casts.
+// "each op computes in f32 and rounds its result once" (a result whose one
+// use is an elementwise op goes to it in f32: keepsResultInF32) for every
+// lowering after it (the linalg path, the fused attention loops, the GPU,
+// Halide), which then see f32 ops between casts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +35,22 @@ RankedTensorType inF32(Type type) {
   return tensor.clone(Float32Type::get(type.getContext()));
 }
 
+bool isElementwise(Operation *op) {
+  return isa<AddOp, SubOp, MulOp, ReluOp, GeluOp, SiluOp, TanhOp, SigmoidOp>(
+      op);
+}
+
+} // namespace
+
+bool mlir::attn::keepsResultInF32(Value result) {
+  return isLowPrecision(result.getType()) && result.getDefiningOp() &&
+         isa<AttnDialect>(result.getDefiningOp()->getDialect()) &&
+         !isa<CastOp>(result.getDefiningOp()) && result.hasOneUse() &&
+         isElementwise(*result.getUsers().begin());
+}
+
+namespace {
+
 /// Widens `op`'s low-precision operands and results (the pass's rule).
 void computeInF32(Operation *op) {
   OpBuilder b(op);
@@ -45,8 +62,11 @@ void computeInF32(Operation *op) {
   for (OpResult result : op->getResults()) {
     if (!isLowPrecision(result.getType()))
       continue;
+    bool keep = keepsResultInF32(result);
     Type original = result.getType();
     result.setType(inF32(original));
+    if (keep)
+      continue;
     auto rounded = CastOp::create(
         b, op->getLoc(), result,
         TypeAttr::get(cast<RankedTensorType>(original).getElementType()));

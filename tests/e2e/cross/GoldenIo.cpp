@@ -56,7 +56,8 @@ int writeCase(const GoldenCase &golden, llvm::StringRef dir) {
   for (size_t i = 0; i < golden.signature.arguments.size(); ++i) {
     bool output = golden.signature.arguments[i].role == ArgumentRole::Output;
     const std::vector<char> &bytes = golden.values[i];
-    manifest += (output ? "out " : "in ") + std::to_string(bytes.size()) + "\n";
+    size_t size = output ? golden.makeOutputs()[i].size() : bytes.size();
+    manifest += (output ? "out " : "in ") + std::to_string(size) + "\n";
     if (!output &&
         !writeFile(argumentPath(dir, i, ".bin"), bytes.data(), bytes.size()))
       return 1;
@@ -67,7 +68,7 @@ int writeCase(const GoldenCase &golden, llvm::StringRef dir) {
 }
 
 int checkCase(const GoldenCase &golden, llvm::StringRef dir) {
-  std::vector<std::vector<float>> outputs = golden.makeOutputs();
+  Buffers outputs = golden.makeOutputs();
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (golden.signature.arguments[i].role != ArgumentRole::Output)
       continue;
@@ -79,7 +80,7 @@ int checkCase(const GoldenCase &golden, llvm::StringRef dir) {
                    << " (did the kernel run on the target?)\n";
       return 1;
     }
-    size_t size = outputs[i].size() * sizeof(float);
+    size_t size = outputs[i].size();
     if ((*buffer)->getBufferSize() != size) {
       llvm::errs() << "attnc-golden-io: " << path << " holds "
                    << (*buffer)->getBufferSize() << " bytes, expected " << size
@@ -88,13 +89,10 @@ int checkCase(const GoldenCase &golden, llvm::StringRef dir) {
     }
     std::memcpy(outputs[i].data(), (*buffer)->getBufferStart(), size);
   }
-  double worst = golden.maxError(outputs);
-  llvm::outs() << golden.name << ": max |error| " << worst << " (tolerance "
-               << golden.tolerance << ")\n";
-  if (std::isnan(worst) || worst > golden.tolerance) {
-    llvm::errs() << "attnc-golden-io: " << golden.name
-                 << (std::isnan(worst) ? ": NaN in the output\n"
-                                       : ": outside the tolerance\n");
+  llvm::outs() << golden.report(outputs);
+  std::string mismatches = golden.mismatches(outputs);
+  if (!mismatches.empty()) {
+    llvm::errs() << "attnc-golden-io: " << mismatches;
     return 1;
   }
   return 0;

@@ -114,6 +114,12 @@ NpyArray sampleArray(NpyDtype dtype, std::vector<int64_t> shape) {
       v[i] = int64_t(i) * 123456789012LL - 5;
     return NpyArray::fromI64(shape, v);
   }
+  case NpyDtype::F64: {
+    std::vector<double> v(n);
+    for (size_t i = 0; i < n; ++i)
+      v[i] = 0.1 * double(i) - 1e300 * double(i % 2);
+    return NpyArray::fromF64(shape, v);
+  }
   case NpyDtype::BF16:
   case NpyDtype::F16:
   case NpyDtype::U16: {
@@ -130,8 +136,9 @@ const std::vector<std::vector<int64_t>> kShapes = {
     {}, {5}, {1}, {0}, {2, 3}, {3, 0, 2}, {2, 3, 4}, {2, 1, 3, 5}};
 
 TEST_F(NpyFile, RoundTripEveryDtypeAndRank) {
-  for (NpyDtype dtype : {NpyDtype::F32, NpyDtype::BF16, NpyDtype::F16,
-                         NpyDtype::I32, NpyDtype::I64, NpyDtype::U16}) {
+  for (NpyDtype dtype :
+       {NpyDtype::F32, NpyDtype::BF16, NpyDtype::F16, NpyDtype::I32,
+        NpyDtype::I64, NpyDtype::U16, NpyDtype::F64}) {
     for (const auto &shape : kShapes) {
       NpyArray a = sampleArray(dtype, shape);
       std::string where =
@@ -234,6 +241,14 @@ TEST(Npy, ReadsNumPyFiles) {
   EXPECT_EQ(f32->toF32(),
             (std::vector<float>{0.5f, -1.25f, 3.0f, 1e-8f, -0.0f, 65504.0f}));
 
+  // float64 as NumPy saves it (the goldens' references).
+  auto f64 = readNpy(fixture("f8.npy"));
+  ASSERT_TRUE(bool(f64)) << llvm::toString(f64.takeError());
+  EXPECT_EQ(f64->dtype, NpyDtype::F64);
+  EXPECT_EQ(f64->shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(f64->toF64(), (std::vector<double>{0.5, -1.25, 3.0, double(1e-8f),
+                                               -0.0, 65504.0}));
+
   auto i32 = readNpy(fixture("i32_vec.npy"));
   ASSERT_TRUE(bool(i32));
   EXPECT_EQ(i32->toI32(),
@@ -286,9 +301,6 @@ TEST(Npy, RejectsUnsupportedNumPyFiles) {
   expectFileError("fortran_f32.npy", {"Fortran-order", "fortran_order False"});
   expectFileError("big_endian_f32.npy",
                   {"big-endian dtype '>f4'", "expected little-endian"});
-  expectFileError("f8.npy",
-                  {"dtype '<f8' is not supported; expected '<f4', '<V2', "
-                   "'<f2', '<i4', '<i8' or '<u2'"});
   expectFileError("bool.npy", {"dtype '|b1' is not supported"});
   expectFileError("unicode.npy", {"dtype '<U3' is not supported"});
   expectFileError("truncated_f32.npy",
@@ -449,12 +461,12 @@ TEST(Npy, RejectsMalformedHeaders) {
 
 TEST(Npy, RejectsUnsupportedDtypes) {
   std::string d = floatBytes({1, 2, 3});
-  for (const char *descr : {"<f8", "|b1", "<U3", "|u1", "<u4", "=f4", "f4",
-                            "|f4", "<c8", "O", "<V4"})
+  for (const char *descr :
+       {"|b1", "<U3", "|u1", "<u4", "=f4", "f4", "|f4", "<c8", "O", "<V4"})
     expectParseError(makeNpy(header("(3,)", descr), d),
                      {(std::string("dtype '") + descr +
                        "' is not supported; expected '<f4', '<V2', '<f2', "
-                       "'<i4', '<i8' or '<u2'")
+                       "'<i4', '<i8', '<u2' or '<f8'")
                           .c_str()});
   expectParseError(makeNpy(header("(3,)", ">i8"), d),
                    {"big-endian dtype '>i8' is not supported"});

@@ -7,9 +7,7 @@
 // checks, `.npy` I/O, the Python module and the Halide backend read it;
 // the mapping to MLIR types is attn/IR/AttnTypes.h. LLVM Support only.
 //
-// bf16 and f16 have rows so that every layer already reads them from here;
-// the front end refuses them (`isSupported`) until their code generation
-// exists.
+// `isSupported` says which types specs may use (all four today).
 //
 //===----------------------------------------------------------------------===//
 

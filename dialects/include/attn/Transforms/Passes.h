@@ -37,6 +37,13 @@ std::optional<AttentionLoweringChoice>
 attentionLoweringOf(Operation *op, AttentionLowering lowering,
                     int64_t fuseThreshold = 4096);
 
+/// Whether attn-compute-in-f32 keeps the bf16/f16 `result` of an attn op in
+/// f32 instead of rounding it: its one use is an elementwise op (add, sub,
+/// mul, relu, gelu, silu, tanh, sigmoid), which is its epilogue and rounds
+/// the chain's last result only (docs/spec.md §2 v3, "fused epilogues").
+/// The one place of the rule: the pass and --print-schedule both ask it.
+bool keepsResultInF32(Value result);
+
 /// Adds the patterns of `attn-decompose` (composite ops -> primitives).
 void populateDecomposePatterns(
     RewritePatternSet &patterns,

@@ -20,9 +20,13 @@ def AttnComputeInF32 : Pass<"attn-compute-in-f32"> {
     `attn.cast` (exact), computes in f32, and its low-precision results
     are rounded back by one `attn.cast` each; a composite op
     (`multihead_attention`, `ffn`, ...) is widened as a whole, so only its
-    results are rounded. Ops on f32 alone and `attn.cast` are left as they
-    are; integer operands (lengths, ids) too. Function signatures keep
-    their types: the kernel's buffers stay bf16/f16.
+    results are rounded. A result whose one use is an elementwise op (add,
+    sub, mul, relu, gelu, silu, tanh, sigmoid) is not rounded: it goes to
+    that op, its epilogue, in f32, and only the chain's last result is
+    rounded (the residual `add(X, linear(H, W))` rounds once, as a fused
+    epilogue; `keepsResultInF32`). Ops on f32 alone and `attn.cast` are
+    left as they are; integer operands (lengths, ids) too. Function
+    signatures keep their types: the kernel's buffers stay bf16/f16.
 
     Before:
 

@@ -1,8 +1,8 @@
 //===- Npy.h - NumPy .npy reader and writer ---------------------*- C++ -*-===//
 //
 // Reading and writing the NumPy `.npy` format (versions 1.0, 2.0 and 3.0) for
-// the three dtypes attnc exchanges with host programs: little-endian float32
-// ('<f4'), int32 ('<i4') and int64 ('<i8'), C order only.
+// the dtypes attnc exchanges with host programs (NpyDtype: little-endian
+// float32, bf16, f16, int32, int64, uint16 and float64), C order only.
 //
 // Every malformed input is reported as an llvm::Error whose message starts
 // with the file name and says what was expected and what was found; no input
@@ -27,11 +27,11 @@
 
 namespace attnc {
 
-/// The element types a .npy file may hold for attnc.
 /// The dtypes .npy I/O reads and writes: the kernels' element types (bf16
-/// as ml_dtypes saves it, '<V2'), int64 (for i32 arguments) and uint16
-/// (bf16 bit patterns).
-enum class NpyDtype { F32, BF16, F16, I32, I64, U16 };
+/// as ml_dtypes saves it, '<V2'), int64 (for i32 arguments), uint16 (bf16
+/// bit patterns) and float64 (NumPy's default float; no kernel argument
+/// takes it, the goldens' float64 references are stored in it).
+enum class NpyDtype { F32, BF16, F16, I32, I64, U16, F64 };
 
 /// The NumPy descr string of \p dtype: "<f4", "<i4" or "<i8".
 llvm::StringRef npyDtypeDescr(NpyDtype dtype);
@@ -60,6 +60,8 @@ struct NpyArray {
                           llvm::ArrayRef<int32_t> values);
   static NpyArray fromI64(std::vector<int64_t> shape,
                           llvm::ArrayRef<int64_t> values);
+  static NpyArray fromF64(std::vector<int64_t> shape,
+                          llvm::ArrayRef<double> values);
 
   /// A 16-bit dtype's array (BF16, F16, U16) from its bit patterns.
   static NpyArray fromBits16(NpyDtype dtype, std::vector<int64_t> shape,
@@ -72,6 +74,7 @@ struct NpyArray {
   std::vector<float> toF32() const;
   std::vector<int32_t> toI32() const;
   std::vector<int64_t> toI64() const;
+  std::vector<double> toF64() const;
 };
 
 /// Formats a shape the way NumPy prints it: "()", "(3,)", "(2, 4)".
