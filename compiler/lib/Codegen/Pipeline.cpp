@@ -5,6 +5,7 @@
 #include "attn/CPU/Passes.h"
 #include "attn/GPU/Passes.h"
 #include "attn/IR/AttnDialect.h"
+#include "attn/IR/AttnOps.h"
 #include "attn/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -131,10 +132,10 @@ std::string attnc::describeRoundingPoints(ModuleOp module) {
         continue;
       if (text.empty())
         os << "rounding points (each op computes in f32 and rounds its "
-              "result once; nothing\n"
-              "inside an op is rounded; a result used by one elementwise op "
-              "only goes to it\n"
-              "in f32; docs/precision.md):\n";
+              "result once; inside\n"
+              "an op only the input of a composite's last GEMM; a result used "
+              "by one\n"
+              "elementwise op only goes to it in f32; docs/precision.md):\n";
       printOpAndPlace(os, op);
       if (attn::keepsResultInF32(result)) {
         Operation *user = *result.getUsers().begin();
@@ -145,6 +146,12 @@ std::string attnc::describeRoundingPoints(ModuleOp module) {
         os << "\n";
       } else {
         os << "result rounded to " << element << "\n";
+      }
+      if (FloatType inner = attn::innerRoundingOf(op)) {
+        printOpAndPlace(os, op);
+        os << (isa<attn::FfnOp>(op) ? "its hidden layer" : "its merged heads")
+           << " rounded to " << inner << " before "
+           << (isa<attn::FfnOp>(op) ? "w2" : "w_o") << "\n";
       }
       return;
     }

@@ -13,6 +13,7 @@
 
 #include "attn/IR/AttentionMask.h"
 #include "attn/IR/Rope.h"
+#include "attn/Transforms/Passes.h"
 
 #include <algorithm>
 #include <cmath>
@@ -229,6 +230,7 @@ std::pair<Tensor, Tensor> Translator::multiheadAttention(
   Tensor merged =
       define("merged", {batch, tq, hd}, mv,
              out(mv[2] % id, mv[1], mv[2] / id, mv[0]), Schedule::Inline);
+  merged = roundedThrough(merged, mlir::attn::innerRoundingOf(op));
   Tensor y = linear(merged, *get(op.getWO()), get(op.getBO()));
   // Weights in split_heads' order: row b*H + h.
   std::vector<Var> wv = makeVars(3);

@@ -19,6 +19,7 @@
 #include "attn/IR/AttnShapeRules.h"
 #include "attn/IR/AttnTypes.h"
 #include "attn/IR/PositionalEncoding.h"
+#include "attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -142,6 +143,23 @@ Tensor Translator::elementwise(
     values.push_back((*t)(index));
   }
   return define(name, std::move(shape), vars, f(values), Schedule::Pointwise);
+}
+
+Tensor Translator::roundedThrough(const Tensor &x, mlir::FloatType type) {
+  if (!type)
+    return x;
+  Halide::Type to = halideTypeOf(type);
+  // Two stages, as attn.cast's: one expression cast(f32, cast(f16, x))
+  // gave wrong values with F16C (x86-64-v3: 4 ulps off, strict_float or
+  // not), the f16 stage and then its widening do not.
+  Tensor narrow =
+      elementwise("rounded", x.shape, {&x}, [to](const std::vector<Expr> &v) {
+        return roundedTo(to, v[0]);
+      });
+  return elementwise("widened", x.shape, {&narrow},
+                     [](const std::vector<Expr> &v) {
+                       return Halide::cast(Halide::Float(32), v[0]);
+                     });
 }
 
 /// result[b*H + h, t, i] = x[b, t, h*d + i]: an index map.
@@ -427,20 +445,9 @@ Translator::translate(mlir::func::FuncOp func, std::vector<Tensor> arguments) {
         results.push_back(*get(v));
       return results;
     } else if (auto cast = llvm::dyn_cast<attn::CastOp>(&op)) {
-      // Through f32, rounded to nearest even by Halide's conversions. Its
-      // f32 -> bf16 rounds NaN's payload like a number (0x7f800001 becomes
-      // inf, 0x7fffa74e wraps to -0): NaN becomes torch's 0x7fc0 first.
       Halide::Type to = halideTypeOf(
           llvm::cast<mlir::ShapedType>(cast.getType()).getElementType());
-      unary(cast.getX(), "cast", [to](Expr x) {
-        Expr wide = Halide::cast(Halide::Float(32), x);
-        Expr rounded = Halide::cast(to, wide);
-        if (!to.is_bfloat())
-          return rounded;
-        Expr quietNan =
-            Halide::reinterpret(to, Halide::cast(Halide::UInt(16), 0x7fc0));
-        return Halide::select(isNan(wide), quietNan, rounded);
-      });
+      unary(cast.getX(), "cast", [to](Expr x) { return roundedTo(to, x); });
     } else if (auto linear = llvm::dyn_cast<attn::LinearOp>(&op)) {
       set(linear.getResult(),
           this->linear(*get(linear.getX()), *get(linear.getW()),
@@ -533,6 +540,7 @@ Translator::translate(mlir::func::FuncOp func, std::vector<Tensor> arguments) {
       Tensor relu =
           elementwise("ffn_relu", hidden.shape, {&hidden},
                       [](const std::vector<Expr> &v) { return reluOf(v[0]); });
+      relu = roundedThrough(relu, mlir::attn::innerRoundingOf(ffn));
       set(ffn.getResult(),
           this->linear(relu, *get(ffn.getW2()), get(ffn.getB2())));
     } else if (auto emb = llvm::dyn_cast<attn::EmbeddingOp>(&op)) {

@@ -74,6 +74,20 @@ inline Expr isNan(const Expr &x) {
   return magnitude > Expr(uint32_t(0x7f800000));
 }
 
+/// `x` rounded to `to` (bf16/f16) through f32, to nearest even by Halide's
+/// conversions. Its f32 -> bf16 rounds a NaN's payload like a number
+/// (0x7f800001 becomes inf, 0x7fffa74e wraps to -0): NaN becomes torch's
+/// 0x7fc0 first.
+inline Expr roundedTo(Halide::Type to, const Expr &x) {
+  Expr wide = Halide::cast(Halide::Float(32), x);
+  Expr rounded = Halide::cast(to, wide);
+  if (!to.is_bfloat())
+    return rounded;
+  Expr quietNan =
+      Halide::reinterpret(to, Halide::cast(Halide::UInt(16), 0x7fc0));
+  return Halide::select(isNan(wide), quietNan, rounded);
+}
+
 /// exp(x - max) of a softmax row, given x - max. Halide's exp(NaN) is 0,
 /// which dropped a NaN score; torch's makes the row's sum, and so every
 /// weight of the row, NaN. (x = max = +-inf gives NaN here too, as in
@@ -157,6 +171,9 @@ private:
   Tensor elementwise(const std::string &name, std::vector<int64_t> shape,
                      const std::vector<const Tensor *> &operands,
                      const std::function<Expr(const std::vector<Expr> &)> &f);
+  /// `x` (f32) rounded to `type` and widened back: a rounding point inside
+  /// a composite op (mlir::attn::innerRoundingOf); `x` without a type.
+  Tensor roundedThrough(const Tensor &x, mlir::FloatType type);
   Tensor splitHeads(const Tensor &x, int64_t heads);
   Tensor mergeHeads(const Tensor &x, int64_t heads);
   Tensor softmax(const Tensor &x, const Tensor *validLens);

@@ -13,6 +13,7 @@
 #include "attn/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/TypeUtilities.h"
 
 namespace mlir::attn {
 #define GEN_PASS_DEF_ATTNCOMPUTEINF32
@@ -49,10 +50,29 @@ bool mlir::attn::keepsResultInF32(Value result) {
          isElementwise(*result.getUsers().begin());
 }
 
+constexpr llvm::StringLiteral kInnerRoundingAttr = "attn.inner_rounding";
+
+FloatType mlir::attn::innerRoundingOf(Operation *op) {
+  if (!isa<MultiheadAttentionOp, FfnOp>(op))
+    return nullptr;
+  if (auto recorded = op->getAttrOfType<TypeAttr>(kInnerRoundingAttr))
+    return cast<FloatType>(recorded.getValue());
+  Value result = op->getResult(0);
+  if (!isLowPrecision(result.getType()))
+    return nullptr;
+  return cast<FloatType>(getElementTypeOrSelf(result.getType()));
+}
+
+void mlir::attn::recordInnerRounding(Operation *op) {
+  if (FloatType type = innerRoundingOf(op))
+    op->setAttr(kInnerRoundingAttr, TypeAttr::get(type));
+}
+
 namespace {
 
 /// Widens `op`'s low-precision operands and results (the pass's rule).
 void computeInF32(Operation *op) {
+  recordInnerRounding(op);
   OpBuilder b(op);
   for (OpOperand &operand : op->getOpOperands())
     if (isLowPrecision(operand.get().getType()))

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include "llvm/ADT/StringSwitch.h"
@@ -49,6 +50,17 @@ Value broadcast(PatternRewriter &rewriter, Location loc, Value input,
 /// torch.repeat_interleave(validLens, heads, dim=0): [B] -> [B*H] or
 /// [B, Tq] -> [B*H, Tq], so that row b*H + h (head h of batch b, the order
 /// split_heads produces) gets batch b's lengths.
+/// `x` rounded to `type` and widened back to its own type: a rounding
+/// point inside a composite op (innerRoundingOf); `x` itself without one.
+Value roundedThrough(PatternRewriter &rewriter, Location loc, Value x,
+                     FloatType type) {
+  if (!type)
+    return x;
+  Type wide = getElementTypeOrSelf(x.getType());
+  Value narrow = CastOp::create(rewriter, loc, x, TypeAttr::get(type));
+  return CastOp::create(rewriter, loc, narrow, TypeAttr::get(wide));
+}
+
 Value repeatPerHead(PatternRewriter &rewriter, Location loc, Value validLens,
                     int64_t heads) {
   auto type = cast<RankedTensorType>(validLens.getType());
@@ -319,6 +331,7 @@ struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
               op.getValidLens(), ropeCos, ropeSin, init, op.getCausalAttr(),
               windowAttr, heads, kvHeadsAttr, attentionScale(rewriter, headDim))
               .getResult()[0];
+      output = roundedThrough(rewriter, loc, output, innerRoundingOf(op));
       rewriter.replaceOpWithNewOp<LinearOp>(op, output, op.getWO(), op.getBO());
       return success();
     }
@@ -346,6 +359,7 @@ struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
         decomposedAttention(rewriter, loc, q, k, v, validLens, op.getCausal(),
                             window, numHeads, kvHeads);
     Value concat = MergeHeadsOp::create(rewriter, loc, attention, heads);
+    concat = roundedThrough(rewriter, loc, concat, innerRoundingOf(op));
     Value output =
         LinearOp::create(rewriter, loc, concat, op.getWO(), op.getBO());
     SmallVector<Value, 2> results = {output};
@@ -423,6 +437,7 @@ struct DecomposeFfn : OpRewritePattern<FfnOp> {
     Value hidden =
         LinearOp::create(rewriter, loc, op.getX(), op.getW1(), op.getB1());
     hidden = ReluOp::create(rewriter, loc, hidden);
+    hidden = roundedThrough(rewriter, loc, hidden, innerRoundingOf(op));
     rewriter.replaceOpWithNewOp<LinearOp>(op, hidden, op.getW2(), op.getB2());
     return success();
   }

@@ -26,11 +26,12 @@ func.func @weight_only(%x: tensor<2x8xf32>, %w: tensor<16x8xf16>) -> tensor<2x16
   return %0 : tensor<2x16xf32>
 }
 
-// A composite op rounds only its result; its lengths stay i32.
+// A composite op rounds only its result (and records the type its last
+// GEMM's input is rounded to: inner-rounding.mlir); its lengths stay i32.
 // CHECK-LABEL: func.func @composite
 func.func @composite(%x: tensor<2x4x8xbf16>, %w: tensor<8x8xbf16>, %vl: tensor<2xi32>) -> tensor<2x4x8xbf16> {
   // CHECK-COUNT-2: attn.cast {{.*}} to f32 :
-  // CHECK: attn.multihead_attention {{.*}} valid_lens(%arg2) : ({{.*}}xf32>, {{.*}}tensor<2xi32>) -> tensor<2x4x8xf32>
+  // CHECK: attn.multihead_attention {{.*}} valid_lens(%arg2) {attn.inner_rounding = bf16} : ({{.*}}xf32>, {{.*}}tensor<2xi32>) -> tensor<2x4x8xf32>
   // CHECK-NEXT: attn.cast {{.*}} to bf16 : tensor<2x4x8xf32>
   %0 = attn.multihead_attention %x, %x, %x heads(2) weights(%w, %w, %w, %w) valid_lens(%vl) : (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<8x8xbf16>, tensor<8x8xbf16>, tensor<8x8xbf16>, tensor<8x8xbf16>, tensor<2xi32>) -> tensor<2x4x8xbf16>
   return %0 : tensor<2x4x8xbf16>

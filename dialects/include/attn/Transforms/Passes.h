@@ -44,6 +44,17 @@ attentionLoweringOf(Operation *op, AttentionLowering lowering,
 /// The one place of the rule: the pass and --print-schedule both ask it.
 bool keepsResultInF32(Value result);
 
+/// The type a `multihead_attention` or `ffn` on bf16/f16 tensors rounds
+/// the input of its last GEMM to: the merged heads before `w_o`, the hidden
+/// layer before `w2`, as PyTorch's modules in that type do, so that both
+/// operands of that GEMM are bf16/f16 (docs/precision.md); null for any
+/// other op. attn-compute-in-f32 records it on the op it widens
+/// (`attn.inner_rounding`), where attn-decompose and the Halide backend
+/// find it: the one place of the rule, asked by them and --print-schedule.
+FloatType innerRoundingOf(Operation *op);
+/// Records innerRoundingOf(op) on `op` before attn-compute-in-f32 widens it.
+void recordInnerRounding(Operation *op);
+
 /// Adds the patterns of `attn-decompose` (composite ops -> primitives).
 void populateDecomposePatterns(
     RewritePatternSet &patterns,
