@@ -38,8 +38,8 @@ Runtime &testRuntime() { return sharedTestRuntime(); }
 
 /// How a case is compiled: -O level, attention lowering, and the CPU whose
 /// target description (hence schedule) is used: the host's, and each class
-/// of x86 CPU -- AVX-512 (32 zmm), AVX2 (16 ymm), the SSE2 baseline -- that
-/// the host can run.
+/// of x86 CPU -- AVX-512 (32 zmm), AVX-512 with BF16 (vdpbf16ps), AVX2
+/// (16 ymm), the SSE2 baseline -- that the host can run.
 struct Variant {
   const char *name;
   int optLevel;
@@ -70,6 +70,8 @@ const Variant kVariants[] = {
     {"O0", 0, "decomposed"},
     {"O2_avx512", 2, "auto", "x86-64-v4"},
     {"O2_avx512_fused", 2, "fused", "x86-64-v4"},
+    // AVX512-BF16 without AMX (Zen 4's path): bf16 GEMMs on vdpbf16ps.
+    {"O2_avx512bf16", 2, "auto", "cooperlake"},
     {"O2_avx2", 2, "auto", "x86-64-v3"},
     {"O2_avx2_fused", 2, "fused", "x86-64-v3"},
     {"O2_sse2", 2, "auto", "x86-64"},
@@ -117,7 +119,7 @@ std::optional<size_t> targetSlot(const Variant &variant, size_t &slots) {
       return 1;
     return std::nullopt;
   }
-  slots = 4;
+  slots = 5;
   if (name == "O3_auto")
     return 0;
   if (cpu == "x86-64-v4")
@@ -126,6 +128,8 @@ std::optional<size_t> targetSlot(const Variant &variant, size_t &slots) {
     return 2;
   if (cpu == "x86-64")
     return 3;
+  if (cpu == "cooperlake")
+    return 4;
   return std::nullopt;
 }
 
