@@ -79,7 +79,6 @@ std::string attnc::cpuAttentionLowering(const CpuPipelineOptions &options) {
   return options.vectorize ? options.attention : std::string("decomposed");
 }
 
-/// `  FILE:LINE:COL: OP in 'FUNC': `, a --print-schedule line's start.
 /// `FILE:LINE:COL` of a spec's op, or empty.
 static std::string placeOf(Operation *op) {
   auto at = dyn_cast<FileLineColLoc>(op->getLoc());
@@ -90,6 +89,7 @@ static std::string placeOf(Operation *op) {
       .str();
 }
 
+/// `  FILE:LINE:COL: OP in 'FUNC': `, a --print-schedule line's start.
 static void printOpAndPlace(llvm::raw_ostream &os, Operation *op) {
   os << "  ";
   if (std::string place = placeOf(op); !place.empty())

@@ -53,10 +53,12 @@ int writeCase(const GoldenCase &golden, llvm::StringRef dir) {
     return 1;
   }
   std::string manifest;
+  // An output's size is that of the buffer the kernel fills.
+  Buffers outputs = golden.makeOutputs();
   for (size_t i = 0; i < golden.signature.arguments.size(); ++i) {
     bool output = golden.signature.arguments[i].role == ArgumentRole::Output;
     const std::vector<char> &bytes = golden.values[i];
-    size_t size = output ? golden.makeOutputs()[i].size() : bytes.size();
+    size_t size = output ? outputs[i].size() : bytes.size();
     manifest += (output ? "out " : "in ") + std::to_string(size) + "\n";
     if (!output &&
         !writeFile(argumentPath(dir, i, ".bin"), bytes.data(), bytes.size()))
