@@ -153,6 +153,11 @@ std::string attnc::describeRoundingPoints(ModuleOp module) {
            << " rounded to " << inner << " before "
            << (isa<attn::FfnOp>(op) ? "w2" : "w_o") << "\n";
       }
+      if (FloatType products = attn::attentionProductsOf(op)) {
+        printOpAndPlace(os, op);
+        os << "its q, k, v and softmax weights rounded to " << products
+           << " before the two products\n";
+      }
       return;
     }
   });

@@ -36,11 +36,19 @@ std::pair<Func, Func> Translator::attentionCore(const AttentionCore &core) {
     all.insert(all.end(), batchExprs.begin(), batchExprs.end());
     return all;
   };
+  // An operand of a product: rounded to bf16 with products(bf16) (one
+  // expression: the F16C double-cast trouble of roundedThrough is f16's).
+  auto operand = [&](Expr x) -> Expr {
+    if (!core.products)
+      return x;
+    return Halide::cast(Halide::Float(32),
+                        roundedTo(halideTypeOf(core.products), x));
+  };
   // kt(j, c, batch): the keys transposed, so that a score row is contiguous.
   Func kt(fresh("keys_t"));
-  kt(args({j, c})) = core.k(c, j, batchExprs);
+  kt(args({j, c})) = operand(core.k(c, j, batchExprs));
   Func qf(fresh("queries"));
-  qf(args({c, i})) = core.q(c, i, batchExprs);
+  qf(args({c, i})) = operand(core.q(c, i, batchExprs));
   RDom rc(0, static_cast<int>(core.headDim), "rc");
   Func dot(fresh("scores"));
   dot(args({j, i})) = 0.0f;
@@ -68,7 +76,10 @@ std::pair<Func, Func> Translator::attentionCore(const AttentionCore &core) {
   weights(args({j, i})) = expOf(args({j, i})) / sumOf(exprArgs({i}));
   Func out(fresh("attention"));
   out(args({c, i})) = 0.0f;
-  out(args({c, i})) += expOf(exprArgs({rj.x, i})) * core.v(c, rj.x, batchExprs);
+  // The weights exp(s - max) of the row's max, rounded with products(bf16)
+  // before @ v as the fused kernels round theirs; divided by the sum after.
+  out(args({c, i})) += operand(expOf(exprArgs({rj.x, i}))) *
+                       operand(core.v(c, rj.x, batchExprs));
   Func normalized(fresh("attention_out"));
   normalized(args({c, i})) = out(args({c, i})) / sumOf(exprArgs({i}));
   AttentionStages stages;
@@ -123,6 +134,7 @@ std::pair<Tensor, Tensor> Translator::attention(mlir::attn::AttentionOp op,
   core.valueDim = v.shape[2];
   core.causal = op.getCausal();
   core.weightsNeeded = op.getReturnWeights();
+  core.products = mlir::attn::attentionProductsOf(op);
   auto [out, weights] = attentionCore(core);
   Tensor weightsTensor{weights, {q.shape[0], q.shape[1], k.shape[1]}};
   if (op.getReturnWeights())
@@ -224,6 +236,7 @@ std::pair<Tensor, Tensor> Translator::multiheadAttention(
   core.causal = op.getCausal();
   core.window = op.getSlidingWindow().value_or(0);
   core.weightsNeeded = op.getReturnWeights();
+  core.products = mlir::attn::attentionProductsOf(op);
   auto [out, weights] = attentionCore(core);
   // merge_heads as an index map: feature h*d + c of row (b, i).
   std::vector<Var> mv = makeVars(3);

@@ -202,6 +202,9 @@ private:
     int64_t window = 0;
     /// The weights are an output too (return_weights).
     bool weightsNeeded = false;
+    /// products(bf16) (mlir::attn::attentionProductsOf): q, k, v and the
+    /// weights are rounded to it before the products; null: f32.
+    mlir::FloatType products;
   };
   /// Funcs of (c, i, batch...) and (j, i, batch...) in Halide order.
   std::pair<Func, Func> attentionCore(const AttentionCore &core);

@@ -88,6 +88,8 @@ public:
         rowBlocksPerSweep(schedule.attentionRowBlocksPerSweep),
         softmaxBlocks(std::max<int64_t>(1, schedule.attentionSoftmaxBlocks)),
         parallelFlops(schedule.parallelFlops), parallel(parallel) {
+    if (std::optional<Type> type = op.getProducts())
+      products = cast<FloatType>(*type);
     auto qs = cast<MemRefType>(q.getType()).getShape();
     auto ks = cast<MemRefType>(k.getType()).getShape();
     auto vs = cast<MemRefType>(v.getType()).getShape();
@@ -214,7 +216,7 @@ private:
                function_ref<void(Value, Value)> store) {
     if (!ropeCos) {
       forRange(0, depth, 1, [&](Value c) {
-        store(c, memref::LoadOp::create(b, loc, source, where(row, c)));
+        store(c, rounded(memref::LoadOp::create(b, loc, source, where(row, c))));
       });
       return;
     }
@@ -230,8 +232,8 @@ private:
       Value x1Sin = arith::MulFOp::create(b, loc, x1, sin);
       Value x2Sin = arith::MulFOp::create(b, loc, x2, sin);
       // x1 cos + (-x2) sin and x2 cos + x1 sin, rounded as torch does.
-      store(c, arith::SubFOp::create(b, loc, x1Cos, x2Sin));
-      store(partner, arith::AddFOp::create(b, loc, x2Cos, x1Sin));
+      store(c, rounded(arith::SubFOp::create(b, loc, x1Cos, x2Sin)));
+      store(partner, rounded(arith::AddFOp::create(b, loc, x2Cos, x1Sin)));
     });
   }
 
@@ -251,6 +253,18 @@ private:
         b, loc, VectorType::get({lanes}, scalar.getType()), scalar);
   }
   Value add(Value a, Value c) { return arith::AddIOp::create(b, loc, a, c); }
+
+  /// `x` (f32, scalar or vector) rounded to the products' type and widened
+  /// back: an operand of a product with products(bf16); `x` without.
+  Value rounded(Value x) {
+    if (!products)
+      return x;
+    Type narrow = products;
+    if (auto vector = dyn_cast<VectorType>(x.getType()))
+      narrow = vector.clone(products);
+    Value narrowed = arith::TruncFOp::create(b, loc, narrow, x);
+    return arith::ExtFOp::create(b, loc, x.getType(), narrowed);
+  }
 
   /// for (i = begin; i < end; i += step) body(i), at the builder's point.
   void forRange(int64_t begin, int64_t end, int64_t step,
@@ -289,7 +303,7 @@ private:
     });
     forRange(0, keys, 1, [&](Value j) {
       forRange(0, width, 1, [&](Value c) {
-        Value x = memref::LoadOp::create(b, loc, v, vAt(j, c));
+        Value x = rounded(memref::LoadOp::create(b, loc, v, vAt(j, c)));
         Value acc = memref::LoadOp::create(b, loc, mean, ValueRange{c});
         memref::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, acc, x),
                                 mean, ValueRange{c});
@@ -604,7 +618,8 @@ private:
           overBlocks(r, zero, [&](Value t, Value s, Value acc) -> Value {
             Value p = math::ExpOp::create(
                 b, loc, arith::SubFOp::create(b, loc, s, splat(newMax, lanes)));
-            vector::StoreOp::create(b, loc, p, probs, ValueRange{index(r), t});
+            vector::StoreOp::create(b, loc, rounded(p), probs,
+                                    ValueRange{index(r), t});
             return arith::AddFOp::create(b, loc, acc, p);
           });
       Value alpha = math::ExpOp::create(
@@ -650,9 +665,9 @@ private:
                                                       ValueRange{index(r), j}));
             for (auto [i, piece] : llvm::enumerate(group)) {
               auto [c0, chunk] = piece;
-              Value valueRow = vector::LoadOp::create(
+              Value valueRow = rounded(vector::LoadOp::create(
                   b, loc, VectorType::get({chunk}, b.getF32Type()), v,
-                  vAt(add(j0, j), index(c0)));
+                  vAt(add(j0, j), index(c0))));
               for (int64_t r = 0; r < rows; ++r)
                 next.push_back(
                     vector::FMAOp::create(b, loc, splat(weight[r], chunk),
@@ -774,14 +789,14 @@ private:
       memref::StoreOp::create(b, loc, f32(0.0f), out, outAt(row, c));
     });
     forRange(0, keys, 1, [&](Value j) {
-      Value weight = arith::DivFOp::create(
+      Value weight = rounded(arith::DivFOp::create(
           b, loc,
           math::ExpOp::create(b, loc,
                               arith::SubFOp::create(
                                   b, loc, scoreOf(n, row, len, lo, j), rowMax)),
-          rowSum);
+          rowSum));
       forRange(0, width, 1, [&](Value c) {
-        Value x = memref::LoadOp::create(b, loc, v, vAt(j, c));
+        Value x = rounded(memref::LoadOp::create(b, loc, v, vAt(j, c)));
         Value acc = memref::LoadOp::create(b, loc, out, outAt(row, c));
         memref::StoreOp::create(b, loc,
                                 math::FmaOp::create(b, loc, weight, x, acc),
@@ -794,6 +809,8 @@ private:
   Location loc;
   Value q, k, v, lens, out, ropeCos, ropeSin, kt, mean, stats, probs, queryRows;
   bool causal, lens2d = false;
+  /// products(bf16): the type q, k, v and the weights are rounded to.
+  FloatType products;
   /// The causal window, when it hides keys (window < Tq).
   std::optional<int64_t> window;
   float scale;

@@ -93,6 +93,8 @@ struct Lowering {
   /// Which rows the exact pass recomputes (i32 per batch entry, head and
   /// row), set by the main launch, read by the exact one.
   Value exactRows;
+  /// products(bf16): the type q, k, v and the weights are rounded to.
+  FloatType products;
 
   Lowering(FusedAttentionOp op, OpBuilder &b,
            const GpuTargetDescription &target)
@@ -112,6 +114,20 @@ struct Lowering {
       window = hidingWindow(static_cast<int64_t>(*w), queries);
     tile = attentionTile(target, queries, keys, dk, dv);
     this->target = target;
+    if (std::optional<Type> type = op.getProducts())
+      products = cast<FloatType>(*type);
+  }
+
+  /// `x` (f32, scalar or vector) rounded to the products' type and widened
+  /// back: an operand of a product with products(bf16); `x` without.
+  Value rounded(Value x) {
+    if (!products)
+      return x;
+    Type narrow = products;
+    if (auto vector = dyn_cast<VectorType>(x.getType()))
+      narrow = vector.clone(products);
+    Value narrowed = arith::TruncFOp::create(b, loc, narrow, x);
+    return arith::ExtFOp::create(b, loc, x.getType(), narrowed);
   }
 
   /// A split row's share of its query row, the chunks of `chunk` columns
@@ -153,7 +169,7 @@ struct Lowering {
             arith::MulFOp::create(b, loc, partner,
                                   arith::MulFOp::create(b, loc, sin, sign)));
       }
-      share = append(share, x);
+      share = append(share, rounded(x));
     }
     return share;
   }
@@ -273,7 +289,8 @@ struct Lowering {
       lanes = chunkLanes(width);
     auto chunkType = VectorType::get({lanes}, b.getF32Type());
     Value c = vector::BroadcastOp::create(b, loc, chunkType, correction);
-    Value weight = vector::BroadcastOp::create(b, loc, chunkType, p);
+    // The sum l takes p as it is; with products(bf16), p @ v its rounding.
+    Value weight = vector::BroadcastOp::create(b, loc, chunkType, rounded(p));
     Value acc;
     for (int64_t c0 = 0; c0 < width; c0 += lanes) {
       Value scaled =
@@ -376,7 +393,7 @@ struct Lowering {
         Value c = arith::RemUIOp::create(b, loc, linear, index(width));
         Value key = arith::MinSIOp::create(
             b, loc, arith::AddIOp::create(b, loc, j0, i), index(keys - 1));
-        memref::StoreOp::create(b, loc, element(key, c), into,
+        memref::StoreOp::create(b, loc, rounded(element(key, c)), into,
                                 ValueRange{i, c});
       };
       if (perThread == 1) {
@@ -512,7 +529,7 @@ struct Lowering {
       };
       SmallVector<Value> query;
       for (int64_t i = 0; i < qPerLane; ++i)
-        query.push_back(rotated(q, row, columns.q, column(i)));
+        query.push_back(rounded(rotated(q, row, columns.q, column(i))));
       Value lo = lowerOf(row), len = lengthOf(batch, row);
       Value keysToWalk =
           arith::SelectOp::create(b, loc, marked, index(keys), index(0));
@@ -524,7 +541,8 @@ struct Lowering {
             Value partial = f32(0.0f);
             for (int64_t i = 0; i < qPerLane; ++i) {
               Value term = arith::MulFOp::create(
-                  b, loc, query[i], rotated(k, j, columns.k, column(i)));
+                  b, loc, query[i],
+                  rounded(rotated(k, j, columns.k, column(i))));
               if (dk % warp != 0)
                 term = arith::SelectOp::create(b, loc, below(column(i), dk),
                                                term, f32(0.0f));
@@ -545,10 +563,10 @@ struct Lowering {
                 Value c = column(i);
                 Value safe =
                     arith::SelectOp::create(b, loc, below(c, dv), c, index(0));
-                elements.push_back(memref::LoadOp::create(
+                elements.push_back(rounded(memref::LoadOp::create(
                     b, loc, v,
                     ValueRange{batch, j,
-                               arith::AddIOp::create(b, loc, vColumn, safe)}));
+                               arith::AddIOp::create(b, loc, vColumn, safe)})));
               }
               return vector::FromElementsOp::create(
                   b, loc, VectorType::get({lanes}, f32Type), elements);
@@ -663,7 +681,7 @@ struct Lowering {
           vector::LoadOp::create(b, loc, VectorType::get({dk}, f32Type), q,
                                  ValueRange{batch, row, qColumn});
       // With rope, the rotated row.
-      query = ropeCos ? rotate(qRow, row) : qRow;
+      query = rounded(ropeCos ? rotate(qRow, row) : qRow);
     }
     auto queryLanes = [&](int64_t c0, int64_t lanes) -> Value {
       return lanesOf(query, c0, lanes);

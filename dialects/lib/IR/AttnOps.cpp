@@ -390,6 +390,9 @@ LogicalResult FusedAttentionOp::verify() {
   if (result->dims != shapeOf(getInit()).dims)
     return emitOpError("'init' must have the attention's result shape ")
            << rules::formatShape(*result);
+  if (std::optional<Type> products = getProducts(); products &&
+                                                      !products->isBF16())
+    return emitOpError("products(") << *products << ") must be bf16";
   // rope(cos, sin): [max(Tq, Tk), dk / 2] each, dk even.
   if (static_cast<bool>(getRopeCos()) != static_cast<bool>(getRopeSin()))
     return emitOpError("rope takes two tables, cos and sin");
@@ -478,7 +481,8 @@ FusedAttentionOp::bufferize(RewriterBase &rewriter,
   FusedAttentionOp::create(rewriter, getLoc(), TypeRange{}, buffers[0],
                            buffers[1], buffers[2], validLens, ropeCos, ropeSin,
                            init, getCausalAttr(), getWindowAttr(),
-                           getHeadsAttr(), getKvHeadsAttr(), getScaleAttr());
+                           getHeadsAttr(), getKvHeadsAttr(), getScaleAttr(),
+                           getProductsAttr());
   bufferization::replaceOpWithBufferizedValues(rewriter, *this, init);
   return success();
 }

@@ -52,8 +52,12 @@ bool mlir::attn::keepsResultInF32(Value result) {
 
 constexpr llvm::StringLiteral kInnerRoundingAttr = "attn.inner_rounding";
 
-FloatType mlir::attn::innerRoundingOf(Operation *op) {
-  if (!isa<MultiheadAttentionOp, FfnOp>(op))
+namespace {
+
+/// The bf16/f16 type a composite op computed in before attn-compute-in-f32
+/// widened it (recorded on it), or its result's type before.
+FloatType narrowTypeOf(Operation *op) {
+  if (!isa<MultiheadAttentionOp, AttentionOp, FfnOp>(op))
     return nullptr;
   if (auto recorded = op->getAttrOfType<TypeAttr>(kInnerRoundingAttr))
     return cast<FloatType>(recorded.getValue());
@@ -63,8 +67,21 @@ FloatType mlir::attn::innerRoundingOf(Operation *op) {
   return cast<FloatType>(getElementTypeOrSelf(result.getType()));
 }
 
+} // namespace
+
+FloatType mlir::attn::innerRoundingOf(Operation *op) {
+  return isa<MultiheadAttentionOp, FfnOp>(op) ? narrowTypeOf(op) : nullptr;
+}
+
+FloatType mlir::attn::attentionProductsOf(Operation *op) {
+  FloatType narrow = isa<MultiheadAttentionOp, AttentionOp>(op)
+                         ? narrowTypeOf(op)
+                         : FloatType();
+  return narrow && narrow.isBF16() ? narrow : nullptr;
+}
+
 void mlir::attn::recordInnerRounding(Operation *op) {
-  if (FloatType type = innerRoundingOf(op))
+  if (FloatType type = narrowTypeOf(op))
     op->setAttr(kInnerRoundingAttr, TypeAttr::get(type));
 }
 

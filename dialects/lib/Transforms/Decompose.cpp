@@ -101,6 +101,13 @@ bool fuses(Operation *op, AttentionLowering lowering, int64_t fuseThreshold) {
   return attentionLoweringOf(op, lowering, fuseThreshold)->fused;
 }
 
+/// attn.fused_attention's `products` for the attention op `op`
+/// (attentionProductsOf), or null.
+TypeAttr productsAttr(Operation *op) {
+  FloatType products = attentionProductsOf(op);
+  return products ? TypeAttr::get(products) : TypeAttr();
+}
+
 /// 1/sqrt(d) rounded to f32, the factor of both attention lowerings.
 FloatAttr attentionScale(PatternRewriter &rewriter, int64_t d) {
   return rewriter.getF32FloatAttr(
@@ -237,13 +244,17 @@ Value applyRope(PatternRewriter &rewriter, Location loc, Value x, int64_t heads,
 /// [B * kvHeads, (heads / kvHeads) * Tq, d] operand, so no kv head is
 /// copied. `validLens` is per query entry ([N] or [N, Tq]). Returns the
 /// output [N, Tq, dv] and the weights [N, Tq, Tk].
-std::pair<Value, Value> decomposedAttention(PatternRewriter &rewriter,
-                                            Location loc, Value q, Value k,
-                                            Value v, Value validLens,
-                                            bool causal,
-                                            std::optional<int64_t> window,
-                                            int64_t heads, int64_t kvHeads) {
+std::pair<Value, Value>
+decomposedAttention(PatternRewriter &rewriter, Location loc, Value q, Value k,
+                    Value v, Value validLens, bool causal,
+                    std::optional<int64_t> window, int64_t heads,
+                    int64_t kvHeads, FloatType products) {
   int64_t n = dimOf(q, 0), tq = dimOf(q, 1), d = dimOf(q, 2);
+  // products(bf16): the operands of both products rounded (the weights
+  // below), as attn.fused_attention's kernels round them.
+  q = roundedThrough(rewriter, loc, q, products);
+  k = roundedThrough(rewriter, loc, k, products);
+  v = roundedThrough(rewriter, loc, v, products);
   int64_t perGroup = heads / kvHeads;
   int64_t groups = n / perGroup;
   bool grouped = perGroup > 1;
@@ -264,9 +275,10 @@ std::pair<Value, Value> decomposedAttention(PatternRewriter &rewriter,
       validLens
           ? Value(MaskedSoftmaxOp::create(rewriter, loc, scores, validLens))
           : Value(SoftmaxOp::create(rewriter, loc, scores));
-  Value probabilities =
-      grouped ? regroup(rewriter, loc, weights, groups, perGroup, true)
-              : weights;
+  Value probabilities = roundedThrough(rewriter, loc, weights, products);
+  if (grouped)
+    probabilities =
+        regroup(rewriter, loc, probabilities, groups, perGroup, true);
   Value output = MatmulOp::create(rewriter, loc, probabilities, v,
                                   /*transpose_b=*/false);
   if (grouped)
@@ -329,7 +341,8 @@ struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
           FusedAttentionOp::create(
               rewriter, loc, TypeRange{init.getType()}, q, k, v,
               op.getValidLens(), ropeCos, ropeSin, init, op.getCausalAttr(),
-              windowAttr, heads, kvHeadsAttr, attentionScale(rewriter, headDim))
+              windowAttr, heads, kvHeadsAttr, attentionScale(rewriter, headDim),
+              productsAttr(op))
               .getResult()[0];
       output = roundedThrough(rewriter, loc, output, innerRoundingOf(op));
       rewriter.replaceOpWithNewOp<LinearOp>(op, output, op.getWO(), op.getBO());
@@ -357,7 +370,7 @@ struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
       validLens = repeatPerHead(rewriter, loc, validLens, numHeads);
     auto [attention, weights] =
         decomposedAttention(rewriter, loc, q, k, v, validLens, op.getCausal(),
-                            window, numHeads, kvHeads);
+                            window, numHeads, kvHeads, attentionProductsOf(op));
     Value concat = MergeHeadsOp::create(rewriter, loc, attention, heads);
     concat = roundedThrough(rewriter, loc, concat, innerRoundingOf(op));
     Value output =
@@ -397,12 +410,13 @@ struct DecomposeAttention : OpRewritePattern<AttentionOp> {
           op, TypeRange{type}, q, op.getK(), op.getV(), op.getValidLens(),
           /*rope_cos=*/Value(), /*rope_sin=*/Value(), init, op.getCausalAttr(),
           /*window=*/nullptr, /*heads=*/nullptr, /*kv_heads=*/nullptr,
-          attentionScale(rewriter, d));
+          attentionScale(rewriter, d), productsAttr(op));
       return success();
     }
     auto [output, weights] = decomposedAttention(
         rewriter, loc, q, op.getK(), op.getV(), op.getValidLens(),
-        op.getCausal(), std::nullopt, /*heads=*/1, /*kvHeads=*/1);
+        op.getCausal(), std::nullopt, /*heads=*/1, /*kvHeads=*/1,
+        attentionProductsOf(op));
     SmallVector<Value, 2> results = {output};
     if (returnWeights)
       results.push_back(weights);

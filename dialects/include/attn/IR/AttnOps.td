@@ -791,6 +791,14 @@ def Attn_FusedAttentionOp : Op<Attn_Dialect, "fused_attention", [
       `j < dk/2`; `cos`, `sin` are `[max(Tq, Tk), dk/2]` tables (attn-
       decompose computes them as torch does). The lowerings apply it where
       the kernel reads `q` and `k`, not as a pass over them.
+    - `products(bf16)`: the operands of the two products are rounded to
+      bf16 where the kernel reads them: `q` and `k` (after rope), `v`, and
+      the softmax weights before `@ v` (the fused kernels round the
+      weights `exp(s - m)` of the running max `m` and divide by the sum
+      after); the products are exact in f32 and summed in f32, the
+      statistics are f32. A `multihead_attention` or `attention` on bf16
+      gets it (mlir::attn::attentionProductsOf), so that both products run
+      on AMX or `vdpbf16ps`; the buffers stay f32.
 
     On tensors it returns the result (`init` is only a destination); after
     bufferization it works on memrefs and writes `init`. `init` may be `q`
@@ -823,14 +831,15 @@ def Attn_FusedAttentionOp : Op<Attn_Dialect, "fused_attention", [
                        OptionalAttr<I64Attr>:$window,
                        DefaultValuedAttr<I64Attr, "1">:$heads,
                        OptionalAttr<I64Attr>:$kv_heads,
-                       F32Attr:$scale);
+                       F32Attr:$scale,
+                       OptionalAttr<TypeAttr>:$products);
   let results = (outs Variadic<Attn_FloatTensor>:$result);
   let assemblyFormat = [{
     $q `,` $k `,` $v (`valid_lens` `(` $valid_lens^ `)`)?
     (`rope` `(` $rope_cos^ `,` $rope_sin `)`)? `outs` `(` $init `)`
     (`causal` $causal^)? (`window` `(` $window^ `)`)?
     (`heads` `(` $heads^ `)`)? (`kv_heads` `(` $kv_heads^ `)`)?
-    `scale` `(` $scale `)`
+    `scale` `(` $scale `)` (`products` `(` $products^ `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;

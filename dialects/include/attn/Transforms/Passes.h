@@ -52,7 +52,17 @@ bool keepsResultInF32(Value result);
 /// (`attn.inner_rounding`), where attn-decompose and the Halide backend
 /// find it: the one place of the rule, asked by them and --print-schedule.
 FloatType innerRoundingOf(Operation *op);
-/// Records innerRoundingOf(op) on `op` before attn-compute-in-f32 widens it.
+/// bf16 when the two products of a `multihead_attention` or `attention` on
+/// bf16 tensors take bf16 operands (`q` and `k` after rope, `v`, the
+/// softmax weights: attn.fused_attention's `products(bf16)`, the same
+/// rounding points on the step-by-step path), so that they run on AMX or
+/// `vdpbf16ps` as PyTorch's bf16 attention does; null for any other op
+/// (f16 attention computes in f32: no x86 CPU has an f16 product with f32
+/// sums). Recorded with innerRoundingOf; asked by attn-decompose, the
+/// Halide backend and --print-schedule.
+FloatType attentionProductsOf(Operation *op);
+/// Records innerRoundingOf(op) and attentionProductsOf(op) on `op` before
+/// attn-compute-in-f32 widens it.
 void recordInnerRounding(Operation *op);
 
 /// Adds the patterns of `attn-decompose` (composite ops -> primitives).
