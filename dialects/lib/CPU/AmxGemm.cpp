@@ -140,6 +140,14 @@ void emitAmxBlock(OpBuilder &b, Location loc, Value lhs, Value tiles, Value out,
 
 } // namespace
 
+void mlir::attn::requestAmxTileStateOnce(OpBuilder &b, func::FuncOp func,
+                                         Value &granted) {
+  if (granted)
+    return;
+  granted = requestAmxTileState(b, func);
+  reportAmxRefusal(b, func, granted);
+}
+
 LogicalResult
 mlir::attn::lowerBf16PairGemmToAmx(RewriterBase &rewriter, linalg::GenericOp op,
                                    const Bf16PairGemm &gemm, bool parallel,
@@ -149,10 +157,7 @@ mlir::attn::lowerBf16PairGemmToAmx(RewriterBase &rewriter, linalg::GenericOp op,
   Value lhs = memref::CollapseShapeOp::create(
       rewriter, loc, gemm.lhs, SmallVector<ReassociationIndices>{{0}, {1, 2}});
   auto func = op->getParentOfType<func::FuncOp>();
-  if (!granted) {
-    granted = requestAmxTileState(rewriter, func);
-    reportAmxRefusal(rewriter, func, granted);
-  }
+  requestAmxTileStateOnce(rewriter, func, granted);
   auto ifGranted = scf::IfOp::create(rewriter, loc, granted,
                                      /*withElseRegion=*/false);
   OpBuilder b = ifGranted.getThenBodyBuilder();

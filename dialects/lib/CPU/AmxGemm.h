@@ -10,9 +10,16 @@
 
 #include "Bf16PairGemm.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::attn {
+
+/// Asks Linux for AMX's tile state at the start of `func` (once: `granted`
+/// holds the answer, an i1, after the first call) and makes `func` return
+/// ATTNC_STATUS_UNSUPPORTED_CPU where it is refused; tile code must run
+/// under `granted` (the first tile instruction faults without it).
+void requestAmxTileStateOnce(OpBuilder &b, func::FuncOp func, Value &granted);
 
 /// Replaces a bf16 pair GEMM of the tiles form by AMX blocks of 32 x 32
 /// (2 x 2 tiles of C, with 2 of A and 2 of B: AMX's 8 tiles), 16 wide or

@@ -43,8 +43,10 @@
 #include "attn/IR/Rope.h"
 #include "attn/Target/CpuTarget.h"
 
+#include "AmxGemm.h"
 #include "PowerOfTwoPieces.h"
 
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -78,7 +80,7 @@ public:
   /// row blocks per sweep, the threads' threshold).
   FlashEmitter(OpBuilder &b, Location loc, FusedAttentionOp op,
                const attn::CpuSchedule &schedule, bool parallel)
-      : b(b), loc(loc), q(op.getQ()), k(op.getK()), v(op.getV()),
+      : b(b), loc(loc), func(op->getParentOfType<func::FuncOp>()), q(op.getQ()), k(op.getK()), v(op.getV()),
         lens(op.getValidLens()), out(op.getInit()), ropeCos(op.getRopeCos()),
         ropeSin(op.getRopeSin()), causal(op.getCausal()),
         scale(op.getScale().convertToFloat()), rowBlock(schedule.attentionRows),
@@ -88,8 +90,6 @@ public:
         rowBlocksPerSweep(schedule.attentionRowBlocksPerSweep),
         softmaxBlocks(std::max<int64_t>(1, schedule.attentionSoftmaxBlocks)),
         parallelFlops(schedule.parallelFlops), parallel(parallel) {
-    if (std::optional<Type> type = op.getProducts())
-      products = cast<FloatType>(*type);
     auto qs = cast<MemRefType>(q.getType()).getShape();
     auto ks = cast<MemRefType>(k.getType()).getShape();
     auto vs = cast<MemRefType>(v.getType()).getShape();
@@ -105,12 +105,35 @@ public:
     lens2d = lens && cast<MemRefType>(lens.getType()).getRank() == 2;
     if (std::optional<uint64_t> w = op.getWindow())
       window = hidingWindow(static_cast<int64_t>(*w), queries);
+    if (std::optional<Type> type = op.getProducts())
+      products = cast<FloatType>(*type);
+    // Both products on AMX tiles (16 rows of 64 bytes each: a tile is 32
+    // columns of q or 16 of out).
+    amx = products && schedule.bf16Amx && depth % 32 == 0 && width % 16 == 0;
+    if (amx) {
+      amxKeys = keys > 32 ? 64 : 32;
+      paddedKeys = (keys + amxKeys - 1) / amxKeys * amxKeys;
+    }
   }
 
   void emit() {
     // Threads only pay off past a few microseconds of work.
     if (4 * batch * queries * keys * std::max(depth, width) < parallelFlops)
       parallel = false;
+    if (amx) {
+      Value granted;
+      requestAmxTileStateOnce(b, func, granted);
+      auto ifGranted = scf::IfOp::create(b, loc, granted, false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifGranted.thenBlock());
+      emitEntries();
+      return;
+    }
+    emitEntries();
+  }
+
+private:
+  void emitEntries() {
     if (!parallel) {
       allocateScratch();
       forRange(0, groups, 1, [&](Value n) { groupEntry(n); });
@@ -130,9 +153,12 @@ public:
         });
   }
 
-private:
   void allocateScratch() {
     Type f32 = b.getF32Type();
+    if (amx) {
+      allocateAmxScratch();
+      return;
+    }
     // Blocked rather than [d, Tk]: with Tk a multiple of 1024, the d rows
     // of one key block were 4 KB apart, all in one L1 set.
     kt = memref::AllocOp::create(
@@ -150,6 +176,15 @@ private:
   }
 
   void freeScratch() {
+    if (amx) {
+      for (Value buffer : {kTiles, vTiles, qTiles, scores, weightTiles,
+                           outTile, products16, sums, stepSums, stats,
+                           queryRows})
+        memref::DeallocOp::create(b, loc, buffer);
+      if (mean)
+        memref::DeallocOp::create(b, loc, mean);
+      return;
+    }
     memref::DeallocOp::create(b, loc, kt);
     if (mean)
       memref::DeallocOp::create(b, loc, mean);
@@ -172,7 +207,11 @@ private:
       kOffset = arith::MulIOp::create(b, loc, kvHead, index(depth));
       vOffset = arith::MulIOp::create(b, loc, kvHead, index(width));
     }
-    transposeKeys(n);
+    if (amx) {
+      packKeysAndValues();
+    } else {
+      transposeKeys(n);
+    }
     if (mayBeEmpty())
       meanOfValues(n);
     auto queryHead = [&](Value head) {
@@ -180,6 +219,13 @@ private:
       if (head) {
         qOffset = arith::MulIOp::create(b, loc, head, index(depth));
         oOffset = arith::MulIOp::create(b, loc, head, index(width));
+      }
+      if (amx) {
+        int64_t full = queries / 16, left = queries % 16;
+        forRange(0, full * 16, 16, [&](Value i0) { amxRowTile(n, i0, 16); });
+        if (left)
+          amxRowTile(n, index(full * 16), left);
+        return;
       }
       int64_t super = rowBlock * rowBlocksPerSweep;
       int64_t full = queries / super, left = queries % super;
@@ -314,6 +360,479 @@ private:
       Value acc = memref::LoadOp::create(b, loc, mean, ValueRange{c});
       memref::StoreOp::create(b, loc, arith::DivFOp::create(b, loc, acc, count),
                               mean, ValueRange{c});
+    });
+  }
+
+  //===--------------------------------------------------------------------===//
+  // AMX: both products on tdpbf16ps tiles
+  //===--------------------------------------------------------------------===//
+  //
+  // Per kv head, its keys and values are packed once as B tiles (bf16
+  // pairs, 16 rows of 64 bytes): kTiles[j / 16, c / 2, 2 (j % 16) + c % 2]
+  // = k[j, c] (rotated with rope), vTiles[c / 16, j / 2, 2 (c % 16) + j % 2]
+  // = v[j, c], zero past Tk. Per tile of 16 query rows (qTiles, A tiles of
+  // 32 columns), per step of amxKeys keys:
+  //   scores = qTiles x kTiles                     (tdpbf16ps, f32 sums)
+  //   per row: scale, mask, m' = max(m, max s), p = exp(s - m'),
+  //            l = l exp(m - m') + sum p, out *= exp(m - m'),
+  //            weightTiles[row] = p rounded to bf16
+  //   outTile += weightTiles x vTiles              (tdpbf16ps)
+  // and the rows end as finishRow ends them.
+
+  Type bf16() { return b.getBF16Type(); }
+
+  void allocateAmxScratch() {
+    Type f32Type = b.getF32Type();
+    auto alloc = [&](ArrayRef<int64_t> shape, Type element) -> Value {
+      return memref::AllocOp::create(b, loc, MemRefType::get(shape, element),
+                                     b.getI64IntegerAttr(64));
+    };
+    kTiles = alloc({paddedKeys / 16, depth / 2, 16}, f32Type);
+    vTiles = alloc({width / 16, paddedKeys / 2, 16}, f32Type);
+    qTiles = alloc({depth / 32, 16, 32}, bf16());
+    scores = alloc({16, amxKeys}, f32Type);
+    weightTiles = alloc({amxKeys / 32, 16, 32}, bf16());
+    outTile = alloc({16, width}, f32Type);
+    stats = alloc({3, 16}, f32Type);
+    products16 = alloc({16, width}, f32Type);
+    sums = alloc({16, 16}, f32Type);
+    stepSums = alloc({16, 16}, f32Type);
+    queryRows = alloc({16, depth}, f32Type);
+    if (mayBeEmpty())
+      mean = alloc({width}, f32Type);
+    // The keys past Tk stay zero: their scores are masked, their weights 0
+    // (a NaN of stale memory would still reach the sums through 0 x NaN).
+    if (paddedKeys == keys)
+      return;
+    Value zero = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(VectorType::get({16}, f32Type), 0.0f));
+    forRange(0, paddedKeys / 16, 1, [&](Value t) {
+      forRange(0, depth / 2, 1, [&](Value p) {
+        vector::StoreOp::create(b, loc, zero, kTiles,
+                                ValueRange{t, p, index(0)});
+      });
+    });
+    forRange(0, width / 16, 1, [&](Value t) {
+      forRange(0, paddedKeys / 2, 1, [&](Value p) {
+        vector::StoreOp::create(b, loc, zero, vTiles,
+                                ValueRange{t, p, index(0)});
+      });
+    });
+  }
+
+  Value narrowed(Value x) {
+    Type type = bf16();
+    if (auto vector = dyn_cast<VectorType>(x.getType()))
+      type = vector.clone(type);
+    return arith::TruncFOp::create(b, loc, type, x);
+  }
+
+  /// Row `row` of q or k (`source` at `where`) as one vector of `depth`
+  /// lanes, rotated by rope at position `row`, rounded (products).
+  Value rowVector(Value source, Value row,
+                  function_ref<SmallVector<Value>(Value, Value)> where) {
+    auto load = [&](Value memref, ArrayRef<Value> at, int64_t lanes) {
+      return vector::LoadOp::create(
+          b, loc, VectorType::get({lanes}, b.getF32Type()), memref, at);
+    };
+    if (!ropeCos)
+      return rounded(load(source, where(row, index(0)), depth));
+    int64_t half = depth / 2;
+    Value x1 = load(source, where(row, index(0)), half);
+    Value x2 = load(source, where(row, index(half)), half);
+    Value cos = load(ropeCos, {row, index(0)}, half);
+    Value sin = load(ropeSin, {row, index(0)}, half);
+    // x1 cos + (-x2) sin and x2 cos + x1 sin, as copyRow rounds them.
+    Value first = arith::SubFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, x1, cos),
+        arith::MulFOp::create(b, loc, x2, sin));
+    Value second = arith::AddFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, x2, cos),
+        arith::MulFOp::create(b, loc, x1, sin));
+    SmallVector<int64_t> both;
+    for (int64_t i = 0; i < depth; ++i)
+      both.push_back(i);
+    return rounded(vector::ShuffleOp::create(b, loc, first, second, both));
+  }
+
+  /// bf16 pairs of an f32 vector as f32 slots (each the bits of two bf16).
+  Value pairSlots(Value x) {
+    auto type = cast<VectorType>(x.getType());
+    return vector::BitCastOp::create(
+        b, loc, VectorType::get({type.getDimSize(0) / 2}, b.getF32Type()),
+        narrowed(x));
+  }
+
+  /// kTiles and vTiles of the current kv head (rounded, k rotated by rope).
+  void packKeysAndValues() {
+    Value c16 = index(16);
+    forRange(0, keys, 1, [&](Value j) {
+      Value tile = arith::DivUIOp::create(b, loc, j, c16);
+      Value slot = arith::RemUIOp::create(b, loc, j, c16);
+      Value pairs = pairSlots(
+          rowVector(k, j, [&](Value row, Value c) { return kAt(row, c); }));
+      // Pair p of key j is row p of its tile: a 32-bit transpose.
+      for (int64_t p = 0; p < depth / 2; ++p)
+        memref::StoreOp::create(b, loc,
+                                vector::ExtractOp::create(b, loc, pairs, p),
+                                kTiles, ValueRange{tile, index(p), slot});
+    });
+    // Values: keys 2p and 2p + 1 interleaved, 16 columns at a time.
+    SmallVector<int64_t> interleave;
+    for (int64_t i = 0; i < 16; ++i) {
+      interleave.push_back(i);
+      interleave.push_back(i + 16);
+    }
+    auto chunkType = VectorType::get({16}, b.getF32Type());
+    Value zero = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(chunkType, 0.0f));
+    auto packPair = [&](Value j, bool second) {
+      Value pair = arith::DivUIOp::create(b, loc, j, index(2));
+      for (int64_t c0 = 0; c0 < width; c0 += 16) {
+        Value even = rounded(vector::LoadOp::create(b, loc, chunkType, v,
+                                                    vAt(j, index(c0))));
+        Value odd = second ? rounded(vector::LoadOp::create(
+                                 b, loc, chunkType, v,
+                                 vAt(add(j, index(1)), index(c0))))
+                           : zero;
+        Value both = vector::ShuffleOp::create(b, loc, even, odd, interleave);
+        vector::StoreOp::create(b, loc, pairSlots(both), vTiles,
+                                ValueRange{index(c0 / 16), pair, index(0)});
+      }
+    };
+    forRange(0, keys / 2 * 2, 2, [&](Value j) { packPair(j, true); });
+    if (keys % 2 != 0)
+      packPair(index(keys - 1), false);
+  }
+
+  /// Key j's column c from kTiles (f32 slots of bf16 pairs), widened: the
+  /// exact recompute's read.
+  Value keyFromTiles(Value c, Value j) {
+    Value c16 = index(16), c2 = index(2);
+    Value slot = memref::LoadOp::create(
+        b, loc, kTiles,
+        ValueRange{arith::DivUIOp::create(b, loc, j, c16),
+                   arith::DivUIOp::create(b, loc, c, c2),
+                   arith::RemUIOp::create(b, loc, j, c16)});
+    Value pair = vector::BitCastOp::create(
+        b, loc, VectorType::get({2}, bf16()),
+        vector::BroadcastOp::create(
+            b, loc, VectorType::get({1}, b.getF32Type()), slot));
+    Value x = vector::ExtractOp::create(
+        b, loc, pair,
+        ArrayRef<OpFoldResult>{OpFoldResult(arith::RemUIOp::create(b, loc, c, c2).getResult())});
+    return arith::ExtFOp::create(b, loc, b.getF32Type(), x);
+  }
+
+  /// Query rows [i0, i0 + count) (count <= 16) of the current head.
+  void amxRowTile(Value n, Value i0, int64_t count) {
+    Type f32Type = b.getF32Type();
+    auto vecType = VectorType::get({16}, f32Type);
+    superStart = i0;
+    // Copies first: `out` may be `q`'s buffer.
+    forRange(0, count, 1, [&](Value r) {
+      Value x = rowVector(q, add(i0, r),
+                          [&](Value row, Value c) { return qAt(row, c); });
+      vector::StoreOp::create(b, loc, x, queryRows, ValueRange{r, index(0)});
+      for (int64_t c0 = 0; c0 < depth; c0 += 32) {
+        Value chunk = vector::LoadOp::create(
+            b, loc, VectorType::get({32}, f32Type), queryRows,
+            ValueRange{r, index(c0)});
+        vector::StoreOp::create(b, loc, narrowed(chunk), qTiles,
+                                ValueRange{index(c0 / 32), r, index(0)});
+      }
+    });
+    Value zeros = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(vecType, 0.0f));
+    // Every row of the state, the tile's missing rows too (their lanes go
+    // through the vector steps).
+    vector::StoreOp::create(
+        b, loc,
+        arith::ConstantOp::create(
+            b, loc,
+            DenseElementsAttr::get(vecType,
+                                   std::numeric_limits<float>::lowest())),
+        stats, ValueRange{index(0), index(0)});
+    forRange(0, 16, 1, [&](Value r) {
+      vector::StoreOp::create(b, loc, zeros, sums, ValueRange{r, index(0)});
+      for (int64_t c0 = 0; c0 < width; c0 += 16)
+        vector::StoreOp::create(b, loc, zeros, outTile,
+                                ValueRange{r, index(c0)});
+    });
+    // The longest and shortest row, the highest window start.
+    auto bounds = scf::ForOp::create(
+        b, loc, index(0), index(count), index(1),
+        ValueRange{index(0), index(keys), index(0)},
+        [&](OpBuilder &nb, Location, Value r, ValueRange acc) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          Value row = add(i0, r);
+          Value len = lengthOf(n, row);
+          Value lo = window ? lowerOf(row) : index(0);
+          scf::YieldOp::create(
+              b, loc,
+              ValueRange{arith::MaxSIOp::create(b, loc, acc[0], len),
+                         arith::MinSIOp::create(b, loc, acc[1], len),
+                         arith::MaxSIOp::create(b, loc, acc[2], lo)});
+        });
+    Value maxLen = bounds.getResult(0), minLen = bounds.getResult(1),
+          maxLo = bounds.getResult(2);
+    // Steps from the one holding the first row's window (the lowest) to
+    // the longest row's end.
+    Value step = index(amxKeys);
+    Value first = index(0);
+    if (window)
+      first = arith::DivUIOp::create(b, loc, lowerOf(i0), step);
+    Value last = arith::DivUIOp::create(
+        b, loc, add(arith::MaxSIOp::create(b, loc, maxLen, index(0)),
+                    index(amxKeys - 1)),
+        step);
+    // The scores of the next step are computed before this step's p @ v:
+    // the weights' vector stores drain meanwhile (a tile load right after
+    // them waits for them).
+    {
+      auto any = scf::IfOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, first, last),
+          false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(any.thenBlock());
+      amxScores(arith::MulIOp::create(b, loc, first, step));
+    }
+    auto loop = scf::ForOp::create(b, loc, first, last, index(1));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value it = loop.getInductionVar();
+      Value j0 = arith::MulIOp::create(b, loc, it, step);
+      // A step inside every row's visible keys needs no mask.
+      Value inside = arith::AndIOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
+                                add(j0, index(amxKeys)), minLen),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, j0, maxLo));
+      amxWeights(n, i0, count, j0, inside);
+      {
+        Value next = add(it, index(1));
+        auto more = scf::IfOp::create(
+            b, loc,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, next,
+                                  last),
+            false);
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(more.thenBlock());
+        amxScores(arith::MulIOp::create(b, loc, next, step));
+      }
+      amxWeightedValues(count, j0);
+    }
+    forRange(0, count, 1, [&](Value r) {
+      Value row = add(i0, r);
+      for (int64_t c0 = 0; c0 < width; c0 += 16) {
+        Value o = vector::LoadOp::create(b, loc, vecType, outTile,
+                                         ValueRange{r, index(c0)});
+        vector::StoreOp::create(b, loc, o, out, outAt(row, index(c0)));
+      }
+      Value rowMax =
+          memref::LoadOp::create(b, loc, stats, ValueRange{index(0), r});
+      Value rowSum = vector::ReductionOp::create(
+          b, loc, vector::CombiningKind::ADD,
+          vector::LoadOp::create(b, loc, vecType, sums,
+                                 ValueRange{r, index(0)}));
+      finishRow(n, row, lengthOf(n, row), lowerOf(row), rowMax, rowSum);
+    });
+  }
+
+  /// The scores of the step of amxKeys keys from j0: scores = q kᵀ.
+  void amxScores(Value j0) {
+    Type f32Type = b.getF32Type();
+    auto accType = amx::TileType::get({16, 16}, f32Type);
+    auto pairsType = amx::TileType::get({16, 32}, bf16());
+    // scores = q kᵀ: a C tile per 16 keys, 4 at a time (independent
+    // accumulators keep AMX's pipeline full; with a q tile and a key tile,
+    // 6 of the 8 tile registers).
+    Value keyTile0 = arith::DivUIOp::create(b, loc, j0, index(16));
+    for (int64_t t0 = 0; t0 < amxKeys / 16; t0 += 4) {
+      int64_t tiles = std::min<int64_t>(4, amxKeys / 16 - t0);
+      SmallVector<Value> acc;
+      for (int64_t t = 0; t < tiles; ++t)
+        acc.push_back(amx::TileZeroOp::create(b, loc, accType));
+      for (int64_t s = 0; s < depth / 32; ++s) {
+        Value queryTile = amx::TileLoadOp::create(
+            b, loc, pairsType, qTiles, ValueRange{index(s), index(0), index(0)});
+        for (int64_t t = 0; t < tiles; ++t) {
+          Value keysTile = amx::TileLoadOp::create(
+              b, loc, pairsType, kTiles,
+              ValueRange{add(keyTile0, index(t0 + t)), index(16 * s), index(0)});
+          acc[t] = amx::TileMulFOp::create(b, loc, accType, queryTile,
+                                           keysTile, acc[t]);
+        }
+      }
+      for (int64_t t = 0; t < tiles; ++t)
+        amx::TileStoreOp::create(b, loc, scores,
+                                 ValueRange{index(0), index(16 * (t0 + t))},
+                                 acc[t]);
+    }
+  }
+
+  /// The weights of the step of amxKeys keys from j0, from its scores, for
+  /// the tile's rows; `inside`: no row masks any of its keys.
+  void amxWeights(Value n, Value i0, int64_t count, Value j0, Value inside) {
+    auto vecType = VectorType::get({16}, b.getF32Type());
+    // The online softmax, a row at a time: the step's max (stats[1]), its
+    // weights rounded into weightTiles, their sum as a vector (sums) added
+    // to the row's below.
+    SmallVector<int32_t> lanes;
+    for (int32_t j = 0; j < 16; ++j)
+      lanes.push_back(j);
+    Value laneIndex = arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(VectorType::get({16}, b.getI32Type()),
+                               ArrayRef(lanes)));
+    Value firstKey =
+        splat(arith::IndexCastOp::create(b, loc, b.getI32Type(), j0), 16);
+    auto rowStep = [&](Value r, bool masked) {
+      Value row = add(i0, r);
+      Value len, lo;
+      if (masked) {
+        len = lengthOf(n, row);
+        lo = lowerOf(row);
+      }
+      SmallVector<Value> s;
+      Value blockMax;
+      for (int64_t t = 0; t < amxKeys / 16; ++t) {
+        Value x = vector::LoadOp::create(b, loc, vecType, scores,
+                                         ValueRange{r, index(16 * t)});
+        x = arith::MulFOp::create(b, loc, x, splat(f32(scale), 16));
+        if (masked) {
+          Value key = arith::AddIOp::create(
+              b, loc, arith::AddIOp::create(b, loc, firstKey, laneIndex),
+              splat(arith::ConstantIntOp::create(b, loc, b.getI32Type(),
+                                                 16 * t),
+                    16));
+          Value visible = isKeyVisible(b, loc, key, lo, len, [&](Value bound) {
+            return splat(
+                arith::IndexCastOp::create(b, loc, b.getI32Type(), bound), 16);
+          });
+          x = maskScore(b, loc, visible, x);
+          if (paddedKeys != keys) {
+            // Keys past Tk are not keys at all: weight 0.
+            Value real = arith::CmpIOp::create(
+                b, loc, arith::CmpIPredicate::slt, key,
+                splat(arith::ConstantIntOp::create(b, loc, b.getI32Type(),
+                                                   keys),
+                      16));
+            x = arith::SelectOp::create(
+                b, loc, real, x,
+                splat(f32(-std::numeric_limits<float>::infinity()), 16));
+          }
+        }
+        s.push_back(x);
+        blockMax = blockMax ? arith::MaxNumFOp::create(b, loc, blockMax, x,
+                                                       kPlainMax)
+                                  .getResult()
+                            : x;
+      }
+      Value oldMax =
+          memref::LoadOp::create(b, loc, stats, ValueRange{index(0), r});
+      Value newMax = arith::MaxNumFOp::create(
+          b, loc, oldMax,
+          vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXNUMF,
+                                      blockMax, kPlainMax),
+          kPlainMax);
+      Value sum;
+      for (int64_t t = 0; t < amxKeys / 16; ++t) {
+        Value p = math::ExpOp::create(
+            b, loc, arith::SubFOp::create(b, loc, s[t], splat(newMax, 16)));
+        sum = sum ? arith::AddFOp::create(b, loc, sum, p).getResult() : p;
+        vector::StoreOp::create(
+            b, loc, narrowed(p), weightTiles,
+            ValueRange{index(t / 2), r, index(16 * (t % 2))});
+      }
+      memref::StoreOp::create(b, loc, newMax, stats, ValueRange{index(1), r});
+      vector::StoreOp::create(b, loc, sum, stepSums, ValueRange{r, index(0)});
+    };
+    // Without a mask, unless some row's keys end or start inside the step.
+    bool everyKeyVisible = !lens && !causal && !window && paddedKeys == keys;
+    if (everyKeyVisible) {
+      forRange(0, count, 1, [&](Value r) { rowStep(r, false); });
+    } else {
+      scf::IfOp::create(
+          b, loc, inside,
+          [&](OpBuilder &nb, Location) {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+            forRange(0, count, 1, [&](Value r) { rowStep(r, false); });
+            scf::YieldOp::create(b, loc);
+          },
+          [&](OpBuilder &nb, Location) {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+            forRange(0, count, 1, [&](Value r) { rowStep(r, true); });
+            scf::YieldOp::create(b, loc);
+          });
+    }
+    // The rows' rescaling exp(m - m') as one vector.
+    Value oldMax = vector::LoadOp::create(b, loc, vecType, stats,
+                                          ValueRange{index(0), index(0)});
+    Value newMax = vector::LoadOp::create(b, loc, vecType, stats,
+                                          ValueRange{index(1), index(0)});
+    vector::StoreOp::create(
+        b, loc,
+        math::ExpOp::create(b, loc,
+                            arith::SubFOp::create(b, loc, oldMax, newMax)),
+        stats, ValueRange{index(2), index(0)});
+    vector::StoreOp::create(b, loc, newMax, stats,
+                            ValueRange{index(0), index(0)});
+  }
+
+  /// out = out * exp(m - m') + p @ v for the step of amxKeys keys from j0.
+  void amxWeightedValues(int64_t count, Value j0) {
+    Type f32Type = b.getF32Type();
+    auto accType = amx::TileType::get({16, 16}, f32Type);
+    auto pairsType = amx::TileType::get({16, 32}, bf16());
+    auto vecType = VectorType::get({16}, f32Type);
+    // p @ v: a C tile per 16 columns, 4 at a time, from zero (a tile load
+    // of out, just written by vector stores, would wait for them).
+    Value pair0 = arith::DivUIOp::create(b, loc, j0, index(2));
+    for (int64_t c0 = 0; c0 < width / 16; c0 += 4) {
+      int64_t columns = std::min<int64_t>(4, width / 16 - c0);
+      SmallVector<Value> acc;
+      for (int64_t c = 0; c < columns; ++c)
+        acc.push_back(amx::TileZeroOp::create(b, loc, accType));
+      for (int64_t t = 0; t < amxKeys / 32; ++t) {
+        Value weights = amx::TileLoadOp::create(
+            b, loc, pairsType, weightTiles,
+            ValueRange{index(t), index(0), index(0)});
+        for (int64_t c = 0; c < columns; ++c) {
+          Value values = amx::TileLoadOp::create(
+              b, loc, pairsType, vTiles,
+              ValueRange{index(c0 + c), add(pair0, index(16 * t)), index(0)});
+          acc[c] =
+              amx::TileMulFOp::create(b, loc, accType, weights, values, acc[c]);
+        }
+      }
+      for (int64_t c = 0; c < columns; ++c)
+        amx::TileStoreOp::create(b, loc, products16,
+                                 ValueRange{index(0), index(16 * (c0 + c))},
+                                 acc[c]);
+    }
+    // out = out * exp(m - m') + p @ v, and the sums alike, by rows.
+    forRange(0, count, 1, [&](Value r) {
+      Value alpha =
+          splat(memref::LoadOp::create(b, loc, stats, ValueRange{index(2), r}),
+                16);
+      auto rescale = [&](Value into, Value from, Value at) {
+        Value o = vector::LoadOp::create(b, loc, vecType, into,
+                                         ValueRange{r, at});
+        Value x = vector::LoadOp::create(b, loc, vecType, from,
+                                         ValueRange{r, at});
+        vector::StoreOp::create(b, loc,
+                                vector::FMAOp::create(b, loc, o, alpha, x),
+                                into, ValueRange{r, at});
+      };
+      for (int64_t c0 = 0; c0 < width; c0 += 16)
+        rescale(outTile, products16, index(c0));
+      rescale(sums, stepSums, index(0));
     });
   }
 
@@ -753,7 +1272,9 @@ private:
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
           Value x = memref::LoadOp::create(b, loc, queryRows,
                                            ValueRange{inSuperBlock(row), c});
-          Value y = memref::LoadOp::create(b, loc, kt, ktIndex(c, j));
+          Value y = amx ? keyFromTiles(c, j)
+                        : memref::LoadOp::create(b, loc, kt, ktIndex(c, j))
+                              .getResult();
           scf::YieldOp::create(
               b, loc, ValueRange{math::FmaOp::create(b, loc, x, y, acc[0])});
         });
@@ -807,7 +1328,19 @@ private:
 
   OpBuilder &b;
   Location loc;
+  func::FuncOp func;
   Value q, k, v, lens, out, ropeCos, ropeSin, kt, mean, stats, probs, queryRows;
+  /// AMX: both products on tdpbf16ps tiles (products(bf16) on an AMX CPU),
+  /// `amxKeys` keys a step, the keys padded to a multiple of it.
+  bool amx = false;
+  int64_t amxKeys = 0, paddedKeys = 0;
+  /// AMX scratch: the kv head's keys and values as B tiles, the query rows
+  /// and the weights as A tiles, a step's scores, the output rows.
+  Value kTiles, vTiles, qTiles, scores, weightTiles, outTile;
+  /// A step's p @ v (then out = out * exp(m - m') + it, by rows); the
+  /// rows' sums of weights as vectors, and the step's; the rows' (max,
+  /// the step's max, exp(max - step's max)).
+  Value products16, sums, stepSums;
   bool causal, lens2d = false;
   /// products(bf16): the type q, k, v and the weights are rounded to.
   FloatType products;
