@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -94,7 +95,7 @@ Value packA(OpBuilder &b, Location loc, Value lhs, int64_t rows, int64_t depth,
 /// (packA), `tiles` B's [N/16, K/2, 16] slots, `out` C [M, N] f32.
 void emitAmxBlock(OpBuilder &b, Location loc, Value lhs, Value tiles, Value out,
                   Value m, Value n, int64_t rowTiles, int64_t columnTiles,
-                  Value firstPair, int64_t steps) {
+                  Value firstPair, int64_t steps, bool fromZero) {
   Type bf16 = b.getBF16Type(), f32 = b.getF32Type();
   auto accType = amx::TileType::get({16, 16}, f32);
   auto pairsType = amx::TileType::get({16, 32}, bf16);
@@ -111,8 +112,13 @@ void emitAmxBlock(OpBuilder &b, Location loc, Value lhs, Value tiles, Value out,
   SmallVector<Value> acc;
   for (int64_t i = 0; i < rowTiles; ++i)
     for (int64_t j = 0; j < columnTiles; ++j)
-      acc.push_back(amx::TileLoadOp::create(
-          b, loc, accType, out, ValueRange{plus(m, 16 * i), plus(n, 16 * j)}));
+      acc.push_back(fromZero ? amx::TileZeroOp::create(b, loc, accType)
+                                   .getResult()
+                             : amx::TileLoadOp::create(
+                                   b, loc, accType, out,
+                                   ValueRange{plus(m, 16 * i),
+                                              plus(n, 16 * j)})
+                                   .getResult());
   for (int64_t s = 0; s < steps; ++s) {
     Value pair = plus(firstPair, 16 * s);
     Value step = arith::DivUIOp::create(b, loc, pair, index(16));
@@ -136,6 +142,26 @@ void emitAmxBlock(OpBuilder &b, Location loc, Value lhs, Value tiles, Value out,
       amx::TileStoreOp::create(b, loc, out,
                                ValueRange{plus(m, 16 * i), plus(n, 16 * j)},
                                acc[i * columnTiles + j]);
+}
+
+/// The linalg.fill of +0.0 that initializes `out` before `op` with nothing
+/// between them that writes memory or uses `out`; null if there is none.
+linalg::FillOp zeroFillBefore(Operation *op, Value out) {
+  for (Operation *before = op->getPrevNode(); before;
+       before = before->getPrevNode()) {
+    if (auto fill = dyn_cast<linalg::FillOp>(before)) {
+      if (fill.getOutputs().front() != out)
+        return nullptr;
+      auto value = fill.getInputs().front().getDefiningOp<arith::ConstantOp>();
+      auto zero = value ? dyn_cast<FloatAttr>(value.getValue()) : FloatAttr();
+      return zero && zero.getValue().isPosZero() ? fill : nullptr;
+    }
+    auto effects = dyn_cast<MemoryEffectOpInterface>(before);
+    if (!effects || effects.hasEffect<MemoryEffects::Write>() ||
+        llvm::is_contained(before->getOperands(), out))
+      return nullptr;
+  }
+  return nullptr;
 }
 
 } // namespace
@@ -170,6 +196,15 @@ mlir::attn::lowerBf16PairGemmToAmx(RewriterBase &rewriter, linalg::GenericOp op,
   int64_t steps = gemm.pairs / 16;
   int64_t stepsPerSlice = std::min<int64_t>(256, steps);
   int64_t fullSlices = steps / stepsPerSlice;
+  // One slice from C = 0: its tiles start at zero, not loaded from a C
+  // just filled with zeros (a tile load waits for the fill's stores; the
+  // fill is a pass over C of its own).
+  bool fromZero = false;
+  if (steps == stepsPerSlice)
+    if (linalg::FillOp fill = zeroFillBefore(ifGranted, gemm.out)) {
+      rewriter.eraseOp(fill);
+      fromZero = true;
+    }
   auto emitColumns = [&](int64_t begin, int64_t count, int64_t columnTiles) {
     forEachBlock(
         b, loc, begin, count, 16 * columnTiles, parallel && count > 1,
@@ -182,7 +217,7 @@ mlir::attn::lowerBf16PairGemmToAmx(RewriterBase &rewriter, linalg::GenericOp op,
                            [&](OpBuilder &b, Value m) {
                              emitAmxBlock(b, loc, packedA, gemm.rhs, gemm.out,
                                           m, n, rowTiles, columnTiles,
-                                          firstPair, sliceSteps);
+                                          firstPair, sliceSteps, fromZero);
                            });
             };
             emitRows(0, gemm.rows / 32, 2);

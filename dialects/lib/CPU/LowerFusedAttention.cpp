@@ -53,6 +53,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/IR/PatternMatch.h"
 
 #include <limits>
@@ -674,6 +675,48 @@ private:
     }
   }
 
+  /// exp(x) of a vector<16xf32> x <= 0 (or NaN), for the weights of the AMX
+  /// loop: Cephes' expf polynomial on x - k ln 2, scaled by 2^k with
+  /// vscalefps (AVX-512), 0 for x < ln(2^-126) (a result below f32's
+  /// smallest normal: an absolute error below 1.2e-38, and no subnormal for
+  /// vcvtneps2bf16 to flush); NaN stays NaN. A third of the instructions of
+  /// the general math.exp expansion, which handles every input.
+  Value weightOf(Value x) {
+    Type f32Type = b.getF32Type();
+    auto vecType = VectorType::get({16}, f32Type);
+    auto constant = [&](float value) -> Value {
+      return arith::ConstantOp::create(b, loc,
+                                       DenseElementsAttr::get(vecType, value));
+    };
+    auto fma = [&](Value a, Value c, Value d) -> Value {
+      return vector::FMAOp::create(b, loc, a, c, d);
+    };
+    // k = round(x / ln 2); r = x - k ln 2 in two steps (Cody and Waite).
+    Value k = math::RoundEvenOp::create(
+        b, loc, arith::MulFOp::create(b, loc, x, constant(1.44269504088896341f)));
+    Value r = fma(k, constant(-0.693359375f), x);
+    r = fma(k, constant(2.12194440e-4f), r);
+    Value poly = constant(1.9875691500e-4f);
+    for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
+                    1.6666665459e-1f, 5.0000001201e-1f})
+      poly = fma(poly, r, constant(c));
+    Value e = arith::AddFOp::create(
+        b, loc, fma(poly, arith::MulFOp::create(b, loc, r, r), r),
+        constant(1.0f));
+    // Lanes with x >= ln(2^-126) or NaN take e 2^k, the others 0.
+    Value kept = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UGE, x,
+                                       constant(-87.3365402f));
+    Value mask = vector::BitCastOp::create(
+        b, loc, VectorType::get({1}, b.getI16Type()), kept);
+    // MLIR 22's mask.scalef hands its operands (src, a, b) to LLVM's
+    // llvm.x86.avx512.mask.scalef.ps.512, whose order is (a, b, src): e, k
+    // and the zeros go in that order (docs/toolchain.md).
+    return x86vector::MaskScaleFOp::create(
+        b, loc, vecType, /*src=*/e, /*a=*/k, /*b=*/constant(0.0f),
+        vector::ExtractOp::create(b, loc, mask, 0),
+        arith::ConstantIntOp::create(b, loc, b.getI32Type(), 4));
+  }
+
   /// The weights of the step of amxKeys keys from j0, from its scores, for
   /// the tile's rows; `inside`: no row masks any of its keys.
   void amxWeights(Value n, Value i0, int64_t count, Value j0, Value inside) {
@@ -741,12 +784,16 @@ private:
           kPlainMax);
       Value sum;
       for (int64_t t = 0; t < amxKeys / 16; ++t) {
-        Value p = math::ExpOp::create(
-            b, loc, arith::SubFOp::create(b, loc, s[t], splat(newMax, 16)));
+        Value p = weightOf(
+            arith::SubFOp::create(b, loc, s[t], splat(newMax, 16)));
         sum = sum ? arith::AddFOp::create(b, loc, sum, p).getResult() : p;
+        // vcvtneps2bf16 rounds to nearest even; p is never subnormal (its
+        // inputs would be flushed).
         vector::StoreOp::create(
-            b, loc, narrowed(p), weightTiles,
-            ValueRange{index(t / 2), r, index(16 * (t % 2))});
+            b, loc,
+            x86vector::CvtPackedF32ToBF16Op::create(
+                b, loc, VectorType::get({16}, bf16()), p),
+            weightTiles, ValueRange{index(t / 2), r, index(16 * (t % 2))});
       }
       memref::StoreOp::create(b, loc, newMax, stats, ValueRange{index(1), r});
       vector::StoreOp::create(b, loc, sum, stepSums, ValueRange{r, index(0)});

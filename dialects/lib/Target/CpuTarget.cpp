@@ -129,8 +129,10 @@ CpuSchedule attn::deriveCpuSchedule(const CpuTargetDescription &target) {
               target.hasFeature("avx512vl") && target.vectorBits >= 512 &&
               !target.hasFeature("amx-bf16");
   // tdpbf16ps on 16 x 16 tiles of C (the features are listed for Linux
-  // only: the tile state needs the kernel's permission).
-  s.bf16Amx = target.hasFeature("amx-bf16") && target.hasFeature("amx-tile");
+  // only: the tile state needs the kernel's permission). Every AMX-BF16 CPU
+  // has AVX512-BF16, which the attention's AMX loop uses beside the tiles.
+  s.bf16Amx = target.hasFeature("amx-bf16") && target.hasFeature("amx-tile") &&
+              target.hasFeature("avx512bf16");
   return s;
 }
 
