@@ -177,7 +177,8 @@ void mlir::attn::requestAmxTileStateOnce(OpBuilder &b, func::FuncOp func,
 LogicalResult
 mlir::attn::lowerBf16PairGemmToAmx(RewriterBase &rewriter, linalg::GenericOp op,
                                    const Bf16PairGemm &gemm, bool parallel,
-                                   int64_t parallelFlops, Value &granted) {
+                                   int64_t parallelFlops, int64_t panelBytes,
+                                   Value &granted) {
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
   Value lhs = memref::CollapseShapeOp::create(
@@ -196,48 +197,70 @@ mlir::attn::lowerBf16PairGemmToAmx(RewriterBase &rewriter, linalg::GenericOp op,
   int64_t steps = gemm.pairs / 16;
   int64_t stepsPerSlice = std::min<int64_t>(256, steps);
   int64_t fullSlices = steps / stepsPerSlice;
-  // One slice from C = 0: its tiles start at zero, not loaded from a C
+  // From C = 0, the first slice's tiles start at zero, not loaded from a C
   // just filled with zeros (a tile load waits for the fill's stores; the
   // fill is a pass over C of its own).
   bool fromZero = false;
-  if (steps == stepsPerSlice)
-    if (linalg::FillOp fill = zeroFillBefore(ifGranted, gemm.out)) {
-      rewriter.eraseOp(fill);
-      fromZero = true;
-    }
-  auto emitColumns = [&](int64_t begin, int64_t count, int64_t columnTiles) {
-    forEachBlock(
-        b, loc, begin, count, 16 * columnTiles, parallel && count > 1,
-        [&](OpBuilder &b, Value n) {
-          auto emitSlice = [&](OpBuilder &b, Value firstPair,
-                               int64_t sliceSteps) {
-            auto emitRows = [&](int64_t begin, int64_t count,
-                                int64_t rowTiles) {
-              forEachBlock(b, loc, begin, count, 32, /*parallel=*/false,
-                           [&](OpBuilder &b, Value m) {
-                             emitAmxBlock(b, loc, packedA, gemm.rhs, gemm.out,
-                                          m, n, rowTiles, columnTiles,
-                                          firstPair, sliceSteps, fromZero);
-                           });
+  if (linalg::FillOp fill = zeroFillBefore(ifGranted, gemm.out)) {
+    rewriter.eraseOp(fill);
+    fromZero = true;
+  }
+  // Rows of A in chunks that stay in L2 while every column block reads
+  // them (A was read from L3 once per column block): a chunk's tiles of A
+  // take at most `panelBytes`.
+  int64_t chunkRows = std::max<int64_t>(
+      32, std::min<int64_t>(gemm.rows / 32 * 32,
+                            panelBytes / (4 * gemm.pairs) / 32 * 32));
+  auto emitChunk = [&](OpBuilder &b, Value m0, int64_t rows) {
+    auto emitColumns = [&](int64_t begin, int64_t count,
+                           int64_t columnTiles) {
+      forEachBlock(
+          b, loc, begin, count, 16 * columnTiles, parallel && count > 1,
+          [&](OpBuilder &b, Value n) {
+            auto emitSlice = [&](OpBuilder &b, Value firstPair,
+                                 int64_t sliceSteps, bool zero) {
+              auto emitRows = [&](int64_t begin, int64_t count,
+                                  int64_t rowTiles) {
+                forEachBlock(b, loc, begin, count, 32, /*parallel=*/false,
+                             [&](OpBuilder &b, Value m) {
+                               emitAmxBlock(
+                                   b, loc, packedA, gemm.rhs, gemm.out,
+                                   arith::AddIOp::create(b, loc, m0, m), n,
+                                   rowTiles, columnTiles, firstPair,
+                                   sliceSteps, zero);
+                             });
+              };
+              if (rows >= 32)
+                emitRows(0, rows / 32, 2);
+              if (rows % 32 != 0)
+                emitRows(rows / 32 * 32, 1, 1);
             };
-            emitRows(0, gemm.rows / 32, 2);
-            if (gemm.rows % 32 != 0)
-              emitRows(gemm.rows / 32 * 32, 1, 1);
-          };
-          forEachBlock(b, loc, 0, fullSlices, 16 * stepsPerSlice,
-                       /*parallel=*/false, [&](OpBuilder &b, Value first) {
-                         emitSlice(b, first, stepsPerSlice);
-                       });
-          if (int64_t rest = steps - fullSlices * stepsPerSlice)
-            emitSlice(b,
-                      arith::ConstantIndexOp::create(
-                          b, loc, 16 * stepsPerSlice * fullSlices),
-                      rest);
-        });
+            emitSlice(b, arith::ConstantIndexOp::create(b, loc, 0),
+                      stepsPerSlice, fromZero);
+            if (fullSlices > 1)
+              forEachBlock(b, loc, 16 * stepsPerSlice, fullSlices - 1,
+                           16 * stepsPerSlice, /*parallel=*/false,
+                           [&](OpBuilder &b, Value first) {
+                             emitSlice(b, first, stepsPerSlice, false);
+                           });
+            if (int64_t rest = steps - fullSlices * stepsPerSlice)
+              emitSlice(b,
+                        arith::ConstantIndexOp::create(
+                            b, loc, 16 * stepsPerSlice * fullSlices),
+                        rest, false);
+          });
+    };
+    emitColumns(0, gemm.columns / 32, 2);
+    if (gemm.columns % 32 != 0)
+      emitColumns(gemm.columns / 32 * 32, 1, 1);
   };
-  emitColumns(0, gemm.columns / 32, 2);
-  if (gemm.columns % 32 != 0)
-    emitColumns(gemm.columns / 32 * 32, 1, 1);
+  int64_t fullChunks = gemm.rows / chunkRows;
+  forEachBlock(b, loc, 0, fullChunks, chunkRows, /*parallel=*/false,
+               [&](OpBuilder &b, Value m0) { emitChunk(b, m0, chunkRows); });
+  if (int64_t rest = gemm.rows - fullChunks * chunkRows)
+    emitChunk(b,
+              arith::ConstantIndexOp::create(b, loc, fullChunks * chunkRows),
+              rest);
   memref::DeallocOp::create(b, loc, packedA);
   rewriter.eraseOp(op);
   return success();

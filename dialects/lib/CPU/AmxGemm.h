@@ -31,7 +31,8 @@ void requestAmxTileStateOnce(OpBuilder &b, func::FuncOp func, Value &granted);
 LogicalResult lowerBf16PairGemmToAmx(RewriterBase &rewriter,
                                      linalg::GenericOp op,
                                      const Bf16PairGemm &gemm, bool parallel,
-                                     int64_t parallelFlops, Value &granted);
+                                     int64_t parallelFlops, int64_t panelBytes,
+                                     Value &granted);
 
 } // namespace mlir::attn
 

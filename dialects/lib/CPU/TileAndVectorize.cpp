@@ -622,7 +622,7 @@ struct AttnTileAndVectorizePass
           if (schedule->bf16Amx)
             (void)attn::lowerBf16PairGemmToAmx(
                 rewriter, generic, *pairs, parallel, schedule->parallelFlops,
-                amxGranted);
+                schedule->amxPanelBytes, amxGranted);
           continue;
         }
       }

@@ -60,6 +60,7 @@ std::string CpuSchedule::format() const {
   line("prefetch-stride-floats", prefetchStrideFloats);
   line("bf16-dot", bf16Dot);
   line("bf16-amx", bf16Amx);
+  line("amx-panel-bytes", amxPanelBytes);
   return text;
 }
 
@@ -133,6 +134,7 @@ CpuSchedule attn::deriveCpuSchedule(const CpuTargetDescription &target) {
   // has AVX512-BF16, which the attention's AMX loop uses beside the tiles.
   s.bf16Amx = target.hasFeature("amx-bf16") && target.hasFeature("amx-tile") &&
               target.hasFeature("avx512bf16");
+  s.amxPanelBytes = target.l2BytesPerCore / 2;
   return s;
 }
 

@@ -106,6 +106,9 @@ struct CpuSchedule {
   /// bf16 pair GEMMs whose N is a multiple of 16 on AMX tiles (tdpbf16ps),
   /// their weights packed in 16-column tiles of pairs.
   bool bf16Amx = false;
+  /// An AMX GEMM takes A in chunks of rows whose tiles fit in this many
+  /// bytes (half the L2), each read by every column block from L2.
+  int64_t amxPanelBytes = 512 * 1024;
 
   /// One `name = value` per line.
   std::string format() const;
