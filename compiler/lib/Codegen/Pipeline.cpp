@@ -133,8 +133,9 @@ std::string attnc::describeRoundingPoints(ModuleOp module) {
       if (text.empty())
         os << "rounding points (each op computes in f32 and rounds its "
               "result once; inside\n"
-              "an op only the input of a composite's last GEMM; a result used "
-              "by one\n"
+              "an op only the input of a composite's last GEMM and a bf16 "
+              "attention's\n"
+              "product operands; a result used by one\n"
               "elementwise op only goes to it in f32; docs/precision.md):\n";
       printOpAndPlace(os, op);
       if (attn::keepsResultInF32(result)) {

@@ -392,7 +392,7 @@ LogicalResult FusedAttentionOp::verify() {
            << rules::formatShape(*result);
   if (std::optional<Type> products = getProducts(); products &&
                                                       !products->isBF16())
-    return emitOpError("products(") << *products << ") must be bf16";
+    return emitOpError("products must be bf16, got ") << *products;
   // rope(cos, sin): [max(Tq, Tk), dk / 2] each, dk even.
   if (static_cast<bool>(getRopeCos()) != static_cast<bool>(getRopeSin()))
     return emitOpError("rope takes two tables, cos and sin");

@@ -886,3 +886,12 @@ func.func @fused_rope_odd(%q: tensor<2x4x6xf32>, %c: tensor<4x1xf32>) {
   %0 = attn.fused_attention %q, %q, %q rope(%c, %c) outs(%q) heads(2) scale(1.0) : (tensor<2x4x6xf32>, tensor<2x4x6xf32>, tensor<2x4x6xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
   return
 }
+
+// -----
+
+// fused_attention: products only in bf16
+func.func @fused_products_f16(%q: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  // expected-error @+1 {{'attn.fused_attention' op products must be bf16, got 'f16'}}
+  %0 = attn.fused_attention %q, %q, %q outs(%q) scale(1.0) products(f16) : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %0 : tensor<2x4x8xf32>
+}
