@@ -174,6 +174,10 @@ private:
         b, loc, MemRefType::get({rowBlock, keyBlock * softmaxBlocks}, f32));
     queryRows = memref::AllocOp::create(
         b, loc, MemRefType::get({rowBlock * rowBlocksPerSweep, depth}, f32));
+    // products(bf16): the kv head's values rounded once, not at each read.
+    if (products)
+      roundedValues = memref::AllocOp::create(
+          b, loc, MemRefType::get({keys, width}, f32));
   }
 
   void freeScratch() {
@@ -192,6 +196,8 @@ private:
     memref::DeallocOp::create(b, loc, stats);
     memref::DeallocOp::create(b, loc, probs);
     memref::DeallocOp::create(b, loc, queryRows);
+    if (roundedValues)
+      memref::DeallocOp::create(b, loc, roundedValues);
   }
 
   void groupEntry(Value n) {
@@ -212,6 +218,8 @@ private:
       packKeysAndValues();
     } else {
       transposeKeys(n);
+      if (roundedValues)
+        roundValues();
     }
     if (mayBeEmpty())
       meanOfValues(n);
@@ -340,6 +348,19 @@ private:
           [&](Value c, Value x) {
             memref::StoreOp::create(b, loc, x, kt, ktIndex(c, j));
           });
+    });
+  }
+
+  /// roundedValues[j, c] = v[n, j, c] rounded (products).
+  void roundValues() {
+    forRange(0, keys, 1, [&](Value j) {
+      for (auto [c0, lanes] : chunks()) {
+        Value x = vector::LoadOp::create(
+            b, loc, VectorType::get({lanes}, b.getF32Type()), v,
+            vAt(j, index(c0)));
+        vector::StoreOp::create(b, loc, rounded(x), roundedValues,
+                                ValueRange{j, index(c0)});
+      }
     });
   }
 
@@ -1231,9 +1252,17 @@ private:
                                                       ValueRange{index(r), j}));
             for (auto [i, piece] : llvm::enumerate(group)) {
               auto [c0, chunk] = piece;
-              Value valueRow = rounded(vector::LoadOp::create(
-                  b, loc, VectorType::get({chunk}, b.getF32Type()), v,
-                  vAt(add(j0, j), index(c0))));
+              auto chunkType = VectorType::get({chunk}, b.getF32Type());
+              Value key = add(j0, j);
+              Value valueRow =
+                  roundedValues
+                      ? vector::LoadOp::create(b, loc, chunkType,
+                                               roundedValues,
+                                               ValueRange{key, index(c0)})
+                            .getResult()
+                      : vector::LoadOp::create(b, loc, chunkType, v,
+                                               vAt(key, index(c0)))
+                            .getResult();
               for (int64_t r = 0; r < rows; ++r)
                 next.push_back(
                     vector::FMAOp::create(b, loc, splat(weight[r], chunk),
@@ -1384,6 +1413,8 @@ private:
   /// AMX scratch: the kv head's keys and values as B tiles, the query rows
   /// and the weights as A tiles, a step's scores, the output rows.
   Value kTiles, vTiles, qTiles, scores, weightTiles, outTile;
+  /// products(bf16) without AMX: the kv head's values, rounded.
+  Value roundedValues;
   /// A step's p @ v (then out = out * exp(m - m') + it, by rows); the
   /// rows' sums of weights as vectors, and the step's; the rows' (max,
   /// the step's max, exp(max - step's max)).

@@ -1,5 +1,5 @@
 // attn-lower-fused-attention with products(bf16): q and k are rounded to
-// bf16 (truncf, extf) as they are copied, v as it is read, the weights
+// bf16 (truncf, extf) as they are copied, v once per kv head, the weights
 // before p @ v; without products nothing is rounded. (On an AMX target the
 // whole loop is another: tests/lit/attnc/bf16-attention-isa.test.)
 // RUN: attn-opt %s --pass-pipeline='builtin.module(func.func(attn-lower-fused-attention{row-block=2 key-block=4}))' | FileCheck %s
@@ -11,14 +11,14 @@ func.func @products(%q: memref<1x8x4xf32>, %k: memref<1x8x4xf32>, %v: memref<1x8
   // CHECK: %[[KN:.*]] = arith.truncf %[[KX]] : f32 to bf16
   // CHECK: %[[KW:.*]] = arith.extf %[[KN]] : bf16 to f32
   // CHECK: memref.store %[[KW]]
+  // the values, rounded once per head before the rows
+  // CHECK: %[[VX:.*]] = vector.load %arg2{{.*}} : memref<1x8x4xf32>, vector<4xf32>
+  // CHECK: %[[VN:.*]] = arith.truncf %[[VX]] : vector<4xf32> to vector<4xbf16>
+  // CHECK: arith.extf %[[VN]] : vector<4xbf16> to vector<4xf32>
   // the weights, rounded before they are kept for p @ v
   // CHECK: math.exp
   // CHECK: %[[PN:.*]] = arith.truncf %{{.*}} : vector<4xf32> to vector<4xbf16>
   // CHECK: arith.extf %[[PN]] : vector<4xbf16> to vector<4xf32>
-  // the values, rounded as they are read
-  // CHECK: %[[VX:.*]] = vector.load %arg2{{.*}} : memref<1x8x4xf32>, vector<4xf32>
-  // CHECK: %[[VN:.*]] = arith.truncf %[[VX]] : vector<4xf32> to vector<4xbf16>
-  // CHECK: arith.extf %[[VN]] : vector<4xbf16> to vector<4xf32>
   attn.fused_attention %q, %k, %v outs(%o) scale(5.000000e-01) products(bf16) : (memref<1x8x4xf32>, memref<1x8x4xf32>, memref<1x8x4xf32>, memref<1x8x4xf32>) -> ()
   return
 }
