@@ -169,7 +169,15 @@ INSTANTIATE_TEST_SUITE_P(Corners, FusedAttention,
 // the output's largest magnitude, against the reference on the rounded
 // inputs.
 const Case kBf16Cases[] = {
-    {"bf16_lengths_and_leftovers", 3, 21, 75, 32, 48, 1, false, 1.0f,
+    {"bf16_lengths_and_leftovers",
+     3,
+     21,
+     75,
+     32,
+     48,
+     1,
+     false,
+     1.0f,
      {0, 33, 90}},
     {"bf16_two_d_lengths",
      2,
@@ -184,7 +192,15 @@ const Case kBf16Cases[] = {
     {"bf16_causal_more_keys", 2, 20, 70, 32, 32, 1, true, 1.0f, {70, 3}},
     {"bf16_no_lengths", 2, 40, 128, 64, 64, 0, false, 1.0f, {}},
     {"bf16_odd_head", 2, 17, 30, 24, 20, 1, true, 1.0f, {30, 0}},
-    {"bf16_scores_below_masked_value", 2, 5, 40, 32, 16, 1, false, 1000.0f,
+    {"bf16_scores_below_masked_value",
+     2,
+     5,
+     40,
+     32,
+     16,
+     1,
+     false,
+     1000.0f,
      {3, 37}},
 };
 
@@ -266,8 +282,8 @@ TEST_P(FusedAttentionBf16, MatchesTheReferenceWithinTheBar) {
   double bound = std::ldexp(1.0, std::ilogb(largest) - 7);
   for (size_t i = 0; i < out.size(); ++i) {
     double got = mlir::attn::widenBf16(out[i]);
-    ASSERT_FALSE(std::isnan(got)) << c.name << " " << lowering.name << " at "
-                                  << i;
+    ASSERT_FALSE(std::isnan(got))
+        << c.name << " " << lowering.name << " at " << i;
     worst = std::max(worst, std::fabs(got - expected.data[i]));
   }
   EXPECT_LE(worst, bound) << c.name << " " << lowering.name

@@ -481,16 +481,16 @@ TEST_P(OneOp, IsTheF32KernelRoundedOnce) {
     // The weights' rounding is an error relative to the terms of p @ v, not
     // to their sum (which cancels): bf16Ulps units at the output's largest
     // magnitude, as docs/spec.md §7's bar measures.
-    std::vector<float> want = widened(expected, type), have = widened(got, type);
+    std::vector<float> want = widened(expected, type),
+                       have = widened(got, type);
     float largest = 0.0f;
     for (float x : want)
       largest = std::max(largest, std::fabs(x));
     float bound = op.bf16Ulps * std::ldexp(1.0f, std::ilogb(largest) - 7);
     for (size_t i = 0; i < got.size(); ++i)
       if (!(std::fabs(have[i] - want[i]) <= bound) && ++mismatches <= 5)
-        ADD_FAILURE() << op.name << " bf16 element " << i << ": got "
-                      << have[i] << ", expected " << want[i] << " within "
-                      << bound;
+        ADD_FAILURE() << op.name << " bf16 element " << i << ": got " << have[i]
+                      << ", expected " << want[i] << " within " << bound;
     EXPECT_EQ(mismatches, 0) << "of " << got.size();
     return;
   }

@@ -112,13 +112,12 @@ void emitAmxBlock(OpBuilder &b, Location loc, Value lhs, Value tiles, Value out,
   SmallVector<Value> acc;
   for (int64_t i = 0; i < rowTiles; ++i)
     for (int64_t j = 0; j < columnTiles; ++j)
-      acc.push_back(fromZero ? amx::TileZeroOp::create(b, loc, accType)
-                                   .getResult()
-                             : amx::TileLoadOp::create(
-                                   b, loc, accType, out,
-                                   ValueRange{plus(m, 16 * i),
-                                              plus(n, 16 * j)})
-                                   .getResult());
+      acc.push_back(fromZero
+                        ? amx::TileZeroOp::create(b, loc, accType).getResult()
+                        : amx::TileLoadOp::create(
+                              b, loc, accType, out,
+                              ValueRange{plus(m, 16 * i), plus(n, 16 * j)})
+                              .getResult());
   for (int64_t s = 0; s < steps; ++s) {
     Value pair = plus(firstPair, 16 * s);
     Value step = arith::DivUIOp::create(b, loc, pair, index(16));
@@ -174,11 +173,9 @@ void mlir::attn::requestAmxTileStateOnce(OpBuilder &b, func::FuncOp func,
   reportAmxRefusal(b, func, granted);
 }
 
-LogicalResult
-mlir::attn::lowerBf16PairGemmToAmx(RewriterBase &rewriter, linalg::GenericOp op,
-                                   const Bf16PairGemm &gemm, bool parallel,
-                                   int64_t parallelFlops, int64_t panelBytes,
-                                   Value &granted) {
+LogicalResult mlir::attn::lowerBf16PairGemmToAmx(
+    RewriterBase &rewriter, linalg::GenericOp op, const Bf16PairGemm &gemm,
+    bool parallel, int64_t parallelFlops, int64_t panelBytes, Value &granted) {
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
   Value lhs = memref::CollapseShapeOp::create(
@@ -212,43 +209,42 @@ mlir::attn::lowerBf16PairGemmToAmx(RewriterBase &rewriter, linalg::GenericOp op,
       32, std::min<int64_t>(gemm.rows / 32 * 32,
                             panelBytes / (4 * gemm.pairs) / 32 * 32));
   auto emitChunk = [&](OpBuilder &b, Value m0, int64_t rows) {
-    auto emitColumns = [&](int64_t begin, int64_t count,
-                           int64_t columnTiles) {
-      forEachBlock(
-          b, loc, begin, count, 16 * columnTiles, parallel && count > 1,
-          [&](OpBuilder &b, Value n) {
-            auto emitSlice = [&](OpBuilder &b, Value firstPair,
-                                 int64_t sliceSteps, bool zero) {
-              auto emitRows = [&](int64_t begin, int64_t count,
-                                  int64_t rowTiles) {
-                forEachBlock(b, loc, begin, count, 32, /*parallel=*/false,
+    auto emitColumns = [&](int64_t begin, int64_t count, int64_t columnTiles) {
+      forEachBlock(b, loc, begin, count, 16 * columnTiles,
+                   parallel && count > 1, [&](OpBuilder &b, Value n) {
+                     auto emitSlice = [&](OpBuilder &b, Value firstPair,
+                                          int64_t sliceSteps, bool zero) {
+                       auto emitRows = [&](int64_t begin, int64_t count,
+                                           int64_t rowTiles) {
+                         forEachBlock(
+                             b, loc, begin, count, 32, /*parallel=*/false,
                              [&](OpBuilder &b, Value m) {
                                emitAmxBlock(
                                    b, loc, packedA, gemm.rhs, gemm.out,
                                    arith::AddIOp::create(b, loc, m0, m), n,
-                                   rowTiles, columnTiles, firstPair,
-                                   sliceSteps, zero);
+                                   rowTiles, columnTiles, firstPair, sliceSteps,
+                                   zero);
                              });
-              };
-              if (rows >= 32)
-                emitRows(0, rows / 32, 2);
-              if (rows % 32 != 0)
-                emitRows(rows / 32 * 32, 1, 1);
-            };
-            emitSlice(b, arith::ConstantIndexOp::create(b, loc, 0),
-                      stepsPerSlice, fromZero);
-            if (fullSlices > 1)
-              forEachBlock(b, loc, 16 * stepsPerSlice, fullSlices - 1,
-                           16 * stepsPerSlice, /*parallel=*/false,
-                           [&](OpBuilder &b, Value first) {
-                             emitSlice(b, first, stepsPerSlice, false);
-                           });
-            if (int64_t rest = steps - fullSlices * stepsPerSlice)
-              emitSlice(b,
-                        arith::ConstantIndexOp::create(
-                            b, loc, 16 * stepsPerSlice * fullSlices),
-                        rest, false);
-          });
+                       };
+                       if (rows >= 32)
+                         emitRows(0, rows / 32, 2);
+                       if (rows % 32 != 0)
+                         emitRows(rows / 32 * 32, 1, 1);
+                     };
+                     emitSlice(b, arith::ConstantIndexOp::create(b, loc, 0),
+                               stepsPerSlice, fromZero);
+                     if (fullSlices > 1)
+                       forEachBlock(b, loc, 16 * stepsPerSlice, fullSlices - 1,
+                                    16 * stepsPerSlice, /*parallel=*/false,
+                                    [&](OpBuilder &b, Value first) {
+                                      emitSlice(b, first, stepsPerSlice, false);
+                                    });
+                     if (int64_t rest = steps - fullSlices * stepsPerSlice)
+                       emitSlice(b,
+                                 arith::ConstantIndexOp::create(
+                                     b, loc, 16 * stepsPerSlice * fullSlices),
+                                 rest, false);
+                   });
     };
     emitColumns(0, gemm.columns / 32, 2);
     if (gemm.columns % 32 != 0)
@@ -258,8 +254,7 @@ mlir::attn::lowerBf16PairGemmToAmx(RewriterBase &rewriter, linalg::GenericOp op,
   forEachBlock(b, loc, 0, fullChunks, chunkRows, /*parallel=*/false,
                [&](OpBuilder &b, Value m0) { emitChunk(b, m0, chunkRows); });
   if (int64_t rest = gemm.rows - fullChunks * chunkRows)
-    emitChunk(b,
-              arith::ConstantIndexOp::create(b, loc, fullChunks * chunkRows),
+    emitChunk(b, arith::ConstantIndexOp::create(b, loc, fullChunks * chunkRows),
               rest);
   memref::DeallocOp::create(b, loc, packedA);
   rewriter.eraseOp(op);

@@ -30,6 +30,12 @@
 //         out[r] = out[r] * exp(m - m') + p @ v[block]
 //       out[r] /= l          (len <= lo: the mean of v, D2L's uniform row)
 //
+// With products(bf16) q, k and the weights are rounded where they are
+// copied or kept, v once per kv head; on an AMX CPU (bf16Amx) with d a
+// multiple of 32 and dv of 16 the two products run on AMX tiles instead
+// (the "AMX" section below: its own blocking, the same masks and rows'
+// ends).
+//
 // Skipping masked keys is exact unless the row needs an exact recompute
 // (attn/IR/AttentionMask.h: every visible score below -1e6 + 104 while keys
 // are masked); such a row is recomputed by an exact scalar loop over all
@@ -81,11 +87,11 @@ public:
   /// row blocks per sweep, the threads' threshold).
   FlashEmitter(OpBuilder &b, Location loc, FusedAttentionOp op,
                const attn::CpuSchedule &schedule, bool parallel)
-      : b(b), loc(loc), func(op->getParentOfType<func::FuncOp>()), q(op.getQ()), k(op.getK()), v(op.getV()),
-        lens(op.getValidLens()), out(op.getInit()), ropeCos(op.getRopeCos()),
-        ropeSin(op.getRopeSin()), causal(op.getCausal()),
-        scale(op.getScale().convertToFloat()), rowBlock(schedule.attentionRows),
-        keyBlock(schedule.attentionKeys),
+      : b(b), loc(loc), func(op->getParentOfType<func::FuncOp>()), q(op.getQ()),
+        k(op.getK()), v(op.getV()), lens(op.getValidLens()), out(op.getInit()),
+        ropeCos(op.getRopeCos()), ropeSin(op.getRopeSin()),
+        causal(op.getCausal()), scale(op.getScale().convertToFloat()),
+        rowBlock(schedule.attentionRows), keyBlock(schedule.attentionKeys),
         maxAccumulators(schedule.attentionAccumulators),
         chunkLanes(schedule.attentionChunkLanes),
         rowBlocksPerSweep(schedule.attentionRowBlocksPerSweep),
@@ -176,15 +182,14 @@ private:
         b, loc, MemRefType::get({rowBlock * rowBlocksPerSweep, depth}, f32));
     // products(bf16): the kv head's values rounded once, not at each read.
     if (products)
-      roundedValues = memref::AllocOp::create(
-          b, loc, MemRefType::get({keys, width}, f32));
+      roundedValues =
+          memref::AllocOp::create(b, loc, MemRefType::get({keys, width}, f32));
   }
 
   void freeScratch() {
     if (amx) {
-      for (Value buffer : {kTiles, vTiles, qTiles, scores, weightTiles,
-                           outTile, products16, sums, stepSums, stats,
-                           queryRows})
+      for (Value buffer : {kTiles, vTiles, qTiles, scores, weightTiles, outTile,
+                           products16, sums, stepSums, stats, queryRows})
         memref::DeallocOp::create(b, loc, buffer);
       if (mean)
         memref::DeallocOp::create(b, loc, mean);
@@ -271,7 +276,8 @@ private:
                function_ref<void(Value, Value)> store) {
     if (!ropeCos) {
       forRange(0, depth, 1, [&](Value c) {
-        store(c, rounded(memref::LoadOp::create(b, loc, source, where(row, c))));
+        store(c,
+              rounded(memref::LoadOp::create(b, loc, source, where(row, c))));
       });
       return;
     }
@@ -309,17 +315,8 @@ private:
   }
   Value add(Value a, Value c) { return arith::AddIOp::create(b, loc, a, c); }
 
-  /// `x` (f32, scalar or vector) rounded to the products' type and widened
-  /// back: an operand of a product with products(bf16); `x` without.
-  Value rounded(Value x) {
-    if (!products)
-      return x;
-    Type narrow = products;
-    if (auto vector = dyn_cast<VectorType>(x.getType()))
-      narrow = vector.clone(products);
-    Value narrowed = arith::TruncFOp::create(b, loc, narrow, x);
-    return arith::ExtFOp::create(b, loc, x.getType(), narrowed);
-  }
+  /// `x` as an operand of a product (productOperand).
+  Value rounded(Value x) { return productOperand(b, loc, x, products); }
 
   /// for (i = begin; i < end; i += step) body(i), at the builder's point.
   void forRange(int64_t begin, int64_t end, int64_t step,
@@ -389,16 +386,19 @@ private:
   // AMX: both products on tdpbf16ps tiles
   //===--------------------------------------------------------------------===//
   //
-  // Per kv head, its keys and values are packed once as B tiles (bf16
-  // pairs, 16 rows of 64 bytes): kTiles[j / 16, c / 2, 2 (j % 16) + c % 2]
-  // = k[j, c] (rotated with rope), vTiles[c / 16, j / 2, 2 (c % 16) + j % 2]
-  // = v[j, c], zero past Tk. Per tile of 16 query rows (qTiles, A tiles of
-  // 32 columns), per step of amxKeys keys:
-  //   scores = qTiles x kTiles                     (tdpbf16ps, f32 sums)
-  //   per row: scale, mask, m' = max(m, max s), p = exp(s - m'),
-  //            l = l exp(m - m') + sum p, out *= exp(m - m'),
-  //            weightTiles[row] = p rounded to bf16
-  //   outTile += weightTiles x vTiles              (tdpbf16ps)
+  // Per kv head, its keys and values are packed once as B tiles of bf16
+  // pairs in f32 slots (16 rows of 64 bytes): slot kTiles[j / 16, c / 2,
+  // j % 16] holds k[j, c & ~1] and k[j, c | 1] (rotated with rope), slot
+  // vTiles[c / 16, j / 2, c % 16] v[j & ~1, c] and v[j | 1, c]; zero past
+  // Tk. Per tile of 16 query rows (qTiles: A tiles of 32 columns), per step
+  // of amxKeys keys:
+  //   scores = qTiles x kTiles                   (tdpbf16ps, f32 sums; the
+  //                                               next step's are computed
+  //                                               before this step's p @ v)
+  //   per row: scale, mask, m' = max(m, max s), p = exp(s - m') (weightOf),
+  //            weightTiles[row] = p rounded to bf16, the step's sum of p
+  //   pv = weightTiles x vTiles                  (tdpbf16ps, from zero)
+  //   per row: out = out exp(m - m') + pv, l = l exp(m - m') + sum p
   // and the rows end as finishRow ends them.
 
   Type bf16() { return b.getBF16Type(); }
@@ -465,12 +465,12 @@ private:
     Value cos = load(ropeCos, {row, index(0)}, half);
     Value sin = load(ropeSin, {row, index(0)}, half);
     // x1 cos + (-x2) sin and x2 cos + x1 sin, as copyRow rounds them.
-    Value first = arith::SubFOp::create(
-        b, loc, arith::MulFOp::create(b, loc, x1, cos),
-        arith::MulFOp::create(b, loc, x2, sin));
-    Value second = arith::AddFOp::create(
-        b, loc, arith::MulFOp::create(b, loc, x2, cos),
-        arith::MulFOp::create(b, loc, x1, sin));
+    Value first =
+        arith::SubFOp::create(b, loc, arith::MulFOp::create(b, loc, x1, cos),
+                              arith::MulFOp::create(b, loc, x2, sin));
+    Value second =
+        arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, x2, cos),
+                              arith::MulFOp::create(b, loc, x1, sin));
     SmallVector<int64_t> both;
     for (int64_t i = 0; i < depth; ++i)
       both.push_back(i);
@@ -511,12 +511,13 @@ private:
     auto packPair = [&](Value j, bool second) {
       Value pair = arith::DivUIOp::create(b, loc, j, index(2));
       for (int64_t c0 = 0; c0 < width; c0 += 16) {
-        Value even = rounded(vector::LoadOp::create(b, loc, chunkType, v,
-                                                    vAt(j, index(c0))));
-        Value odd = second ? rounded(vector::LoadOp::create(
-                                 b, loc, chunkType, v,
-                                 vAt(add(j, index(1)), index(c0))))
-                           : zero;
+        Value even = rounded(
+            vector::LoadOp::create(b, loc, chunkType, v, vAt(j, index(c0))));
+        Value odd =
+            second
+                ? rounded(vector::LoadOp::create(
+                      b, loc, chunkType, v, vAt(add(j, index(1)), index(c0))))
+                : zero;
         Value both = vector::ShuffleOp::create(b, loc, even, odd, interleave);
         vector::StoreOp::create(b, loc, pairSlots(both), vTiles,
                                 ValueRange{index(c0 / 16), pair, index(0)});
@@ -542,7 +543,8 @@ private:
             b, loc, VectorType::get({1}, b.getF32Type()), slot));
     Value x = vector::ExtractOp::create(
         b, loc, pair,
-        ArrayRef<OpFoldResult>{OpFoldResult(arith::RemUIOp::create(b, loc, c, c2).getResult())});
+        ArrayRef<OpFoldResult>{
+            OpFoldResult(arith::RemUIOp::create(b, loc, c, c2).getResult())});
     return arith::ExtFOp::create(b, loc, b.getF32Type(), x);
   }
 
@@ -557,9 +559,9 @@ private:
                           [&](Value row, Value c) { return qAt(row, c); });
       vector::StoreOp::create(b, loc, x, queryRows, ValueRange{r, index(0)});
       for (int64_t c0 = 0; c0 < depth; c0 += 32) {
-        Value chunk = vector::LoadOp::create(
-            b, loc, VectorType::get({32}, f32Type), queryRows,
-            ValueRange{r, index(c0)});
+        Value chunk =
+            vector::LoadOp::create(b, loc, VectorType::get({32}, f32Type),
+                                   queryRows, ValueRange{r, index(c0)});
         vector::StoreOp::create(b, loc, narrowed(chunk), qTiles,
                                 ValueRange{index(c0 / 32), r, index(0)});
       }
@@ -606,8 +608,9 @@ private:
     if (window)
       first = arith::DivUIOp::create(b, loc, lowerOf(i0), step);
     Value last = arith::DivUIOp::create(
-        b, loc, add(arith::MaxSIOp::create(b, loc, maxLen, index(0)),
-                    index(amxKeys - 1)),
+        b, loc,
+        add(arith::MaxSIOp::create(b, loc, maxLen, index(0)),
+            index(amxKeys - 1)),
         step);
     // The scores of the next step are computed before this step's p @ v:
     // the weights' vector stores drain meanwhile (a tile load right after
@@ -664,36 +667,54 @@ private:
     });
   }
 
-  /// The scores of the step of amxKeys keys from j0: scores = q kᵀ.
-  void amxScores(Value j0) {
-    Type f32Type = b.getF32Type();
-    auto accType = amx::TileType::get({16, 16}, f32Type);
-    auto pairsType = amx::TileType::get({16, 32}, bf16());
-    // scores = q kᵀ: a C tile per 16 keys, 4 at a time (independent
-    // accumulators keep AMX's pipeline full; with a q tile and a key tile,
-    // 6 of the 8 tile registers).
-    Value keyTile0 = arith::DivUIOp::create(b, loc, j0, index(16));
-    for (int64_t t0 = 0; t0 < amxKeys / 16; t0 += 4) {
-      int64_t tiles = std::min<int64_t>(4, amxKeys / 16 - t0);
+  /// Tile products C(c) = sum_s A(s) x B(c, s) for `columns` C tiles,
+  /// each stored by `store` (f32 sums from zero): 4 at a time, independent
+  /// accumulators that keep AMX's pipeline full (with an A and a B tile, 6
+  /// of the 8 tile registers), each A tile loaded once for the 4.
+  void tileProducts(int64_t columns, int64_t steps,
+                    function_ref<Value(int64_t)> aTile,
+                    function_ref<Value(int64_t, int64_t)> bTile,
+                    function_ref<void(int64_t, Value)> store) {
+    auto accType = amx::TileType::get({16, 16}, b.getF32Type());
+    for (int64_t c0 = 0; c0 < columns; c0 += 4) {
+      int64_t count = std::min<int64_t>(4, columns - c0);
       SmallVector<Value> acc;
-      for (int64_t t = 0; t < tiles; ++t)
+      for (int64_t c = 0; c < count; ++c)
         acc.push_back(amx::TileZeroOp::create(b, loc, accType));
-      for (int64_t s = 0; s < depth / 32; ++s) {
-        Value queryTile = amx::TileLoadOp::create(
-            b, loc, pairsType, qTiles, ValueRange{index(s), index(0), index(0)});
-        for (int64_t t = 0; t < tiles; ++t) {
-          Value keysTile = amx::TileLoadOp::create(
-              b, loc, pairsType, kTiles,
-              ValueRange{add(keyTile0, index(t0 + t)), index(16 * s), index(0)});
-          acc[t] = amx::TileMulFOp::create(b, loc, accType, queryTile,
-                                           keysTile, acc[t]);
-        }
+      for (int64_t s = 0; s < steps; ++s) {
+        Value a = aTile(s);
+        for (int64_t c = 0; c < count; ++c)
+          acc[c] = amx::TileMulFOp::create(b, loc, accType, a, bTile(c0 + c, s),
+                                           acc[c]);
       }
-      for (int64_t t = 0; t < tiles; ++t)
-        amx::TileStoreOp::create(b, loc, scores,
-                                 ValueRange{index(0), index(16 * (t0 + t))},
-                                 acc[t]);
+      for (int64_t c = 0; c < count; ++c)
+        store(c0 + c, acc[c]);
     }
+  }
+
+  /// An A or B tile (16 rows of 32 bf16) at `at` in `memref`.
+  Value pairsTile(Value memref, ValueRange at) {
+    return amx::TileLoadOp::create(b, loc, amx::TileType::get({16, 32}, bf16()),
+                                   memref, at);
+  }
+
+  /// The scores of the step of amxKeys keys from j0: scores = q kᵀ, a C
+  /// tile per 16 keys.
+  void amxScores(Value j0) {
+    Value keyTile0 = arith::DivUIOp::create(b, loc, j0, index(16));
+    tileProducts(
+        amxKeys / 16, depth / 32,
+        [&](int64_t s) {
+          return pairsTile(qTiles, {index(s), index(0), index(0)});
+        },
+        [&](int64_t t, int64_t s) {
+          return pairsTile(kTiles,
+                           {add(keyTile0, index(t)), index(16 * s), index(0)});
+        },
+        [&](int64_t t, Value acc) {
+          amx::TileStoreOp::create(b, loc, scores,
+                                   ValueRange{index(0), index(16 * t)}, acc);
+        });
   }
 
   /// exp(x) of a vector<16xf32> x <= 0 (or NaN), for the weights of the AMX
@@ -714,7 +735,8 @@ private:
     };
     // k = round(x / ln 2); r = x - k ln 2 in two steps (Cody and Waite).
     Value k = math::RoundEvenOp::create(
-        b, loc, arith::MulFOp::create(b, loc, x, constant(1.44269504088896341f)));
+        b, loc,
+        arith::MulFOp::create(b, loc, x, constant(1.44269504088896341f)));
     Value r = fma(k, constant(-0.693359375f), x);
     r = fma(k, constant(2.12194440e-4f), r);
     Value poly = constant(1.9875691500e-4f);
@@ -770,9 +792,9 @@ private:
         if (masked) {
           Value key = arith::AddIOp::create(
               b, loc, arith::AddIOp::create(b, loc, firstKey, laneIndex),
-              splat(arith::ConstantIntOp::create(b, loc, b.getI32Type(),
-                                                 16 * t),
-                    16));
+              splat(
+                  arith::ConstantIntOp::create(b, loc, b.getI32Type(), 16 * t),
+                  16));
           Value visible = isKeyVisible(b, loc, key, lo, len, [&](Value bound) {
             return splat(
                 arith::IndexCastOp::create(b, loc, b.getI32Type(), bound), 16);
@@ -780,21 +802,21 @@ private:
           x = maskScore(b, loc, visible, x);
           if (paddedKeys != keys) {
             // Keys past Tk are not keys at all: weight 0.
-            Value real = arith::CmpIOp::create(
-                b, loc, arith::CmpIPredicate::slt, key,
-                splat(arith::ConstantIntOp::create(b, loc, b.getI32Type(),
-                                                   keys),
-                      16));
+            Value real =
+                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, key,
+                                      splat(arith::ConstantIntOp::create(
+                                                b, loc, b.getI32Type(), keys),
+                                            16));
             x = arith::SelectOp::create(
                 b, loc, real, x,
                 splat(f32(-std::numeric_limits<float>::infinity()), 16));
           }
         }
         s.push_back(x);
-        blockMax = blockMax ? arith::MaxNumFOp::create(b, loc, blockMax, x,
-                                                       kPlainMax)
-                                  .getResult()
-                            : x;
+        blockMax =
+            blockMax ? arith::MaxNumFOp::create(b, loc, blockMax, x, kPlainMax)
+                           .getResult()
+                     : x;
       }
       Value oldMax =
           memref::LoadOp::create(b, loc, stats, ValueRange{index(0), r});
@@ -805,8 +827,8 @@ private:
           kPlainMax);
       Value sum;
       for (int64_t t = 0; t < amxKeys / 16; ++t) {
-        Value p = weightOf(
-            arith::SubFOp::create(b, loc, s[t], splat(newMax, 16)));
+        Value p =
+            weightOf(arith::SubFOp::create(b, loc, s[t], splat(newMax, 16)));
         sum = sum ? arith::AddFOp::create(b, loc, sum, p).getResult() : p;
         // vcvtneps2bf16 rounds to nearest even; p is never subnormal (its
         // inputs would be flushed).
@@ -855,45 +877,32 @@ private:
 
   /// out = out * exp(m - m') + p @ v for the step of amxKeys keys from j0.
   void amxWeightedValues(int64_t count, Value j0) {
-    Type f32Type = b.getF32Type();
-    auto accType = amx::TileType::get({16, 16}, f32Type);
-    auto pairsType = amx::TileType::get({16, 32}, bf16());
-    auto vecType = VectorType::get({16}, f32Type);
-    // p @ v: a C tile per 16 columns, 4 at a time, from zero (a tile load
-    // of out, just written by vector stores, would wait for them).
+    auto vecType = VectorType::get({16}, b.getF32Type());
+    // p @ v: a C tile per 16 columns, from zero (a tile load of out,
+    // just written by vector stores, would wait for them).
     Value pair0 = arith::DivUIOp::create(b, loc, j0, index(2));
-    for (int64_t c0 = 0; c0 < width / 16; c0 += 4) {
-      int64_t columns = std::min<int64_t>(4, width / 16 - c0);
-      SmallVector<Value> acc;
-      for (int64_t c = 0; c < columns; ++c)
-        acc.push_back(amx::TileZeroOp::create(b, loc, accType));
-      for (int64_t t = 0; t < amxKeys / 32; ++t) {
-        Value weights = amx::TileLoadOp::create(
-            b, loc, pairsType, weightTiles,
-            ValueRange{index(t), index(0), index(0)});
-        for (int64_t c = 0; c < columns; ++c) {
-          Value values = amx::TileLoadOp::create(
-              b, loc, pairsType, vTiles,
-              ValueRange{index(c0 + c), add(pair0, index(16 * t)), index(0)});
-          acc[c] =
-              amx::TileMulFOp::create(b, loc, accType, weights, values, acc[c]);
-        }
-      }
-      for (int64_t c = 0; c < columns; ++c)
-        amx::TileStoreOp::create(b, loc, products16,
-                                 ValueRange{index(0), index(16 * (c0 + c))},
-                                 acc[c]);
-    }
+    tileProducts(
+        width / 16, amxKeys / 32,
+        [&](int64_t t) {
+          return pairsTile(weightTiles, {index(t), index(0), index(0)});
+        },
+        [&](int64_t c, int64_t t) {
+          return pairsTile(vTiles,
+                           {index(c), add(pair0, index(16 * t)), index(0)});
+        },
+        [&](int64_t c, Value acc) {
+          amx::TileStoreOp::create(b, loc, products16,
+                                   ValueRange{index(0), index(16 * c)}, acc);
+        });
     // out = out * exp(m - m') + p @ v, and the sums alike, by rows.
     forRange(0, count, 1, [&](Value r) {
-      Value alpha =
-          splat(memref::LoadOp::create(b, loc, stats, ValueRange{index(2), r}),
-                16);
+      Value alpha = splat(
+          memref::LoadOp::create(b, loc, stats, ValueRange{index(2), r}), 16);
       auto rescale = [&](Value into, Value from, Value at) {
-        Value o = vector::LoadOp::create(b, loc, vecType, into,
-                                         ValueRange{r, at});
-        Value x = vector::LoadOp::create(b, loc, vecType, from,
-                                         ValueRange{r, at});
+        Value o =
+            vector::LoadOp::create(b, loc, vecType, into, ValueRange{r, at});
+        Value x =
+            vector::LoadOp::create(b, loc, vecType, from, ValueRange{r, at});
         vector::StoreOp::create(b, loc,
                                 vector::FMAOp::create(b, loc, o, alpha, x),
                                 into, ValueRange{r, at});
@@ -1256,8 +1265,7 @@ private:
               Value key = add(j0, j);
               Value valueRow =
                   roundedValues
-                      ? vector::LoadOp::create(b, loc, chunkType,
-                                               roundedValues,
+                      ? vector::LoadOp::create(b, loc, chunkType, roundedValues,
                                                ValueRange{key, index(c0)})
                             .getResult()
                       : vector::LoadOp::create(b, loc, chunkType, v,

@@ -118,17 +118,8 @@ struct Lowering {
       products = cast<FloatType>(*type);
   }
 
-  /// `x` (f32, scalar or vector) rounded to the products' type and widened
-  /// back: an operand of a product with products(bf16); `x` without.
-  Value rounded(Value x) {
-    if (!products)
-      return x;
-    Type narrow = products;
-    if (auto vector = dyn_cast<VectorType>(x.getType()))
-      narrow = vector.clone(products);
-    Value narrowed = arith::TruncFOp::create(b, loc, narrow, x);
-    return arith::ExtFOp::create(b, loc, x.getType(), narrowed);
-  }
+  /// `x` as an operand of a product (productOperand).
+  Value rounded(Value x) { return productOperand(b, loc, x, products); }
 
   /// A split row's share of its query row, the chunks of `chunk` columns
   /// at sliceOffset + c0 * slices for c0 = 0, chunk, ... < share (the

@@ -96,3 +96,14 @@ Value mlir::attn::needsExactRecompute(OpBuilder &b, Location loc, Value rowMax,
                               arith::ConstantIndexOp::create(b, loc, 0)));
   return arith::AndIOp::create(b, loc, tiny, masked);
 }
+
+Value mlir::attn::productOperand(OpBuilder &b, Location loc, Value x,
+                                 FloatType products) {
+  if (!products)
+    return x;
+  Type narrow = products;
+  if (auto vector = dyn_cast<VectorType>(x.getType()))
+    narrow = vector.clone(products);
+  Value narrowed = arith::TruncFOp::create(b, loc, narrow, x);
+  return arith::ExtFOp::create(b, loc, x.getType(), narrowed);
+}

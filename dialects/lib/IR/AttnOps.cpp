@@ -390,8 +390,8 @@ LogicalResult FusedAttentionOp::verify() {
   if (result->dims != shapeOf(getInit()).dims)
     return emitOpError("'init' must have the attention's result shape ")
            << rules::formatShape(*result);
-  if (std::optional<Type> products = getProducts(); products &&
-                                                      !products->isBF16())
+  if (std::optional<Type> products = getProducts();
+      products && !products->isBF16())
     return emitOpError("products must be bf16, got ") << *products;
   // rope(cos, sin): [max(Tq, Tk), dk / 2] each, dk even.
   if (static_cast<bool>(getRopeCos()) != static_cast<bool>(getRopeSin()))
@@ -478,11 +478,10 @@ FusedAttentionOp::bufferize(RewriterBase &rewriter,
   Value ropeCos = getRopeCos() ? buffers[next++] : Value();
   Value ropeSin = getRopeSin() ? buffers[next++] : Value();
   Value init = buffers.back();
-  FusedAttentionOp::create(rewriter, getLoc(), TypeRange{}, buffers[0],
-                           buffers[1], buffers[2], validLens, ropeCos, ropeSin,
-                           init, getCausalAttr(), getWindowAttr(),
-                           getHeadsAttr(), getKvHeadsAttr(), getScaleAttr(),
-                           getProductsAttr());
+  FusedAttentionOp::create(
+      rewriter, getLoc(), TypeRange{}, buffers[0], buffers[1], buffers[2],
+      validLens, ropeCos, ropeSin, init, getCausalAttr(), getWindowAttr(),
+      getHeadsAttr(), getKvHeadsAttr(), getScaleAttr(), getProductsAttr());
   bufferization::replaceOpWithBufferizedValues(rewriter, *this, init);
   return success();
 }

@@ -337,13 +337,12 @@ struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
       IntegerAttr kvHeadsAttr = kvHeads != numHeads
                                     ? rewriter.getI64IntegerAttr(kvHeads)
                                     : IntegerAttr();
-      Value output =
-          FusedAttentionOp::create(
-              rewriter, loc, TypeRange{init.getType()}, q, k, v,
-              op.getValidLens(), ropeCos, ropeSin, init, op.getCausalAttr(),
-              windowAttr, heads, kvHeadsAttr, attentionScale(rewriter, headDim),
-              productsAttr(op))
-              .getResult()[0];
+      Value output = FusedAttentionOp::create(
+                         rewriter, loc, TypeRange{init.getType()}, q, k, v,
+                         op.getValidLens(), ropeCos, ropeSin, init,
+                         op.getCausalAttr(), windowAttr, heads, kvHeadsAttr,
+                         attentionScale(rewriter, headDim), productsAttr(op))
+                         .getResult()[0];
       output = roundedThrough(rewriter, loc, output, innerRoundingOf(op));
       rewriter.replaceOpWithNewOp<LinearOp>(op, output, op.getWO(), op.getBO());
       return success();

@@ -72,6 +72,12 @@ Value maskScore(OpBuilder &b, Location loc, Value visible, Value score);
 /// A row without visible keys: end <= begin (null begin: 0).
 Value isEmptyRow(OpBuilder &b, Location loc, Value begin, Value end);
 
+/// An operand of an attention product as attn.fused_attention's
+/// `products(bf16)` takes it: `x` (f32, scalar or vector) rounded to
+/// `products` and widened back; `x` itself when `products` is null. Read
+/// by the CPU and GPU flash loops.
+Value productOperand(OpBuilder &b, Location loc, Value x, FloatType products);
+
 /// Whether a row whose masked keys a flash loop skipped must be recomputed
 /// with their replaced scores: its largest visible score `rowMax` is below
 /// kMaskedScore + kExpUnderflow and it has masked keys (end < keys or
