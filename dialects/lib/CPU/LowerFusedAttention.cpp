@@ -34,7 +34,9 @@
 // copied or kept, v once per kv head; on an AMX CPU (bf16Amx) with d a
 // multiple of 32 and dv of 16 the two products run on AMX tiles instead
 // (the "AMX" section below: its own blocking, the same masks and rows'
-// ends).
+// ends); on AVX512-BF16 without AMX (bf16Dot) with d even and dv a
+// multiple of 16, on vdpbf16ps in the loop nest above (the "vdpbf16ps"
+// section: the AMX packing, a k step per pair).
 //
 // Skipping masked keys is exact unless the row needs an exact recompute
 // (attn/IR/AttentionMask.h: every visible score below -1e6 + 104 while keys
@@ -50,6 +52,7 @@
 #include "attn/Target/CpuTarget.h"
 
 #include "AmxGemm.h"
+#include "Bf16PairStep.h"
 #include "PowerOfTwoPieces.h"
 
 #include "mlir/Dialect/AMX/AMXDialect.h"
@@ -121,6 +124,14 @@ public:
       amxKeys = keys > 32 ? 64 : 32;
       paddedKeys = (keys + amxKeys - 1) / amxKeys * amxKeys;
     }
+    // Without AMX, on AVX512-BF16 (bf16Dot): both products on vdpbf16ps,
+    // from the same packed pairs, in the loop nest above (key pieces of at
+    // most 16 keys are one register of kTiles, output chunks of 16 columns
+    // one of vTiles).
+    dot = products && !amx && schedule.bf16Dot && depth % 2 == 0 &&
+          width % 16 == 0 && keyBlock % 16 == 0 && chunkLanes == 16;
+    if (dot)
+      paddedKeys = (keys + 15) / 16 * 16;
   }
 
   void emit() {
@@ -166,12 +177,22 @@ private:
       allocateAmxScratch();
       return;
     }
-    // Blocked rather than [d, Tk]: with Tk a multiple of 1024, the d rows
-    // of one key block were 4 KB apart, all in one L1 set.
-    kt = memref::AllocOp::create(
-        b, loc,
-        MemRefType::get({(keys + keyBlock - 1) / keyBlock, depth, keyBlock},
-                        f32));
+    if (dot) {
+      allocatePairs();
+      queryPairs = memref::AllocOp::create(
+          b, loc,
+          MemRefType::get({rowBlock * rowBlocksPerSweep, depth}, bf16()));
+      weightPairs = memref::AllocOp::create(
+          b, loc,
+          MemRefType::get({rowBlock, keyBlock * softmaxBlocks}, bf16()));
+    } else {
+      // Blocked rather than [d, Tk]: with Tk a multiple of 1024, the d rows
+      // of one key block were 4 KB apart, all in one L1 set.
+      kt = memref::AllocOp::create(
+          b, loc,
+          MemRefType::get({(keys + keyBlock - 1) / keyBlock, depth, keyBlock},
+                          f32));
+    }
     if (mayBeEmpty())
       mean = memref::AllocOp::create(b, loc, MemRefType::get({width}, f32));
     stats = memref::AllocOp::create(
@@ -181,7 +202,7 @@ private:
     queryRows = memref::AllocOp::create(
         b, loc, MemRefType::get({rowBlock * rowBlocksPerSweep, depth}, f32));
     // products(bf16): the kv head's values rounded once, not at each read.
-    if (products)
+    if (products && !dot)
       roundedValues =
           memref::AllocOp::create(b, loc, MemRefType::get({keys, width}, f32));
   }
@@ -195,7 +216,11 @@ private:
         memref::DeallocOp::create(b, loc, mean);
       return;
     }
-    memref::DeallocOp::create(b, loc, kt);
+    if (dot)
+      for (Value buffer : {kTiles, vTiles, queryPairs, weightPairs})
+        memref::DeallocOp::create(b, loc, buffer);
+    else
+      memref::DeallocOp::create(b, loc, kt);
     if (mean)
       memref::DeallocOp::create(b, loc, mean);
     memref::DeallocOp::create(b, loc, stats);
@@ -219,7 +244,7 @@ private:
       kOffset = arith::MulIOp::create(b, loc, kvHead, index(depth));
       vOffset = arith::MulIOp::create(b, loc, kvHead, index(width));
     }
-    if (amx) {
+    if (amx || dot) {
       packKeysAndValues();
     } else {
       transposeKeys(n);
@@ -409,8 +434,7 @@ private:
       return memref::AllocOp::create(b, loc, MemRefType::get(shape, element),
                                      b.getI64IntegerAttr(64));
     };
-    kTiles = alloc({paddedKeys / 16, depth / 2, 16}, f32Type);
-    vTiles = alloc({width / 16, paddedKeys / 2, 16}, f32Type);
+    allocatePairs();
     qTiles = alloc({depth / 32, 16, 32}, bf16());
     scores = alloc({16, amxKeys}, f32Type);
     weightTiles = alloc({amxKeys / 32, 16, 32}, bf16());
@@ -422,6 +446,17 @@ private:
     queryRows = alloc({16, depth}, f32Type);
     if (mayBeEmpty())
       mean = alloc({width}, f32Type);
+  }
+
+  /// kTiles and vTiles (see packKeysAndValues), zero past Tk.
+  void allocatePairs() {
+    Type f32Type = b.getF32Type();
+    auto alloc = [&](ArrayRef<int64_t> shape) -> Value {
+      return memref::AllocOp::create(b, loc, MemRefType::get(shape, f32Type),
+                                     b.getI64IntegerAttr(64));
+    };
+    kTiles = alloc({paddedKeys / 16, depth / 2, 16});
+    vTiles = alloc({width / 16, paddedKeys / 2, 16});
     // The keys past Tk stay zero: their scores are masked, their weights 0
     // (a NaN of stale memory would still reach the sums through 0 x NaN).
     if (paddedKeys == keys)
@@ -718,8 +753,8 @@ private:
   }
 
   /// exp(x) of a vector<16xf32> x <= 0 (or NaN), for the weights of the AMX
-  /// loop: Cephes' expf polynomial on x - k ln 2, scaled by 2^k with
-  /// vscalefps (AVX-512), 0 for x < ln(2^-126) (a result below f32's
+  /// and vdpbf16ps loops: Cephes' expf polynomial on x - k ln 2, scaled by 2^k
+  /// with vscalefps (AVX-512), 0 for x < ln(2^-126) (a result below f32's
   /// smallest normal: an absolute error below 1.2e-38, and no subnormal for
   /// vcvtneps2bf16 to flush); NaN stays NaN. A third of the instructions of
   /// the general math.exp expansion, which handles every input.
@@ -975,6 +1010,9 @@ private:
           q, add(s0, r), [&](Value row, Value c) { return qAt(row, c); },
           [&](Value c, Value x) {
             memref::StoreOp::create(b, loc, x, queryRows, ValueRange{r, c});
+            if (dot)
+              memref::StoreOp::create(b, loc, narrowed(x), queryPairs,
+                                      ValueRange{r, c});
           });
     });
     auto init = scf::ForOp::create(
@@ -1127,9 +1165,11 @@ private:
 
     // The scaled, masked scores of the `lanes` keys from jt, a vector per
     // row: s[r] = sum_c q[n, row r, c] * kt[key block, c, lanes].
-    auto scoresOf = [&](Value jt) {
+    auto productsOf = [&](Value jt) -> SmallVector<Value> {
+      if (dot)
+        return pairScoresOf(row, jt, lanes);
       SmallVector<Value> where = ktIndex(index(0), jt);
-      auto dot = scf::ForOp::create(
+      auto loop = scf::ForOp::create(
           b, loc, index(0), index(depth), index(1),
           SmallVector<Value>(rows, zero),
           [&](OpBuilder &nb, Location, Value c, ValueRange acc) {
@@ -1146,13 +1186,17 @@ private:
             }
             scf::YieldOp::create(b, loc, next);
           });
+      return SmallVector<Value>(loop.getResults());
+    };
+    auto scoresOf = [&](Value jt) {
+      SmallVector<Value> products = productsOf(jt);
       // Key indices jt + [0, lanes) as i32, to compare with the lengths.
       Value keyIndex = arith::AddIOp::create(
           b, loc, laneIndex,
           splat(arith::IndexCastOp::create(b, loc, b.getI32Type(), jt), lanes));
       SmallVector<Value> scores;
       for (int64_t r = 0; r < rows; ++r) {
-        Value s = arith::MulFOp::create(b, loc, dot.getResult(r),
+        Value s = arith::MulFOp::create(b, loc, products[r],
                                         splat(f32(scale), lanes));
         Value visible =
             isKeyVisible(b, loc, keyIndex, lo[r], len[r], [&](Value bound) {
@@ -1212,12 +1256,24 @@ private:
           arith::MaxNumFOp::create(b, loc, oldMax, blockMax, kPlainMax);
       Value lanesSum =
           overBlocks(r, zero, [&](Value t, Value s, Value acc) -> Value {
-            Value p = math::ExpOp::create(
-                b, loc, arith::SubFOp::create(b, loc, s, splat(newMax, lanes)));
-            vector::StoreOp::create(b, loc, rounded(p), probs,
-                                    ValueRange{index(r), t});
+            Value x = arith::SubFOp::create(b, loc, s, splat(newMax, lanes));
+            Value p;
+            if (dot) {
+              p = keptPairWeights(x, index(r), t);
+            } else {
+              p = math::ExpOp::create(b, loc, x);
+              vector::StoreOp::create(b, loc, rounded(p), probs,
+                                      ValueRange{index(r), t});
+            }
             return arith::AddFOp::create(b, loc, acc, p);
           });
+      // An odd step (the last key) pairs its weight with a zero, as vTiles
+      // pairs its row of v with zeros.
+      if (dot && span % 2 != 0)
+        memref::StoreOp::create(
+            b, loc,
+            arith::ConstantOp::create(b, loc, b.getFloatAttr(bf16(), 0.0)),
+            weightPairs, ValueRange{index(r), index(span)});
       Value alpha = math::ExpOp::create(
           b, loc, arith::SubFOp::create(b, loc, oldMax, newMax));
       Value blockSum = vector::ReductionOp::create(
@@ -1241,6 +1297,10 @@ private:
     for (size_t g0 = 0; g0 < all.size(); g0 += perGroup) {
       ArrayRef<std::pair<int64_t, int64_t>> group =
           ArrayRef(all).slice(g0, std::min<size_t>(perGroup, all.size() - g0));
+      if (dot) {
+        pairWeightedValues(row, j0, span, alphas, group);
+        continue;
+      }
       SmallVector<Value> acc;
       for (auto [c0, chunk] : group)
         for (int64_t r = 0; r < rows; ++r) {
@@ -1286,6 +1346,149 @@ private:
     SmallVector<Value> next(maxes);
     next.append(sums);
     return next;
+  }
+
+  //===--------------------------------------------------------------------===//
+  // vdpbf16ps: both products on AVX512-BF16 without AMX
+  //===--------------------------------------------------------------------===//
+  //
+  // The kv head's keys and values are packed as for AMX (kTiles, vTiles:
+  // f32 slots of bf16 pairs) and the query rows also kept as bf16
+  // (queryPairs), the weights as bf16 (weightPairs); the loop nest and its
+  // softmax are the f32 one's. A product's k step is a pair of columns of
+  // q (scores) or of keys (p @ v): emitPairStep, vdpbf16ps on each register
+  // of slots.
+
+  /// The unscaled scores q kᵀ of `rows` rows against the `lanes` keys from
+  /// jt (a multiple of 16 for 16 lanes and more), a vector per row.
+  SmallVector<Value> pairScoresOf(ArrayRef<Value> row, Value jt,
+                                  int64_t lanes) {
+    int64_t rows = row.size();
+    int64_t pieceLanes = std::min<int64_t>(lanes, 16);
+    int64_t pieces = lanes / pieceLanes;
+    auto pieceType = VectorType::get({pieceLanes}, b.getF32Type());
+    Value zero = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(pieceType, 0.0f));
+    Value tile = arith::DivUIOp::create(b, loc, jt, index(16));
+    Value slot = arith::RemUIOp::create(b, loc, jt, index(16));
+    auto loop = scf::ForOp::create(
+        b, loc, index(0), index(depth / 2), index(1),
+        SmallVector<Value>(rows * pieces, zero),
+        [&](OpBuilder &nb, Location, Value p, ValueRange acc) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          SmallVector<Value> slots, lhsPairs;
+          for (int64_t t = 0; t < pieces; ++t)
+            slots.push_back(vector::LoadOp::create(
+                b, loc, pieceType, kTiles,
+                ValueRange{add(tile, index(t)), p, slot}));
+          Value column = arith::MulIOp::create(b, loc, p, index(2));
+          for (Value i : row)
+            lhsPairs.push_back(
+                pairAt(queryPairs, ValueRange{inSuperBlock(i), column}));
+          scf::YieldOp::create(
+              b, loc,
+              emitPairStep(b, loc, pieceLanes >= 4, slots, lhsPairs, acc));
+        });
+    SmallVector<Value> scores;
+    for (int64_t r = 0; r < rows; ++r)
+      scores.push_back(concatenated(
+          ValueRange(loop.getResults()).slice(r * pieces, pieces)));
+    return scores;
+  }
+
+  /// p = exp(x) for the scores x - m' <= 0 of a row (vector<lanes>), kept
+  /// in weightPairs[row, t...] as bf16: 16 lanes at a time as the AMX
+  /// loop computes and rounds them (weightOf, vcvtneps2bf16); a piece of
+  /// fewer keys with math.exp and the exact rounding.
+  Value keptPairWeights(Value x, Value row, Value t) {
+    int64_t lanes = cast<VectorType>(x.getType()).getNumElements();
+    if (lanes % 16 != 0) {
+      Value p = math::ExpOp::create(b, loc, x);
+      vector::StoreOp::create(b, loc, narrowed(p), weightPairs,
+                              ValueRange{row, t});
+      return p;
+    }
+    SmallVector<Value> pieces;
+    for (int64_t i = 0; i < lanes; i += 16) {
+      Value p = weightOf(vector::ExtractStridedSliceOp::create(
+          b, loc, x, ArrayRef<int64_t>{i}, ArrayRef<int64_t>{16},
+          ArrayRef<int64_t>{1}));
+      vector::StoreOp::create(b, loc,
+                              x86vector::CvtPackedF32ToBF16Op::create(
+                                  b, loc, VectorType::get({16}, bf16()), p),
+                              weightPairs, ValueRange{row, add(t, index(i))});
+      pieces.push_back(p);
+    }
+    return concatenated(pieces);
+  }
+
+  /// The bf16 pair at `at` of a bf16 memref as vector<1xi32>.
+  Value pairAt(Value memref, ValueRange at) {
+    Value pair = vector::LoadOp::create(b, loc, VectorType::get({2}, bf16()),
+                                        memref, at);
+    return vector::BitCastOp::create(
+        b, loc, VectorType::get({1}, b.getI32Type()), pair);
+  }
+
+  /// The vectors of `parts` (equal lengths, a power of two of them) end to
+  /// end.
+  Value concatenated(ValueRange parts) {
+    SmallVector<Value> level(parts.begin(), parts.end());
+    while (level.size() > 1) {
+      SmallVector<Value> next;
+      for (size_t i = 0; i < level.size(); i += 2) {
+        int64_t lanes = cast<VectorType>(level[i].getType()).getNumElements();
+        SmallVector<int64_t> both;
+        for (int64_t j = 0; j < 2 * lanes; ++j)
+          both.push_back(j);
+        next.push_back(
+            vector::ShuffleOp::create(b, loc, level[i], level[i + 1], both));
+      }
+      level = std::move(next);
+    }
+    return level[0];
+  }
+
+  /// out[r] = out[r] * alpha[r] + sum_j p[r][j] v[j0 + j, chunk] for the
+  /// column chunks of `group` (16 columns each): a k step per pair of keys,
+  /// the rows' weight pairs (weightPairs) against a register of vTiles per
+  /// chunk. j0 is even (the steps and pieces of keys start at multiples of
+  /// 2); an odd span's last pair is (p, 0) against (v, 0).
+  void pairWeightedValues(ArrayRef<Value> row, Value j0, int64_t span,
+                          ArrayRef<Value> alphas,
+                          ArrayRef<std::pair<int64_t, int64_t>> group) {
+    int64_t rows = row.size(), pieces = group.size();
+    auto chunkType = VectorType::get({16}, b.getF32Type());
+    SmallVector<Value> acc;
+    for (int64_t r = 0; r < rows; ++r)
+      for (auto [c0, chunk] : group) {
+        Value o = vector::LoadOp::create(b, loc, chunkType, out,
+                                         outAt(row[r], index(c0)));
+        acc.push_back(arith::MulFOp::create(b, loc, o, splat(alphas[r], 16)));
+      }
+    Value firstPair = arith::DivUIOp::create(b, loc, j0, index(2));
+    auto loop = scf::ForOp::create(
+        b, loc, index(0), index((span + 1) / 2), index(1), acc,
+        [&](OpBuilder &nb, Location, Value i, ValueRange acc) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          SmallVector<Value> slots, lhsPairs;
+          Value pair = add(firstPair, i);
+          for (auto [c0, chunk] : group)
+            slots.push_back(vector::LoadOp::create(
+                b, loc, chunkType, vTiles,
+                ValueRange{index(c0 / 16), pair, index(0)}));
+          Value key = arith::MulIOp::create(b, loc, i, index(2));
+          for (int64_t r = 0; r < rows; ++r)
+            lhsPairs.push_back(pairAt(weightPairs, ValueRange{index(r), key}));
+          scf::YieldOp::create(
+              b, loc, emitPairStep(b, loc, /*dot=*/true, slots, lhsPairs, acc));
+        });
+    for (int64_t r = 0; r < rows; ++r)
+      for (auto [g, piece] : llvm::enumerate(group))
+        vector::StoreOp::create(b, loc, loop.getResult(r * pieces + g), out,
+                                outAt(row[r], index(piece.first)));
   }
 
   /// out[row] /= sum, or the mean of v for a fully masked row; a row whose
@@ -1349,20 +1552,21 @@ private:
 
   /// score(j) of `row`, with D2L's replacement for j >= len or j < lo.
   Value scoreOf(Value n, Value row, Value len, Value lo, Value j) {
-    auto dot = scf::ForOp::create(
+    auto sum = scf::ForOp::create(
         b, loc, index(0), index(depth), index(1), ValueRange{f32(0.0f)},
         [&](OpBuilder &nb, Location, Value c, ValueRange acc) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
           Value x = memref::LoadOp::create(b, loc, queryRows,
                                            ValueRange{inSuperBlock(row), c});
-          Value y = amx ? keyFromTiles(c, j)
+          Value y = amx || dot
+                        ? keyFromTiles(c, j)
                         : memref::LoadOp::create(b, loc, kt, ktIndex(c, j))
                               .getResult();
           scf::YieldOp::create(
               b, loc, ValueRange{math::FmaOp::create(b, loc, x, y, acc[0])});
         });
-    Value s = arith::MulFOp::create(b, loc, dot.getResult(0), f32(scale));
+    Value s = arith::MulFOp::create(b, loc, sum.getResult(0), f32(scale));
     return maskScore(b, loc, isKeyVisible(b, loc, j, lo, len), s);
   }
 
@@ -1421,8 +1625,12 @@ private:
   /// AMX scratch: the kv head's keys and values as B tiles, the query rows
   /// and the weights as A tiles, a step's scores, the output rows.
   Value kTiles, vTiles, qTiles, scores, weightTiles, outTile;
-  /// products(bf16) without AMX: the kv head's values, rounded.
+  /// products(bf16) without AMX or vdpbf16ps: the kv head's values, rounded.
   Value roundedValues;
+  /// vdpbf16ps: both products on AVX512-BF16 (from kTiles and vTiles), the
+  /// query rows and a step's weights as bf16.
+  bool dot = false;
+  Value queryPairs, weightPairs;
   /// A step's p @ v (then out = out * exp(m - m') + it, by rows); the
   /// rows' sums of weights as vectors, and the step's; the rows' (max,
   /// the step's max, exp(max - step's max)).

@@ -274,6 +274,13 @@ def AttnLowerFusedAttention
     `-1e6 + 104` (where the skipped masked keys would still count) is
     recomputed exactly.
 
+    With `products(bf16)` both products take bf16 operands: on an AMX
+    target (`bf16-amx`, `d % 32 == 0`, `dv % 16 == 0`) they run on
+    `tdpbf16ps` tiles in a loop of their own; on AVX512-BF16 without AMX
+    (`bf16-dot`, `d` even, `dv % 16 == 0`) on `vdpbf16ps` in the loop
+    above, from the same packed bf16 pairs; elsewhere as FMAs on rounded
+    values.
+
     Extra memory: about `d * Tk + dv` floats per thread, whatever Tq.
   }];
   let options = [
@@ -291,11 +298,13 @@ def AttnLowerFusedAttention
            "with its own scratch), for threads">
   ];
   let dependentDialects = [
+    "::mlir::amx::AMXDialect",
     "::mlir::arith::ArithDialect",
     "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect",
-    "::mlir::vector::VectorDialect"
+    "::mlir::vector::VectorDialect",
+    "::mlir::x86vector::X86VectorDialect"
   ];
 }
 
