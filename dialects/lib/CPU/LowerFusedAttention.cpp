@@ -414,9 +414,9 @@ private:
   // Per kv head, its keys and values are packed once as B tiles of bf16
   // pairs in f32 slots (16 rows of 64 bytes): slot kTiles[j / 16, c / 2,
   // j % 16] holds k[j, c & ~1] and k[j, c | 1] (rotated with rope), slot
-  // vTiles[c / 16, j / 2, c % 16] v[j & ~1, c] and v[j | 1, c]; zero past
-  // Tk. Per tile of 16 query rows (qTiles: A tiles of 32 columns), per step
-  // of amxKeys keys:
+  // vTiles[c / 16, j / 2, c % 16] v[j & ~1, c] and v[j | 1, c] (valuePairsAt);
+  // zero past Tk. Per tile of 16 query rows (qTiles: A tiles of 32 columns),
+  // per step of amxKeys keys:
   //   scores = qTiles x kTiles                   (tdpbf16ps, f32 sums; the
   //                                               next step's are computed
   //                                               before this step's p @ v)
@@ -456,7 +456,11 @@ private:
                                      b.getI64IntegerAttr(64));
     };
     kTiles = alloc({paddedKeys / 16, depth / 2, 16});
-    vTiles = alloc({width / 16, paddedKeys / 2, 16});
+    // AMX reads a column block's pairs as tiles; vdpbf16ps a pair's
+    // column blocks together (one stream of v, not dv / 16 streams
+    // paddedKeys * 32 bytes apart, in the same L1 sets).
+    vTiles = dot ? alloc({paddedKeys / 2, width})
+                 : alloc({width / 16, paddedKeys / 2, 16});
     // The keys past Tk stay zero: their scores are masked, their weights 0
     // (a NaN of stale memory would still reach the sums through 0 x NaN).
     if (paddedKeys == keys)
@@ -471,10 +475,17 @@ private:
     });
     forRange(0, width / 16, 1, [&](Value t) {
       forRange(0, paddedKeys / 2, 1, [&](Value p) {
-        vector::StoreOp::create(b, loc, zero, vTiles,
-                                ValueRange{t, p, index(0)});
+        vector::StoreOp::create(b, loc, zero, vTiles, valuePairsAt(t, p));
       });
     });
+  }
+
+  /// Where vTiles keeps the 16 slots of column block `block` (columns
+  /// 16 block...) of key pair `pair`.
+  SmallVector<Value> valuePairsAt(Value block, Value pair) {
+    if (dot)
+      return {pair, arith::MulIOp::create(b, loc, block, index(16))};
+    return {block, pair, index(0)};
   }
 
   Value narrowed(Value x) {
@@ -555,7 +566,7 @@ private:
                 : zero;
         Value both = vector::ShuffleOp::create(b, loc, even, odd, interleave);
         vector::StoreOp::create(b, loc, pairSlots(both), vTiles,
-                                ValueRange{index(c0 / 16), pair, index(0)});
+                                valuePairsAt(index(c0 / 16), pair));
       }
     };
     forRange(0, keys / 2 * 2, 2, [&](Value j) { packPair(j, true); });
@@ -1477,8 +1488,7 @@ private:
           Value pair = add(firstPair, i);
           for (auto [c0, chunk] : group)
             slots.push_back(vector::LoadOp::create(
-                b, loc, chunkType, vTiles,
-                ValueRange{index(c0 / 16), pair, index(0)}));
+                b, loc, chunkType, vTiles, valuePairsAt(index(c0 / 16), pair)));
           Value key = arith::MulIOp::create(b, loc, i, index(2));
           for (int64_t r = 0; r < rows; ++r)
             lhsPairs.push_back(pairAt(weightPairs, ValueRange{index(r), key}));

@@ -42,9 +42,10 @@ func.func @f32(%q: memref<1x8x4xf32>, %k: memref<1x8x4xf32>, %v: memref<1x8x4xf3
 module attributes {dlti.target_system_spec = #dlti.target_system_spec<"CPU" = #dlti.target_device_spec<"arch" = "x86_64", "cpu" = "cooperlake", "max_vector_op_width" = 512 : i64, "vector_registers" = 32 : i64, "fma" = true, "fma_units" = 2 : i64, "cache_line_size_in_bytes" = 64 : i64, "L1_cache_size_in_bytes" = 32768 : i64, "L2_cache_size_in_bytes" = 1048576 : i64, "features" = "avx2,avx512bf16,avx512f,avx512vl,fma">>} {
   // DOT-LABEL: func.func @pairs
   func.func @pairs(%q: memref<1x40x32xf32>, %k: memref<1x40x32xf32>, %v: memref<1x40x16xf32>, %o: memref<1x40x16xf32>) {
-    // the keys and values as pairs of bf16 in f32 slots (16 keys / columns)
+    // the keys as pairs of bf16 in f32 slots (blocks of 16 keys), the
+    // values too (a row per pair of keys)
     // DOT-DAG: memref.alloc() {alignment = 64 : i64} : memref<3x16x16xf32>
-    // DOT-DAG: memref.alloc() {alignment = 64 : i64} : memref<1x24x16xf32>
+    // DOT-DAG: memref.alloc() {alignment = 64 : i64} : memref<24x16xf32>
     // the query rows and a step's weights as bf16
     // DOT-DAG: memref.alloc() : memref<{{[0-9]+}}x32xbf16>
     // DOT-DAG: memref.alloc() : memref<{{[0-9]+}}x{{[0-9]+}}xbf16>
