@@ -1187,7 +1187,7 @@ std::vector<std::string> specKinds() {
   return kinds;
 }
 
-GeneratedSpec generateSpec(uint64_t seed) {
+GeneratedSpec generateSpec(uint64_t seed, bool drawTypes) {
   Rng r(seed);
   int total = 0;
   for (const Generator &g : kGenerators)
@@ -1216,6 +1216,16 @@ GeneratedSpec generateSpec(uint64_t seed) {
   }
   spec.kind = kind.text();
   spec.error = error;
+  if (drawTypes) {
+    Rng typeRng(seed ^ 0x9e3779b97f4a7c15ull);
+    int64_t roll = typeRng.integer(0, 9);
+    spec.floatType = roll < 2 ? "bf16" : roll < 3 ? "f16" : "f32";
+  }
+  // Every float type is written by Block::typeText as "f32[".
+  if (spec.floatType != "f32")
+    for (size_t at = 0; (at = spec.text.find("f32[", at)) != std::string::npos;
+         at += spec.floatType.size())
+      spec.text.replace(at, 3, spec.floatType);
   return spec;
 }
 

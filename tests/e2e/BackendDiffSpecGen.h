@@ -79,6 +79,10 @@ struct GenOutput {
 struct GeneratedSpec {
   /// What the case exercises (`mha`, `linear`, `encoder_layer`, ...).
   std::string kind;
+  /// The element type of every float argument and output: `f32`, `bf16`
+  /// or `f16` (docs/spec.md §2 v3: one float type throughout, so nothing
+  /// is promoted).
+  std::string floatType = "f32";
   /// The whole `.attn` file.
   std::string text;
   /// The block to compile (the file may hold callees too).
@@ -92,8 +96,11 @@ struct GeneratedSpec {
   std::string error;
 };
 
-/// The spec of `seed`: the same seed always gives the same spec.
-GeneratedSpec generateSpec(uint64_t seed);
+/// The spec of `seed`: the same seed always gives the same spec. With
+/// `drawTypes`, about one spec in five is bf16 and one in ten f16 (the
+/// draw has a generator of its own: the spec is otherwise the one f32
+/// would give); without, every spec is f32.
+GeneratedSpec generateSpec(uint64_t seed, bool drawTypes = true);
 
 /// Every kind generateSpec may return.
 std::vector<std::string> specKinds();

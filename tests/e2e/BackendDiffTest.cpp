@@ -21,10 +21,15 @@
 // range), the MLIR kernel on 1 thread, the Halide kernel on 1 and on 2
 // threads; every output must agree.
 //
-// Tolerance. docs/spec.md §7 gives none between backends, so this uses the
+// Types. About one spec in five is bf16 and one in ten f16 (every float
+// argument and output; docs/spec.md §2 v3), the inputs rounded to the type.
+//
+// Tolerance. docs/spec.md §7 gives none between backends, so f32 uses the
 // golden tolerance (tests/e2e/GoldenCase.h: 1e-4) as an absolute plus a
 // relative bound, element by element, with the MLIR kernel as the reference:
 //     |halide - mlir| <= 1e-4 + 1e-4 * |mlir|
+// and bf16/f16 a few units in the last place of the type at the output's
+// largest magnitude (toleranceOf).
 // No output may be NaN (outputs are pre-filled with NaN, so an element a
 // kernel never writes fails too), and the inputs must come back unchanged.
 //
@@ -70,6 +75,9 @@
 #include "attnc/InitAttn.h"
 #include "attnc/Runtime/Npy.h"
 #include "attnc/Runtime/Runtime.h"
+
+#include "attn/Target/ElementType.h"
+#include "attn/Target/FloatConversions.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -233,6 +241,15 @@ llvm::Expected<KernelSignature> frontEnd(const GeneratedSpec &spec,
   return llvm::createStringError("no kernel named '" + spec.block + "'");
 }
 
+/// The element type of the spec's float arguments and outputs.
+ElementType floatTypeOf(const GeneratedSpec &spec) {
+  return *mlir::attn::elementTypeNamed(spec.floatType);
+}
+
+bool isLowPrecision(ElementType type) {
+  return type == ElementType::BF16 || type == ElementType::F16;
+}
+
 /// Where the front end's signature differs from what the generator meant
 /// (empty: none).
 std::string signatureMismatch(const GeneratedSpec &spec,
@@ -255,7 +272,7 @@ std::string signatureMismatch(const GeneratedSpec &spec,
                         : spec.arguments[i].param ? ArgumentRole::Param
                                                   : ArgumentRole::Input;
     ElementType type = !output && spec.arguments[i].isInt ? ElementType::I32
-                                                          : ElementType::F32;
+                                                          : floatTypeOf(spec);
     if (a.name != name || a.shape != shape || a.role != role || a.type != type)
       os << "argument " << i << ": the kernel's is " << roleName(a.role).str()
          << " " << a.name << ": " << a.typeString() << ", the generator meant "
@@ -269,11 +286,15 @@ std::string signatureMismatch(const GeneratedSpec &spec,
 // Inputs, runs, comparison
 //===----------------------------------------------------------------------===//
 
-/// The values of one argument (f32 or i32).
+/// The values of one argument: f32 or i32, or bf16/f16 as `bits` (and
+/// their exact values in `floats`, for the dumps and the messages).
 struct Values {
   std::vector<float> floats;
   std::vector<int32_t> ints;
+  std::vector<uint16_t> bits;
   void *data() {
+    if (!bits.empty())
+      return bits.data();
     return floats.empty() ? static_cast<void *>(ints.data())
                           : static_cast<void *>(floats.data());
   }
@@ -296,6 +317,11 @@ std::vector<Values> makeInputs(const GeneratedSpec &spec, uint64_t seed) {
     case GenArgument::Fill::Uniform:
       for (int64_t i = 0; i < n; ++i)
         v.floats.push_back(r.uniform(a.lo, a.hi));
+      if (ElementType type = floatTypeOf(spec); isLowPrecision(type))
+        for (float &x : v.floats) {
+          v.bits.push_back(mlir::attn::narrowTo(type, x));
+          x = mlir::attn::widenFrom(type, v.bits.back());
+        }
       break;
     case GenArgument::Fill::Lengths:
       // Uniform in [0, keys + 2], with extra weight on 0 (a row that sees
@@ -344,14 +370,29 @@ llvm::Error runKernel(Kernel &kernel, const KernelSignature &signature,
     if (llvm::Error e = kernel.prepareParams())
       return e;
   outputs.clear();
+  std::vector<std::vector<uint16_t>> outputBits(signature.arguments.size() - n);
   for (size_t i = n; i < signature.arguments.size(); ++i)
     outputs.emplace_back(signature.arguments[i].numElements(),
                          std::numeric_limits<float>::quiet_NaN());
   for (size_t i = n; i < signature.arguments.size(); ++i) {
     const KernelArgument &a = signature.arguments[i];
-    buffers.push_back({a.name, outputs[i - n].data(), a.type, a.shape});
+    void *data = outputs[i - n].data();
+    if (isLowPrecision(a.type)) {
+      outputBits[i - n].assign(
+          outputs[i - n].size(),
+          mlir::attn::narrowTo(a.type,
+                               std::numeric_limits<float>::quiet_NaN()));
+      data = outputBits[i - n].data();
+    }
+    buffers.push_back({a.name, data, a.type, a.shape});
   }
-  return kernel.run(buffers);
+  if (llvm::Error e = kernel.run(buffers))
+    return e;
+  for (size_t i = 0; i < outputBits.size(); ++i)
+    for (size_t j = 0; j < outputBits[i].size(); ++j)
+      outputs[i][j] = mlir::attn::widenFrom(signature.arguments[n + i].type,
+                                            outputBits[i][j]);
+  return llvm::Error::success();
 }
 
 /// The first argument whose values `after` changed, or "".
@@ -361,24 +402,45 @@ std::string changedInput(const GeneratedSpec &spec,
   for (size_t i = 0; i < before.size(); ++i)
     // Inputs hold no NaN: == compares them exactly (and, unlike memcmp,
     // is defined for an empty vector's null data()).
-    if (before[i].floats != after[i].floats || before[i].ints != after[i].ints)
+    if (before[i].floats != after[i].floats ||
+        before[i].ints != after[i].ints || before[i].bits != after[i].bits)
       return spec.arguments[i].name;
   return "";
 }
 
 struct Comparison {
   size_t bad = 0, nans = 0, worstAt = 0;
-  /// |h - m| / (atol + rtol |m|) at worstAt: > 1 is out of tolerance.
+  /// |h - m| / tolerance(m) at worstAt: > 1 is out of tolerance.
   double worstRatio = 0, worstDiff = 0, magnitude = 0;
 };
 
-Comparison compare(const std::vector<float> &mlir,
+/// The tolerance of an element `m` of an output of `type` whose largest
+/// magnitude is `largest`: f32 the golden one (1e-4 + 1e-4 |m|); bf16 and
+/// f16 kLowPrecisionUnits units in the last place of the type at
+/// `largest` (docs/spec.md §7's bar is one unit against the exact result;
+/// both backends round at the same points but sum in their own orders, so
+/// a value near a rounding boundary may round either way, and the
+/// difference then travels through the ops after it).
+constexpr double kLowPrecisionUnits = 4;
+double toleranceOf(ElementType type, double m, double largest) {
+  if (!isLowPrecision(type))
+    return kAbsoluteTolerance + kRelativeTolerance * std::fabs(m);
+  int fractionBits = type == ElementType::BF16 ? 7 : 10;
+  double unit = largest > 0
+                    ? std::ldexp(1.0, std::ilogb(largest) - fractionBits)
+                    : std::ldexp(1.0, -24);
+  return kLowPrecisionUnits * unit;
+}
+
+Comparison compare(ElementType type, const std::vector<float> &mlir,
                    const std::vector<float> &halide) {
   Comparison c;
   bool worstIsNan = false;
+  for (float m : mlir)
+    if (std::isfinite(m))
+      c.magnitude = std::max(c.magnitude, std::fabs(double(m)));
   for (size_t j = 0; j < mlir.size(); ++j) {
     double m = mlir[j], h = halide[j];
-    c.magnitude = std::max(c.magnitude, std::fabs(m));
     double diff = std::fabs(h - m);
     if (std::isnan(diff)) {
       if (!c.nans++ && !worstIsNan) {
@@ -389,8 +451,7 @@ Comparison compare(const std::vector<float> &mlir,
       }
       continue;
     }
-    double ratio =
-        diff / (kAbsoluteTolerance + kRelativeTolerance * std::fabs(m));
+    double ratio = diff / toleranceOf(type, m, c.magnitude);
     if (ratio > 1)
       ++c.bad;
     if (!worstIsNan && ratio > c.worstRatio) {
@@ -583,14 +644,16 @@ void runCaseUnguarded(unsigned index, Totals &totals, std::string &who,
   if (!reference.outputs.empty()) {
     for (size_t i = 0; i < reference.outputs.size(); ++i) {
       const KernelArgument &out = signature->arguments[n + i];
-      Comparison self = compare(reference.outputs[i], reference.outputs[i]);
+      Comparison self =
+          compare(out.type, reference.outputs[i], reference.outputs[i]);
       if (self.nans)
         problems += "\n  MLIR's output '" + out.name + "' has " +
                     std::to_string(self.nans) + " NaN elements";
       for (size_t r = 1; r < runs.size(); ++r) {
         if (runs[r].outputs.empty())
           continue;
-        Comparison c = compare(reference.outputs[i], runs[r].outputs[i]);
+        Comparison c =
+            compare(out.type, reference.outputs[i], runs[r].outputs[i]);
         caseWorst = std::max(caseWorst, c.worstRatio);
         if (!c.bad && !c.nans)
           continue;
@@ -605,16 +668,19 @@ void runCaseUnguarded(unsigned index, Totals &totals, std::string &who,
            << indexText(out.shape, c.worstAt) << ": MLIR "
            << reference.outputs[i][c.worstAt] << ", Halide "
            << runs[r].outputs[i][c.worstAt] << ", |diff| " << c.worstDiff
-           << " > " << kAbsoluteTolerance << " + " << kRelativeTolerance
-           << " * |MLIR| (max |MLIR| over the output " << c.magnitude << ")";
+           << " > "
+           << toleranceOf(out.type, reference.outputs[i][c.worstAt],
+                          c.magnitude)
+           << " (max |MLIR| over the output " << c.magnitude << ")";
         problems += os.str();
       }
     }
   }
   std::printf("case %u %s: %s, worst |diff|/tolerance %.3g, compile MLIR "
               "%.2f s, Halide %.2f s\n",
-              index, spec.kind.c_str(), problems.empty() ? "agree" : "DIFFER",
-              caseWorst, mlirSeconds, halideSeconds);
+              index, (spec.kind + " " + spec.floatType).c_str(),
+              problems.empty() ? "agree" : "DIFFER", caseWorst, mlirSeconds,
+              halideSeconds);
   std::fflush(stdout);
   if (caseWorst > totals.worstRatio) {
     totals.worstRatio = caseWorst;
@@ -756,7 +822,7 @@ TEST(BackendDiffSpecialValues, MlirAndHalideAgree) {
   unsigned cases = 0;
   for (unsigned i = 0; cases < kSpecialCases && i < 10000; ++i) {
     uint64_t seed = caseSeed(kSpecialSeed, i);
-    GeneratedSpec spec = generateSpec(seed);
+    GeneratedSpec spec = generateSpec(seed, /*drawTypes=*/false);
     Specials specials = specialsFor(spec.kind);
     if (specials == Specials::None)
       continue;
@@ -882,7 +948,8 @@ TEST(BackendDiffGenerator, DefaultRunCoversEveryFeature) {
         "ffn(",        "embedding(",  "dropout(",
         "linear(",     "matmul(",     "scale(",
         "add(",        "mul(",        "sub(",
-        "= layer(",    "f32[]"})
+        "= layer(",    "f32[]",       "bf16[",
+        "f16["})
     EXPECT_NE(all.find(feature), std::string::npos)
         << "no case of the default run has '" << feature << "'";
   for (auto &[k, n] : kinds)
