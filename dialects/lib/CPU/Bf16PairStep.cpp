@@ -3,6 +3,7 @@
 #include "Bf16PairStep.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -10,7 +11,8 @@
 using namespace mlir;
 
 SmallVector<Value> mlir::attn::emitPairStep(OpBuilder &b, Location loc,
-                                            bool dot, ArrayRef<Value> slots,
+                                            CpuSchedule::Bf16Dot dot,
+                                            ArrayRef<Value> slots,
                                             ArrayRef<Value> lhsPairs,
                                             ValueRange acc) {
   int64_t pieces = slots.size();
@@ -18,7 +20,27 @@ SmallVector<Value> mlir::attn::emitPairStep(OpBuilder &b, Location loc,
   int64_t lanes = slotType.getNumElements();
   auto bitsType = VectorType::get({lanes}, b.getI32Type());
   SmallVector<Value> next;
-  if (dot) {
+  if (dot == CpuSchedule::Bf16Dot::Bfdot) {
+    // bfdot v.4s, a.8h, b.8h: lane i += a[2i] b[2i] + a[2i+1] b[2i+1].
+    assert(lanes == 4 && "bfdot takes 4 lanes");
+    auto pairsType = VectorType::get({2 * lanes}, b.getBF16Type());
+    auto intrinsic = b.getStringAttr("llvm.aarch64.neon.bfdot.v4f32.v8bf16");
+    SmallVector<Value> bPairs;
+    for (Value slot : slots)
+      bPairs.push_back(vector::BitCastOp::create(b, loc, pairsType, slot));
+    for (auto [r, pair] : llvm::enumerate(lhsPairs)) {
+      Value aPairs = vector::BitCastOp::create(
+          b, loc, pairsType,
+          vector::BroadcastOp::create(b, loc, bitsType, pair));
+      for (int64_t p = 0; p < pieces; ++p)
+        next.push_back(LLVM::CallIntrinsicOp::create(
+                           b, loc, slotType, intrinsic,
+                           ValueRange{acc[r * pieces + p], aPairs, bPairs[p]})
+                           .getResult(0));
+    }
+    return next;
+  }
+  if (dot == CpuSchedule::Bf16Dot::Vdpbf16ps) {
     auto pairsType = VectorType::get({2 * lanes}, b.getBF16Type());
     SmallVector<Value> bPairs;
     for (Value slot : slots)

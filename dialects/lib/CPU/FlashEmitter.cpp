@@ -59,7 +59,8 @@ FlashEmitter::FlashEmitter(OpBuilder &b, Location loc, FusedAttentionOp op,
   // from the same packed pairs, in the loop nest above (key pieces of at
   // most 16 keys are one register of kTiles, output chunks of 16 columns
   // one of vTiles).
-  dot = products && !amx && schedule.bf16Dot && depth % 2 == 0 &&
+  dot = products && !amx &&
+        schedule.bf16Dot == CpuSchedule::Bf16Dot::Vdpbf16ps && depth % 2 == 0 &&
         width % 16 == 0 && keyBlock % 16 == 0 && chunkLanes == 16;
   if (dot)
     paddedKeys = (keys + 15) / 16 * 16;

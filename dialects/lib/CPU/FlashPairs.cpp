@@ -213,9 +213,12 @@ SmallVector<Value> FlashEmitter::pairScoresOf(ArrayRef<Value> row, Value jt,
         for (Value i : row)
           lhsPairs.push_back(
               pairAt(queryPairs, ValueRange{inSuperBlock(i), column}));
-        scf::YieldOp::create(
-            b, loc,
-            emitPairStep(b, loc, pieceLanes >= 4, slots, lhsPairs, acc));
+        scf::YieldOp::create(b, loc,
+                             emitPairStep(b, loc,
+                                          pieceLanes >= 4
+                                              ? CpuSchedule::Bf16Dot::Vdpbf16ps
+                                              : CpuSchedule::Bf16Dot::None,
+                                          slots, lhsPairs, acc));
       });
   SmallVector<Value> scores;
   for (int64_t r = 0; r < rows; ++r)
@@ -296,8 +299,10 @@ void FlashEmitter::pairWeightedValues(
         Value key = arith::MulIOp::create(b, loc, i, index(2));
         for (int64_t r = 0; r < rows; ++r)
           lhsPairs.push_back(pairAt(weightPairs, ValueRange{index(r), key}));
-        scf::YieldOp::create(
-            b, loc, emitPairStep(b, loc, /*dot=*/true, slots, lhsPairs, acc));
+        scf::YieldOp::create(b, loc,
+                             emitPairStep(b, loc,
+                                          CpuSchedule::Bf16Dot::Vdpbf16ps,
+                                          slots, lhsPairs, acc));
       });
   for (int64_t r = 0; r < rows; ++r)
     for (auto [g, piece] : llvm::enumerate(group))

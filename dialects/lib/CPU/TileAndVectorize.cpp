@@ -129,8 +129,8 @@ struct GemmOperandKind {
   /// two rows per step).
   bool slots = false;
   /// Slots through vdpbf16ps (AVX512-BF16; avx512vl for fewer than 16
-  /// lanes) rather than FMAs on widened pairs.
-  bool dot = false;
+  /// lanes) or bfdot (AArch64's BF16) rather than FMAs on widened pairs.
+  attn::CpuSchedule::Bf16Dot dot = attn::CpuSchedule::Bf16Dot::None;
 
   /// Rows of B (or of its packed copy) per k step.
   int64_t rhsRowsPerStep() const { return pairs && !slots ? 2 : 1; }
@@ -140,8 +140,16 @@ struct GemmOperandKind {
 /// width (LLVM splits it into registers), but at most 16 for vdpbf16ps,
 /// whose vectors are at most one register.
 int64_t pieceLanes(const GemmOperandKind &kind, int64_t width) {
-  if (kind.slots && kind.dot && width >= 4)
+  if (!kind.slots || width < 4)
+    return width;
+  switch (kind.dot) {
+  case attn::CpuSchedule::Bf16Dot::Vdpbf16ps:
     return std::min<int64_t>(width, 16);
+  case attn::CpuSchedule::Bf16Dot::Bfdot:
+    return 4;
+  case attn::CpuSchedule::Bf16Dot::None:
+    break;
+  }
   return width;
 }
 
@@ -295,8 +303,9 @@ void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
                 nb, nl, bitsType,
                 vector::LoadOp::create(nb, nl, pairType, lhs,
                                        at({row, column}))));
-          next = attn::emitPairStep(nb, nl, kind.dot && lanes >= 4, loadB(0),
-                                    lhsPairs, acc);
+          next = attn::emitPairStep(
+              nb, nl, lanes >= 4 ? kind.dot : attn::CpuSchedule::Bf16Dot::None,
+              loadB(0), lhsPairs, acc);
         } else if (kind.pairs) {
           // k = 2p + 1, then 2p.
           Value even = arith::MulIOp::create(
@@ -369,7 +378,8 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
                                     int64_t depthTile, bool parallel,
                                     int64_t parallelFlops,
                                     int64_t packRowBlocks,
-                                    int64_t prefetchStride, bool dot) {
+                                    int64_t prefetchStride,
+                                    attn::CpuSchedule::Bf16Dot dot) {
   if (!op.hasPureBufferSemantics())
     return failure();
   bool batched = isa<linalg::BatchMatmulOp>(op);
@@ -382,7 +392,9 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
       return failure();
     bool slots = pairs->form != attn::Bf16PairForm::Widened;
     kind = {/*pairs=*/true, slots,
-            dot && pairs->form == attn::Bf16PairForm::Slots};
+            pairs->form == attn::Bf16PairForm::Slots
+                ? dot
+                : attn::CpuSchedule::Bf16Dot::None};
     rows = pairs->rows;
     columns = pairs->columns;
     depth = pairs->pairs;

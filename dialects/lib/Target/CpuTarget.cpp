@@ -58,7 +58,11 @@ std::string CpuSchedule::format() const {
   line("parallel-elements", parallelElements);
   line("packed-alignment-floats", packedAlignmentFloats);
   line("prefetch-stride-floats", prefetchStrideFloats);
-  line("bf16-dot", bf16Dot);
+  os << "bf16-dot = "
+     << (bf16Dot == Bf16Dot::Vdpbf16ps ? "vdpbf16ps"
+         : bf16Dot == Bf16Dot::Bfdot   ? "bfdot"
+                                       : "none")
+     << "\n";
   line("bf16-amx", bf16Amx);
   line("amx-panel-bytes", amxPanelBytes);
   return text;
@@ -126,9 +130,14 @@ CpuSchedule attn::deriveCpuSchedule(const CpuTargetDescription &target) {
   // Intel's AVX512-BF16 CPUs with AMX (Sapphire Rapids on) issue it at half
   // their FMA rate (docs/performance.md): FMAs on widened pairs, the same
   // sums, are faster there.
-  s.bf16Dot = target.hasFeature("avx512bf16") &&
-              target.hasFeature("avx512vl") && target.vectorBits >= 512 &&
-              !target.hasFeature("amx-bf16");
+  if (target.hasFeature("avx512bf16") && target.hasFeature("avx512vl") &&
+      target.vectorBits >= 512 && !target.hasFeature("amx-bf16"))
+    s.bf16Dot = CpuSchedule::Bf16Dot::Vdpbf16ps;
+  // bfdot on AArch64 CPUs with the BF16 extension (Neoverse V1/N2 on, Apple
+  // M2 on): two products per lane, twice the lanes' multiplies of an fmla.
+  if (target.arch == "aarch64" && target.hasFeature("bf16") &&
+      target.hasFeature("neon"))
+    s.bf16Dot = CpuSchedule::Bf16Dot::Bfdot;
   // tdpbf16ps on 16 x 16 tiles of C (the features are listed for Linux
   // only: the tile state needs the kernel's permission). Every AMX-BF16 CPU
   // has AVX512-BF16, which the attention's AMX loop uses beside the tiles.

@@ -100,9 +100,12 @@ struct CpuSchedule {
   /// GEMM: floats between the prefetches of the next register block's C
   /// rows (one per cache line of its columns).
   int64_t prefetchStrideFloats = 16;
-  /// bf16 pair GEMMs (attn-bf16-pair-gemms) on vdpbf16ps rather than FMAs on
-  /// widened pairs: the same sums in the same order.
-  bool bf16Dot = false;
+  /// The instruction of the bf16 pair GEMMs' k steps (attn-bf16-pair-gemms)
+  /// rather than FMAs on widened pairs: AVX512-BF16's vdpbf16ps (the same
+  /// sums in the same order), or Arm's bfdot (BF16 extension: its own
+  /// rounding of the pair's sum, docs/precision.md).
+  enum class Bf16Dot { None, Vdpbf16ps, Bfdot };
+  Bf16Dot bf16Dot = Bf16Dot::None;
   /// bf16 pair GEMMs whose N is a multiple of 16 on AMX tiles (tdpbf16ps),
   /// their weights packed in 16-column tiles of pairs.
   bool bf16Amx = false;
