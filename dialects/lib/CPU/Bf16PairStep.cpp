@@ -20,11 +20,13 @@ SmallVector<Value> mlir::attn::emitPairStep(OpBuilder &b, Location loc,
   int64_t lanes = slotType.getNumElements();
   auto bitsType = VectorType::get({lanes}, b.getI32Type());
   SmallVector<Value> next;
-  if (dot == CpuSchedule::Bf16Dot::Bfdot) {
-    // bfdot v.4s, a.8h, b.8h: lane i += a[2i] b[2i] + a[2i+1] b[2i+1].
-    assert(lanes == 4 && "bfdot takes 4 lanes");
+  if (dot != CpuSchedule::Bf16Dot::None) {
+    // vdpbf16ps, or bfdot v.4s, a.8h, b.8h (lane i += a[2i] b[2i] +
+    // a[2i+1] b[2i+1], with its own rounding of the pair's sum).
+    assert((dot != CpuSchedule::Bf16Dot::Bfdot || lanes == 4) &&
+           "bfdot takes 4 lanes");
     auto pairsType = VectorType::get({2 * lanes}, b.getBF16Type());
-    auto intrinsic = b.getStringAttr("llvm.aarch64.neon.bfdot.v4f32.v8bf16");
+    auto bfdot = b.getStringAttr("llvm.aarch64.neon.bfdot.v4f32.v8bf16");
     SmallVector<Value> bPairs;
     for (Value slot : slots)
       bPairs.push_back(vector::BitCastOp::create(b, loc, pairsType, slot));
@@ -32,26 +34,17 @@ SmallVector<Value> mlir::attn::emitPairStep(OpBuilder &b, Location loc,
       Value aPairs = vector::BitCastOp::create(
           b, loc, pairsType,
           vector::BroadcastOp::create(b, loc, bitsType, pair));
-      for (int64_t p = 0; p < pieces; ++p)
-        next.push_back(LLVM::CallIntrinsicOp::create(
-                           b, loc, slotType, intrinsic,
-                           ValueRange{acc[r * pieces + p], aPairs, bPairs[p]})
-                           .getResult(0));
-    }
-    return next;
-  }
-  if (dot == CpuSchedule::Bf16Dot::Vdpbf16ps) {
-    auto pairsType = VectorType::get({2 * lanes}, b.getBF16Type());
-    SmallVector<Value> bPairs;
-    for (Value slot : slots)
-      bPairs.push_back(vector::BitCastOp::create(b, loc, pairsType, slot));
-    for (auto [r, pair] : llvm::enumerate(lhsPairs)) {
-      Value aPairs = vector::BitCastOp::create(
-          b, loc, pairsType,
-          vector::BroadcastOp::create(b, loc, bitsType, pair));
-      for (int64_t p = 0; p < pieces; ++p)
-        next.push_back(x86vector::DotBF16Op::create(
-            b, loc, slotType, acc[r * pieces + p], aPairs, bPairs[p]));
+      for (int64_t p = 0; p < pieces; ++p) {
+        Value sum = acc[r * pieces + p];
+        next.push_back(dot == CpuSchedule::Bf16Dot::Bfdot
+                           ? LLVM::CallIntrinsicOp::create(
+                                 b, loc, slotType, bfdot,
+                                 ValueRange{sum, aPairs, bPairs[p]})
+                                 .getResult(0)
+                           : x86vector::DotBF16Op::create(b, loc, slotType, sum,
+                                                          aPairs, bPairs[p])
+                                 .getResult());
+      }
     }
     return next;
   }
