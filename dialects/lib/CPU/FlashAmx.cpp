@@ -1,5 +1,4 @@
-//===- FlashAmx.cpp - Both attention products on AMX
-//------------------------===//
+//===- FlashAmx.cpp - Both attention products on AMX ----------------------===//
 //
 // See FlashEmitter.h.
 //

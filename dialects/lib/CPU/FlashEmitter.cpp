@@ -1,5 +1,4 @@
-//===- FlashEmitter.cpp - Flash-style attention loops
-//-----------------------===//
+//===- FlashEmitter.cpp - Flash-style attention loops ---------------------===//
 //
 // See FlashEmitter.h.
 //

@@ -1,5 +1,4 @@
-//===- FlashPairs.cpp - bf16 pairs, vdpbf16ps products
-//----------------------===//
+//===- FlashPairs.cpp - bf16 pairs, vdpbf16ps products --------------------===//
 //
 // See FlashEmitter.h.
 //

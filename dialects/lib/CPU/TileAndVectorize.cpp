@@ -137,8 +137,8 @@ struct GemmOperandKind {
 };
 
 /// Lanes per accumulator vector of a block `width` columns wide: the whole
-/// width (LLVM splits it into registers), but at most 16 for vdpbf16ps,
-/// whose vectors are at most one register.
+/// width (LLVM splits it into registers), but at most 16 for vdpbf16ps and
+/// 4 for bfdot, whose vectors are one register.
 int64_t pieceLanes(const GemmOperandKind &kind, int64_t width) {
   if (!kind.slots || width < 4)
     return width;
