@@ -56,7 +56,8 @@ struct PrepareAnalysis {
 
   /// Each packed value starts at a multiple of `alignment` floats (the
   /// target's packed-alignment-floats: a cache line).
-  PrepareAnalysis(func::FuncOp kernel, int64_t alignment);
+  /// `hoist` false: nothing is prepared.
+  PrepareAnalysis(func::FuncOp kernel, int64_t alignment, bool hoist);
 };
 
 /// Whether a linalg op's result is worth preparing: static f32 tensors of
@@ -80,7 +81,8 @@ bool worthPreparing(linalg::LinalgOp op, const DenseSet<Value> &fromParams) {
   return op->getNumResults() > 0;
 }
 
-PrepareAnalysis::PrepareAnalysis(func::FuncOp kernel, int64_t alignment) {
+PrepareAnalysis::PrepareAnalysis(func::FuncOp kernel, int64_t alignment,
+                                 bool hoist) {
   Block &body = kernel.getBody().front();
   // Values known from params (and constants) alone; `fromParams` those that
   // actually depend on a param.
@@ -106,7 +108,7 @@ PrepareAnalysis::PrepareAnalysis(func::FuncOp kernel, int64_t alignment) {
         fromParams.insert(result);
     }
     if (auto linalgOp = dyn_cast<linalg::LinalgOp>(&op))
-      if (worthPreparing(linalgOp, fromParams))
+      if (hoist && worthPreparing(linalgOp, fromParams))
         prepared.insert(&op);
   }
   // A prepared result goes into the buffer when anything else reads it.
@@ -265,6 +267,7 @@ void callParts(OpBuilder &b, func::FuncOp kernel, func::FuncOp prepare,
 
 struct AttnSplitPreparePass
     : mlir::attn::impl::AttnSplitPrepareBase<AttnSplitPreparePass> {
+  using AttnSplitPrepareBase::AttnSplitPrepareBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> kernels;
@@ -294,7 +297,7 @@ struct AttnSplitPreparePass
                            "expects the straight-line body of a kernel");
         return signalPassFailure();
       }
-      PrepareAnalysis analysis(kernel, schedule->packedAlignmentFloats);
+      PrepareAnalysis analysis(kernel, schedule->packedAlignmentFloats, hoist);
       b.setInsertionPointAfter(kernel);
       func::FuncOp prepare = buildPrepare(b, kernel, analysis);
       func::FuncOp prepared = buildPrepared(b, kernel, analysis);

@@ -12,18 +12,24 @@
 // ids, constants and memory the launch does not write, once per block).
 // A `gpu.shuffle` is cut at like a barrier: the stretch before it stores
 // each thread's value, and the shuffle reads the value of the lane it names
-// in the thread's warp (32 consecutive threads).
+// in the thread's warp (32 consecutive threads). An `nvgpu.mma.sync` too:
+// each thread computes its own elements of D from the fragments of A and B
+// that the lanes of its warp hold (attn/GPU/MmaFragments.h), the products
+// summed in k order onto C.
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn/GPU/MmaFragments.h"
 #include "attn/GPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -37,14 +43,17 @@ namespace mlir::attn {
 } // namespace mlir::attn
 
 using namespace mlir;
+namespace mma = mlir::attn::mma;
 
 namespace {
 
-/// Where the threads of a block meet: a barrier, or a shuffle (every lane
-/// of a warp at once).
-bool meets(Operation *op) { return isa<gpu::BarrierOp, gpu::ShuffleOp>(op); }
+/// Where the threads of a block meet: a barrier, or a shuffle or an mma
+/// (every lane of a warp at once).
+bool meets(Operation *op) {
+  return isa<gpu::BarrierOp, gpu::ShuffleOp, nvgpu::MmaSyncOp>(op);
+}
 
-/// A barrier or shuffle, or an op whose regions hold one.
+/// A barrier, shuffle or mma, or an op whose regions hold one.
 bool synchronizes(Operation *op) {
   return op
       ->walk([](Operation *nested) {
@@ -124,7 +133,7 @@ bool Uniformity::readsOnlyUnwritten(Operation *op) {
 
 bool Uniformity::isUniformOp(Operation *op) {
   if (op->getNumResults() == 0 || op->getNumRegions() != 0 ||
-      isa<gpu::ThreadIdOp, gpu::LaneIdOp, gpu::ShuffleOp>(op))
+      isa<gpu::ThreadIdOp, gpu::LaneIdOp, gpu::ShuffleOp, nvgpu::MmaSyncOp>(op))
     return false;
   if (!isMemoryEffectFree(op) && !readsOnlyUnwritten(op))
     return false;
@@ -192,6 +201,11 @@ private:
                              OpBuilder &b);
   LogicalResult lowerLoop(scf::ForOp loop, OpBuilder &b);
   void lowerShuffle(gpu::ShuffleOp shuffle, OpBuilder &b);
+  void lowerMma(nvgpu::MmaSyncOp op, OpBuilder &b);
+  /// Within a thread loop: `value` as thread `from` holds it (a value the
+  /// same in every thread, or defined above the launch, as this one does).
+  Value valueIn(Value value, Value from, Operation *owner, OpBuilder &b,
+                IRMapping &local, Value thread);
 
   gpu::LaunchOp launch;
   int64_t threads;
@@ -387,6 +401,70 @@ void BarrierSplitter::lowerShuffle(gpu::ShuffleOp shuffle, OpBuilder &b) {
   });
 }
 
+Value BarrierSplitter::valueIn(Value value, Value from, Operation *owner,
+                               OpBuilder &b, IRMapping &local, Value thread) {
+  auto slot = slots.find(value);
+  if (slot != slots.end())
+    return memref::LoadOp::create(b, value.getLoc(), slot->second,
+                                  ValueRange{from});
+  resolve(value, owner, b, local, thread);
+  return local.lookupOrDefault(value);
+}
+
+void BarrierSplitter::lowerMma(nvgpu::MmaSyncOp op, OpBuilder &b) {
+  Location loc = op.getLoc();
+  auto aType = cast<VectorType>(op.getMatrixA().getType());
+  int64_t perRegister = aType.getDimSize(1);
+  int64_t depth = mma::depthOf(perRegister);
+  threadLoop(b, [&](OpBuilder &tb, Value thread, IRMapping &local) {
+    auto index = [&](int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(tb, loc, v);
+    };
+    auto add = [&](Value x, int64_t y) -> Value {
+      return arith::AddIOp::create(tb, loc, x, index(y));
+    };
+    Value lane = arith::RemUIOp::create(tb, loc, thread, index(kWarpSize));
+    Value warp = arith::SubIOp::create(tb, loc, thread, lane);
+    Value group = arith::DivUIOp::create(tb, loc, lane, index(4));
+    Value pair = arith::RemUIOp::create(tb, loc, lane, index(4));
+    // The first lane of the group that holds A's row group + 8 i, and of
+    // the group that holds B's column (of this lane's 2 pair + j).
+    Value rowLanes = arith::AddIOp::create(
+        tb, loc, warp, arith::MulIOp::create(tb, loc, group, index(4)));
+    Value columnLanes = arith::AddIOp::create(
+        tb, loc, warp, arith::MulIOp::create(tb, loc, pair, index(8)));
+    Type f32 = tb.getF32Type();
+    auto widened = [&](Value x) -> Value {
+      return x.getType() == f32 ? x : arith::ExtFOp::create(tb, loc, f32, x);
+    };
+    Value result = valueIn(op.getMatrixC(), thread, op, tb, local, thread);
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 2; ++j) {
+        Value sum =
+            vector::ExtractOp::create(tb, loc, result, ArrayRef<int64_t>{i, j});
+        for (int64_t k = 0; k < depth; ++k) {
+          mma::Place inA = mma::placeInA(mma::rowOffsetC(i), k, perRegister);
+          mma::Place inB = mma::placeInB(k, mma::columnOffsetC(j), perRegister);
+          Value a = valueIn(op.getMatrixA(), add(rowLanes, inA.lane), op, tb,
+                            local, thread);
+          Value bv = valueIn(op.getMatrixB(), add(columnLanes, inB.lane), op,
+                             tb, local, thread);
+          Value term = arith::MulFOp::create(
+              tb, loc,
+              widened(vector::ExtractOp::create(
+                  tb, loc, a, ArrayRef<int64_t>{inA.reg, inA.element})),
+              widened(vector::ExtractOp::create(
+                  tb, loc, bv, ArrayRef<int64_t>{inB.reg, inB.element})));
+          sum = arith::AddFOp::create(tb, loc, sum, term);
+        }
+        result = vector::InsertOp::create(tb, loc, sum, result,
+                                          ArrayRef<int64_t>{i, j});
+      }
+    memref::StoreOp::create(tb, loc, result, slotOf(op.getRes()),
+                            ValueRange{thread});
+  });
+}
+
 LogicalResult BarrierSplitter::lowerBlock(Block &block, OpBuilder &b) {
   gpu::KernelDim3 grid = launch.getGridSize(), size = launch.getBlockSize();
   Value gridSizes[] = {grid.x, grid.y, grid.z};
@@ -432,7 +510,11 @@ LogicalResult BarrierSplitter::lowerBlock(Block &block, OpBuilder &b) {
       lowerShuffle(shuffle, b);
       continue;
     }
-    // checkSplittable allows no other op around a barrier or shuffle.
+    if (auto mma = dyn_cast<nvgpu::MmaSyncOp>(op)) {
+      lowerMma(mma, b);
+      continue;
+    }
+    // checkSplittable allows no other op around a barrier, shuffle or mma.
     if (failed(lowerLoop(cast<scf::ForOp>(op), b)))
       return failure();
   }

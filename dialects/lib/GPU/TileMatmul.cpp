@@ -15,6 +15,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TensorCoreGemm.h"
+
 #include "attn/GPU/Passes.h"
 #include "attn/Target/GpuTarget.h"
 
@@ -23,6 +25,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -128,26 +131,6 @@ GemmShape shapeOf(Value a, Value c, bool batched) {
           cast<MemRefType>(a.getType()).getDimSize(rank - 1)};
 }
 
-/// `memref[indices]`, or 0 where `inRange` is false (null: always in range).
-Value loadOrZero(OpBuilder &b, Location loc, Value memref,
-                 ArrayRef<Value> indices, Value inRange) {
-  if (!inRange)
-    return memref::LoadOp::create(b, loc, memref, indices);
-  auto branch = scf::IfOp::create(
-      b, loc, inRange,
-      [&](OpBuilder &nb, Location nl) {
-        scf::YieldOp::create(
-            nb, nl,
-            ValueRange{memref::LoadOp::create(nb, nl, memref, indices)});
-      },
-      [&](OpBuilder &nb, Location nl) {
-        scf::YieldOp::create(nb, nl,
-                             ValueRange{arith::ConstantOp::create(
-                                 nb, nl, nb.getF32FloatAttr(0))});
-      });
-  return branch.getResult(0);
-}
-
 /// C[b] += A[b] B[b] as one launch: a block per `tile.rows` x `tile.cols`
 /// tile of C, k walked in slices staged in workgroup memory.
 void emitSharedMemoryGemm(OpBuilder &b, Location loc, Value a, Value bm,
@@ -250,7 +233,8 @@ void emitSharedMemoryGemm(OpBuilder &b, Location loc, Value a, Value bm,
             Value linear = add(thread, index(e * threads));
             Value i = div(linear, width), j = rem(linear, width);
             Value gi = add(i0, i), gj = add(j0, j);
-            Value v = loadOrZero(b, loc, source, at(gi, gj),
+            Value v =
+                attn::loadOrZero(b, loc, source, at(gi, gj),
                                  both(gi, iBound, checkI, gj, jBound, checkJ));
             SmallVector<Value, 2> into = {i, j};
             if (transposed)
@@ -317,7 +301,16 @@ struct AttnGpuTileMatmulPass
     attn::GpuTargetDescription target = attn::describeGpu(chip);
     attn::GpuGemmTile tile = attn::gemmTile(target);
     func::FuncOp func = getOperation();
-    SmallVector<std::pair<linalg::LinalgOp, bool>> gemms;
+    attn::GpuTensorCoreTile coreTile = attn::tensorCoreTile(target);
+    enum class Kernel { Blocked, SharedMemory, TensorCores };
+    struct Gemm {
+      linalg::LinalgOp op;
+      Kernel kernel;
+      /// Matched before any GEMM is rewritten: a launch in place of an
+      /// earlier one hides what it writes.
+      std::optional<attn::NarrowGemmOperands> narrow;
+    };
+    SmallVector<Gemm> gemms;
     func.walk([&](linalg::LinalgOp op) {
       bool plain = (isa<linalg::MatmulOp>(op) &&
                     !cast<linalg::MatmulOp>(op).hasUserDefinedMaps()) ||
@@ -332,25 +325,46 @@ struct AttnGpuTileMatmulPass
       GemmShape shape = shapeOf(op.getDpsInputs()[0], op.getDpsInits()[0],
                                 isa<linalg::BatchMatmulOp>(op));
       // A launch of its own needs to be host code: at the function's top.
-      bool shared = op->getParentOp() == func.getOperation() &&
-                    attn::usesSharedMemoryGemm(target, shape.m, shape.n);
+      bool topLevel = op->getParentOp() == func.getOperation();
+      bool shared =
+          topLevel && attn::usesSharedMemoryGemm(target, shape.m, shape.n);
+      // Narrow operands go to the tensor cores at any size: the small
+      // GEMMs of the goldens run the code the large ones do.
+      std::optional<attn::NarrowGemmOperands> narrow;
+      if (topLevel && attn::hasTensorCoreMma(target))
+        narrow = attn::matchNarrowOperands(op);
+      if (narrow)
+        gemms.push_back({op, Kernel::TensorCores, narrow});
+      else if (shared)
+        gemms.push_back({op, Kernel::SharedMemory, std::nullopt});
       // The register blocks load rows of B and C as vectors; anything else
       // keeps the one-output-per-thread loops.
-      if (shared || (hasUnitInnerStride(op.getDpsInputs()[1]) &&
-                     hasUnitInnerStride(op.getDpsInits()[0])))
-        gemms.push_back({op, shared});
+      else if (hasUnitInnerStride(op.getDpsInputs()[1]) &&
+               hasUnitInnerStride(op.getDpsInits()[0]))
+        gemms.push_back({op, Kernel::Blocked, std::nullopt});
     });
-    for (auto [op, shared] : gemms) {
+    for (auto &[op, kernel, narrow] : gemms) {
       OpBuilder b(op);
       bool batched = isa<linalg::BatchMatmulOp>(op);
-      if (shared)
-        emitSharedMemoryGemm(b, op.getLoc(), op.getDpsInputs()[0],
-                             op.getDpsInputs()[1], op.getDpsInits()[0], batched,
-                             tile);
-      else
-        emitBlockedGemm(b, op.getLoc(), op.getDpsInputs()[0],
-                        op.getDpsInputs()[1], op.getDpsInits()[0], batched);
+      Value a = op.getDpsInputs()[0], bm = op.getDpsInputs()[1],
+            c = op.getDpsInits()[0];
+      switch (kernel) {
+      case Kernel::TensorCores:
+        attn::emitTensorCoreGemm(b, op.getLoc(), *narrow, c, batched, coreTile);
+        break;
+      case Kernel::SharedMemory:
+        emitSharedMemoryGemm(b, op.getLoc(), a, bm, c, batched, tile);
+        break;
+      case Kernel::Blocked:
+        emitBlockedGemm(b, op.getLoc(), a, bm, c, batched);
+        break;
+      }
       op->erase();
+      // The f32 copies of narrow operands, when only the GEMM read them.
+      if (kernel == Kernel::TensorCores) {
+        attn::eraseUnreadWidening(a);
+        attn::eraseUnreadWidening(bm);
+      }
     }
   }
 };

@@ -78,6 +78,14 @@ GpuGemmTile mlir::attn::gemmTile(const GpuTargetDescription &) {
   return GpuGemmTile();
 }
 
+bool mlir::attn::hasTensorCoreMma(const GpuTargetDescription &target) {
+  return target.computeCapability >= 80;
+}
+
+GpuTensorCoreTile mlir::attn::tensorCoreTile(const GpuTargetDescription &) {
+  return GpuTensorCoreTile();
+}
+
 GpuAttentionTile mlir::attn::attentionTile(const GpuTargetDescription &target,
                                            int64_t queries, int64_t keys,
                                            int64_t keyWidth,

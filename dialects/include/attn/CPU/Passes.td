@@ -100,7 +100,16 @@ def AttnSplitPrepare : Pass<"attn-split-prepare", "::mlir::ModuleOp"> {
     `@k_prepared(%x, %w, %packed)` starts from
     `tensor.extract_slice %packed[0] [128] [1]` and
     `tensor.expand_shape ... into tensor<8x16xf32>`; `@k` calls both.
+
+    With `hoist=false` nothing is prepared (every `packed` has 0
+    elements): the GPU emulation's kernels read their params as the GPU's,
+    which have no prepare step.
   }];
+  let options = [
+    Option<"hoist", "hoist", "bool", /*default=*/"true",
+           "Move the work on params into NAME_prepare (false: the three "
+           "functions, with nothing in NAME_prepare)">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::func::FuncDialect",

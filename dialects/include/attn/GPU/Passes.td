@@ -116,6 +116,7 @@ def AttnGpuTileMatmul
     "::mlir::arith::ArithDialect",
     "::mlir::gpu::GPUDialect",
     "::mlir::memref::MemRefDialect",
+    "::mlir::nvgpu::NVGPUDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect",
   ];
@@ -279,6 +280,27 @@ def AttnGpuAlignWorkgroupMemory
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def AttnGpuLowerBf16Mma
+    : Pass<"attn-gpu-lower-bf16-mma", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Lower nvgpu.mma.sync on bf16 operands to nvvm.mma.sync";
+  let description = [{
+    MLIR 22's convert-nvgpu-to-nvvm lowers `nvgpu.mma.sync` on f16 and tf32
+    operands but refuses bf16 ("failed to deduce operand PTX types"; fixed
+    upstream after 22). This pass lowers the bf16 m16n8k16 form itself:
+    each register of A's `vector<4x2xbf16>` and B's `vector<2x2xbf16>`
+    fragment is bitcast to the `i32` that holds its two elements, C's four
+    elements become the f32 accumulators of an `nvvm.mma.sync` (row-major
+    A, column-major B, multiplicands of PTX type bf16), and its result
+    struct becomes the `vector<2x2xf32>` again. The rest stays for
+    convert-nvgpu-to-nvvm, which runs after it.
+  }];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
 def AttnGpuEmulateLaunches
     : Pass<"attn-gpu-emulate-launches", "::mlir::func::FuncOp"> {
   let summary = "Run each gpu.launch as loops on the CPU (a test of the GPU "
@@ -291,15 +313,19 @@ def AttnGpuEmulateLaunches
     shared memory and no warp operation, so running their threads one after
     another computes what the GPU computes: the CPU back end can then check
     the mapping (indices, guards, one-thread runs) against the goldens.
-    Barriers, workgroup memory and `gpu.shuffle` are run too: each stretch
-    of a block between barriers (or shuffles) is a loop over its threads,
-    values that cross one kept per thread; a barrier or shuffle under
+    Barriers, workgroup memory, `gpu.shuffle` and `nvgpu.mma.sync` are run
+    too: each stretch of a block between barriers (or shuffles, or mmas) is
+    a loop over its threads, values that cross one kept per thread; an mma
+    gives each thread its elements of D, the products of the A and B
+    elements its warp's lanes hold (attn/GPU/MmaFragments.h) added to C in
+    k order; a barrier, shuffle or mma under
     control flow that is not uniform in the block, `gpu.subgroup_reduce`
     and `gpu.all_reduce` are located errors.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect",
   ];
 }
 

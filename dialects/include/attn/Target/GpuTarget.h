@@ -61,6 +61,34 @@ struct GpuGemmTile {
   int64_t threads() const { return (rows / threadRows) * (cols / threadCols); }
 };
 
+/// How a block computes one tile of a GEMM of two bf16 (f16) operands on
+/// tensor cores (attn-gpu-tile-matmul): a `rows` x `cols` tile of C per
+/// block of `warps()` warps, each warp a `warpRows` x `warpCols` part of it
+/// as (warpRows / 16) x (warpCols / 8) m16n8k16 mma tiles (f32
+/// accumulators in registers, attn/GPU/MmaFragments.h); k walked in slices
+/// of `depth`, A's slice [rows][depth] and B's [cols][depth] (k innermost
+/// in both, so that a register's two elements are neighbours) staged in
+/// shared memory in the operands' type, each row `padding` elements longer.
+struct GpuTensorCoreTile {
+  int64_t rows = 64;
+  int64_t cols = 64;
+  int64_t depth = 32;
+  int64_t warpRows = 32;
+  int64_t warpCols = 32;
+  /// Elements added to each staged row: 40 elements (20 words) a row, so
+  /// that the 8 groups of a warp's fragment loads (rows g, columns 2 p) hit
+  /// 32 different banks; a multiple of 8 keeps rows 16-byte aligned.
+  int64_t padding = 8;
+
+  int64_t warps() const { return (rows / warpRows) * (cols / warpCols); }
+};
+
+/// Whether `target` has the m16n8k16 bf16/f16 mma (sm_80 and later).
+bool hasTensorCoreMma(const GpuTargetDescription &target);
+
+/// The tensor-core GEMM tile for `target`.
+GpuTensorCoreTile tensorCoreTile(const GpuTargetDescription &target);
+
 /// How a block of threads computes flash attention
 /// (attn-gpu-lower-fused-attention): `queryRows` query rows of one batch
 /// entry and head per block, each row split over `slices` neighbouring
