@@ -50,6 +50,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn/GPU/MmaFragments.h"
 #include "attn/GPU/Passes.h"
 #include "attn/IR/AttentionMask.h"
 #include "attn/IR/AttnOps.h"
@@ -60,6 +61,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -340,16 +342,16 @@ struct Lowering {
   }
 
   /// The longest visible length of the block's rows [row0, row0 +
-  /// queryRows) (clamped to Tq), the same in every thread: the last row's
+  /// blockRows) (clamped to Tq), the same in every thread: the last row's
   /// without 2-D valid_lens (lengths grow with the row), else the largest.
-  Value blockLength(Value batch, Value row0) {
+  Value blockLength(Value batch, Value row0, int64_t blockRows) {
     bool twoD = lens && cast<MemRefType>(lens.getType()).getRank() == 2;
     auto rowAt = [&](int64_t r) -> Value {
       return arith::MinSIOp::create(
           b, loc, arith::AddIOp::create(b, loc, row0, index(r)),
           index(queries - 1));
     };
-    int64_t rows = std::min(tile.queryRows, queries);
+    int64_t rows = std::min(blockRows, queries);
     if (!twoD)
       return lengthOf(batch, rowAt(rows - 1));
     Value longest = lengthOf(batch, rowAt(0));
@@ -585,6 +587,367 @@ struct Lowering {
     memref::DeallocOp::create(b, loc, exactRows);
   }
 
+  /// The attention as a launch of tensor-core tiles (GpuMmaAttentionTile;
+  /// the file comment's loop, a warp's 16 rows at a time): per key tile,
+  /// S = Q K^T as m16n8k16 mma tiles (Q's fragments held in registers
+  /// from the start, K's read from the staged tile), the scores scaled,
+  /// masked (a key a row does not see scores -inf: its weight is 0, as when
+  /// skipped), the online softmax per row with the row's four lanes'
+  /// maxima and sums combined by shuffles, the weights rounded to bf16
+  /// and, as the accumulator fragments of S are the A fragments of P (two
+  /// n8 tiles of keys are one k16 step), O += P V as mma tiles against the
+  /// staged, transposed values. Rows go to the exact launch as in build().
+  void buildWithTensorCores(const GpuMmaAttentionTile &mmaTile) {
+    Type f32Type = b.getF32Type(), bf16 = b.getBF16Type();
+    constexpr int64_t perRegister = 2, depth = mma::depthOf(perRegister);
+    int64_t dkPadded = llvm::alignTo(dk, depth);
+    int64_t dvPadded = llvm::alignTo(dv, depth);
+    int64_t keyRows = mmaTile.keyRows, blockRows = mmaTile.queryRows();
+    int64_t rowBlocks = llvm::divideCeil(queries, blockRows);
+    int64_t threads = mmaTile.warps * target.warpSize;
+    auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
+                                                gpu::AddressSpace::Workgroup);
+    auto kTileType =
+        MemRefType::get({keyRows, dkPadded + mmaTile.padding}, bf16,
+                        MemRefLayoutAttrInterface{}, workgroup);
+    auto vTileType =
+        MemRefType::get({dvPadded, keyRows + mmaTile.padding}, bf16,
+                        MemRefLayoutAttrInterface{}, workgroup);
+    exactRows = memref::AllocOp::create(
+        b, loc, MemRefType::get({batches * heads * queries}, b.getI32Type()));
+    Value one = index(1);
+    auto launch = gpu::LaunchOp::create(
+        b, loc, index(batches * heads * rowBlocks), one, one, index(threads),
+        one, one, /*dynamicSharedMemorySize=*/nullptr,
+        b.getType<gpu::AsyncTokenType>(), /*asyncDependencies=*/ValueRange{},
+        TypeRange{kTileType, vTileType});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&launch.getBody().front());
+    Value kTile = launch.getWorkgroupAttributions()[0];
+    Value vTile = launch.getWorkgroupAttributions()[1];
+    Value block = launch.getBlockIds().x, thread = launch.getThreadIds().x;
+    auto add = [&](Value x, int64_t y) -> Value {
+      return y == 0 ? x : arith::AddIOp::create(b, loc, x, index(y));
+    };
+    auto below = [&](Value x, int64_t bound) -> Value {
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x,
+                                   index(bound));
+    };
+    auto narrow = [&](Value x) -> Value {
+      return arith::TruncFOp::create(b, loc, bf16, x);
+    };
+
+    // Uniform in the block: its batch entry, head, first row, key tiles.
+    Value n = arith::DivUIOp::create(b, loc, block, index(rowBlocks));
+    Value row0 = arith::MulIOp::create(
+        b, loc, arith::RemUIOp::create(b, loc, block, index(rowBlocks)),
+        index(blockRows));
+    Value batch = arith::DivUIOp::create(b, loc, n, index(heads));
+    Value head = arith::RemUIOp::create(b, loc, n, index(heads));
+    HeadColumns columns = headColumns(head);
+    Value blockEnd = arith::MaxSIOp::create(
+        b, loc, blockLength(batch, row0, blockRows), index(0));
+    Value firstTile = index(0);
+    if (Value blockLo = lowerOf(row0))
+      firstTile = arith::DivUIOp::create(b, loc, blockLo, index(keyRows));
+    Value lastTile = arith::DivUIOp::create(b, loc, add(blockEnd, keyRows - 1),
+                                            index(keyRows));
+
+    // This lane's rows (group g: rows g and g + 8 of its warp's 16) and
+    // its pair t; rows past Tq compute row Tq - 1 and store nothing.
+    Value warp = arith::DivUIOp::create(b, loc, thread, index(32));
+    Value lane = arith::RemUIOp::create(b, loc, thread, index(32));
+    Value group = arith::DivUIOp::create(b, loc, lane, index(4));
+    Value pair = arith::RemUIOp::create(b, loc, lane, index(4));
+    Value twoPairs = arith::MulIOp::create(b, loc, pair, index(2));
+    Value warpRow0 = arith::AddIOp::create(
+        b, loc, row0, arith::MulIOp::create(b, loc, warp, index(16)));
+    SmallVector<Value, 2> ownRows, rows, lens, los;
+    for (int64_t i = 0; i < 2; ++i) {
+      ownRows.push_back(add(arith::AddIOp::create(b, loc, warpRow0, group),
+                            mma::rowOffsetC(i)));
+      rows.push_back(
+          arith::MinSIOp::create(b, loc, ownRows[i], index(queries - 1)));
+      lens.push_back(lengthOf(batch, rows[i]));
+      los.push_back(lowerOf(rows[i]));
+    }
+
+    // Q's A fragments, one per 16 of dk (rotated with rope, rounded to
+    // bf16, columns past dk 0), read before anything is written: `out` may
+    // be `q`'s buffer.
+    auto qAt = [&](Value row, Value c) -> Value {
+      auto at = [&](Value cc) -> Value {
+        return memref::LoadOp::create(
+            b, loc, q,
+            ValueRange{batch, row,
+                       arith::AddIOp::create(b, loc, columns.q, cc)});
+      };
+      Value safe =
+          dk == dkPadded
+              ? c
+              : arith::SelectOp::create(b, loc, below(c, dk), c, index(0));
+      Value x = ropeCos ? rotatedElement(at, row, safe) : at(safe);
+      if (dk != dkPadded)
+        x = arith::SelectOp::create(b, loc, below(c, dk), x, f32(0.0f));
+      return narrow(x);
+    };
+    auto fragmentType = VectorType::get({mma::kRegistersA, perRegister}, bf16);
+    SmallVector<Value> queryFragments;
+    for (int64_t kc = 0; kc < dkPadded / depth; ++kc) {
+      SmallVector<Value> elements;
+      for (int64_t r = 0; r < mma::kRegistersA; ++r)
+        for (int64_t e = 0; e < perRegister; ++e)
+          elements.push_back(
+              qAt(rows[r % 2],
+                  add(twoPairs,
+                      kc * depth + mma::columnOffsetA(r, perRegister) + e)));
+      queryFragments.push_back(
+          vector::FromElementsOp::create(b, loc, fragmentType, elements));
+    }
+
+    auto accType = VectorType::get({2, 2}, f32Type);
+    Value zeros = arith::ConstantOp::create(
+        b, loc, accType, DenseElementsAttr::get(accType, b.getF32FloatAttr(0)));
+    float minusInfinity = -std::numeric_limits<float>::infinity();
+    // State: m and l of the two rows, then the output fragments.
+    SmallVector<Value> init = {f32(minusInfinity), f32(minusInfinity),
+                               f32(0.0f), f32(0.0f)};
+    int64_t outputTiles = dvPadded / mma::kColumns;
+    init.append(outputTiles, zeros);
+    auto tiles = scf::ForOp::create(
+        b, loc, firstTile, lastTile, one, init,
+        [&](OpBuilder &nb, Location, Value t, ValueRange state) {
+          OpBuilder::InsertionGuard inner(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          Value j0 = arith::MulIOp::create(b, loc, t, index(keyRows));
+          stageMmaTiles(thread, threads, batch, j0, columns, keyRows, dkPadded,
+                        dvPadded, kTile, vTile);
+          gpu::BarrierOp::create(b, loc);
+          auto bType = VectorType::get({mma::kRegistersB, perRegister}, bf16);
+          auto registerType = VectorType::get({perRegister}, bf16);
+          // B's fragment from a staged tile: row `outer` (a key of kTile,
+          // a value column of vTile), k from k0 + 2 pair.
+          auto fragmentB = [&](Value tileBuffer, Value outer, int64_t k0) {
+            SmallVector<Value> registers;
+            Value result = arith::ConstantOp::create(
+                b, loc, bType, cast<TypedAttr>(b.getZeroAttr(bType)));
+            for (int64_t r = 0; r < mma::kRegistersB; ++r)
+              result = vector::InsertOp::create(
+                  b, loc,
+                  vector::LoadOp::create(
+                      b, loc, registerType, tileBuffer,
+                      ValueRange{
+                          outer,
+                          add(twoPairs, k0 + mma::rowOffsetB(r, perRegister))}),
+                  result, r);
+            return result;
+          };
+          // S, masked and scaled: per n8 tile of keys, per row i and
+          // column j, the key j0 + 8 nt + 2 pair + j.
+          int64_t keyTiles = keyRows / mma::kColumns;
+          SmallVector<SmallVector<Value, 4>> scores(keyTiles);
+          SmallVector<Value, 2> tileMax = {f32(minusInfinity),
+                                           f32(minusInfinity)};
+          for (int64_t nt = 0; nt < keyTiles; ++nt) {
+            Value s = zeros;
+            Value keyRow = add(group, nt * mma::kColumns);
+            for (int64_t kc = 0; kc < dkPadded / depth; ++kc)
+              s = nvgpu::MmaSyncOp::create(
+                  b, loc, queryFragments[kc],
+                  fragmentB(kTile, keyRow, kc * depth), s,
+                  ArrayRef<int64_t>{mma::kRows, mma::kColumns, depth});
+            for (int64_t i = 0; i < 2; ++i)
+              for (int64_t j = 0; j < 2; ++j) {
+                Value key = add(arith::AddIOp::create(b, loc, j0, twoPairs),
+                                nt * mma::kColumns + mma::columnOffsetC(j));
+                Value score = scaled(vector::ExtractOp::create(
+                    b, loc, s, ArrayRef<int64_t>{i, j}));
+                score = arith::SelectOp::create(
+                    b, loc, isKeyVisible(b, loc, key, los[i], lens[i]), score,
+                    f32(minusInfinity));
+                scores[nt].push_back(score);
+                tileMax[i] =
+                    arith::MaximumFOp::create(b, loc, tileMax[i], score);
+              }
+          }
+          // A row's four lanes (one group) hold its 2 keys of each n8 tile.
+          auto acrossGroup = [&](Value x, bool maximum) {
+            for (int32_t offset : {1, 2}) {
+              Value other = gpu::ShuffleOp::create(b, loc, x, offset, 32,
+                                                   gpu::ShuffleMode::XOR)
+                                .getShuffleResult();
+              x = maximum
+                      ? arith::MaximumFOp::create(b, loc, x, other).getResult()
+                      : arith::AddFOp::create(b, loc, x, other).getResult();
+            }
+            return x;
+          };
+          SmallVector<Value> next(state.begin(), state.end());
+          SmallVector<Value, 2> corrections, newMax;
+          for (int64_t i = 0; i < 2; ++i) {
+            Value m = state[i];
+            newMax.push_back(arith::MaximumFOp::create(
+                b, loc, m, acrossGroup(tileMax[i], /*maximum=*/true)));
+            // No visible key yet: nothing to correct, no weight (exp(-inf
+            // - -inf) would be NaN).
+            Value seen =
+                arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                      newMax[i], f32(minusInfinity));
+            corrections.push_back(arith::SelectOp::create(
+                b, loc, seen,
+                math::ExpOp::create(
+                    b, loc, arith::SubFOp::create(b, loc, m, newMax[i])),
+                f32(1.0f)));
+            Value base =
+                arith::SelectOp::create(b, loc, seen, newMax[i], f32(0.0f));
+            Value sum = f32(0.0f);
+            for (int64_t nt = 0; nt < keyTiles; ++nt)
+              for (int64_t j = 0; j < 2; ++j) {
+                Value &score = scores[nt][2 * i + j];
+                score = math::ExpOp::create(
+                    b, loc, arith::SubFOp::create(b, loc, score, base));
+                sum = arith::AddFOp::create(b, loc, sum, score);
+              }
+            next[i] = newMax[i];
+            next[2 + i] = arith::AddFOp::create(
+                b, loc,
+                arith::MulFOp::create(b, loc, state[2 + i], corrections[i]),
+                acrossGroup(sum, /*maximum=*/false));
+          }
+          // O scaled by the rows' corrections, then O += P V.
+          Value correction = vector::FromElementsOp::create(
+              b, loc, accType,
+              ValueRange{corrections[0], corrections[0], corrections[1],
+                         corrections[1]});
+          SmallVector<Value> weightFragments;
+          for (int64_t kc = 0; kc < keyRows / depth; ++kc) {
+            SmallVector<Value> elements;
+            for (int64_t r = 0; r < mma::kRegistersA; ++r)
+              for (int64_t e = 0; e < perRegister; ++e)
+                // Register r: row r % 2, keys 8 (r / 2) on: n8 tile
+                // 2 kc + r / 2, its element (r % 2, e).
+                elements.push_back(
+                    narrow(scores[2 * kc + r / 2][2 * (r % 2) + e]));
+            weightFragments.push_back(
+                vector::FromElementsOp::create(b, loc, fragmentType, elements));
+          }
+          for (int64_t ot = 0; ot < outputTiles; ++ot) {
+            Value o = arith::MulFOp::create(b, loc, state[4 + ot], correction);
+            Value valueColumn = add(group, ot * mma::kColumns);
+            for (int64_t kc = 0; kc < keyRows / depth; ++kc)
+              o = nvgpu::MmaSyncOp::create(
+                  b, loc, weightFragments[kc],
+                  fragmentB(vTile, valueColumn, kc * depth), o,
+                  ArrayRef<int64_t>{mma::kRows, mma::kColumns, depth});
+            next[4 + ot] = o;
+          }
+          // The next tile overwrites these only when every warp is done.
+          gpu::BarrierOp::create(b, loc);
+          scf::YieldOp::create(b, loc, next);
+        });
+
+    for (int64_t i = 0; i < 2; ++i) {
+      Value m = tiles.getResult(i), l = tiles.getResult(2 + i);
+      Value again = arith::OrIOp::create(
+          b, loc, isEmptyRow(b, loc, los[i], lens[i]),
+          needsExactRecompute(b, loc, m, los[i], lens[i], keys));
+      Value stores = below(ownRows[i], queries);
+      {
+        // The group's first lane marks the row.
+        OpBuilder::InsertionGuard inner(b);
+        auto branch = scf::IfOp::create(
+            b, loc,
+            arith::AndIOp::create(
+                b, loc, stores,
+                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, pair,
+                                      index(0))),
+            false);
+        b.setInsertionPointToStart(branch.thenBlock());
+        memref::StoreOp::create(
+            b, loc, arith::ExtUIOp::create(b, loc, b.getI32Type(), again),
+            exactRows, ValueRange{rowIndex(n, rows[i])});
+      }
+      Value keep = arith::XOrIOp::create(
+          b, loc, again, arith::ConstantIntOp::create(b, loc, 1, 1));
+      OpBuilder::InsertionGuard inner(b);
+      auto branch = scf::IfOp::create(
+          b, loc, arith::AndIOp::create(b, loc, stores, keep), false);
+      b.setInsertionPointToStart(branch.thenBlock());
+      Value outColumn = outputColumn(head, columns);
+      for (int64_t ot = 0; ot < outputTiles; ++ot)
+        for (int64_t j = 0; j < 2; ++j) {
+          Value c = add(twoPairs, ot * mma::kColumns + mma::columnOffsetC(j));
+          OpBuilder::InsertionGuard column(b);
+          if (dv != dvPadded) {
+            auto inside = scf::IfOp::create(b, loc, below(c, dv), false);
+            b.setInsertionPointToStart(inside.thenBlock());
+          }
+          Value sum = vector::ExtractOp::create(b, loc, tiles.getResult(4 + ot),
+                                                ArrayRef<int64_t>{i, j});
+          memref::StoreOp::create(
+              b, loc, arith::DivFOp::create(b, loc, sum, l), out,
+              ValueRange{batch, rows[i],
+                         arith::AddIOp::create(b, loc, outColumn, c)});
+        }
+    }
+    gpu::TerminatorOp::create(b, loc);
+  }
+
+  /// Copies key rows [j0, j0 + keyRows) of k (rotated, with rope) into
+  /// kTile [key][column] and of v into vTile [column][key], rounded to
+  /// bf16, columns past dk (dv) as 0; `threads` threads each take every
+  /// threads-th element, consecutive threads consecutive columns of a row
+  /// (rows past Tk copy row Tk - 1, whose weights are 0).
+  void stageMmaTiles(Value thread, int64_t threads, Value batch, Value j0,
+                     const HeadColumns &columns, int64_t keyRows,
+                     int64_t dkPadded, int64_t dvPadded, Value kTile,
+                     Value vTile) {
+    auto copy = [&](Value source, Value column0, int64_t width, int64_t padded,
+                    bool rotate, bool transposed, Value into) {
+      int64_t rounds = llvm::divideCeil(keyRows * padded, threads);
+      auto loop = scf::ForOp::create(b, loc, index(0), index(rounds), index(1));
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(loop.getBody()->getTerminator());
+      Value linear = arith::AddIOp::create(
+          b, loc, thread,
+          arith::MulIOp::create(b, loc, loop.getInductionVar(),
+                                index(threads)));
+      if ((keyRows * padded) % threads != 0) {
+        auto branch = scf::IfOp::create(
+            b, loc,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, linear,
+                                  index(keyRows * padded)),
+            false);
+        b.setInsertionPointToStart(branch.thenBlock());
+      }
+      Value i = arith::DivUIOp::create(b, loc, linear, index(padded));
+      Value c = arith::RemUIOp::create(b, loc, linear, index(padded));
+      Value key = arith::MinSIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, j0, i), index(keys - 1));
+      Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, c,
+                                           index(width));
+      Value safe = width == padded
+                       ? c
+                       : arith::SelectOp::create(b, loc, inside, c, index(0))
+                             .getResult();
+      auto at = [&](Value cc) -> Value {
+        return memref::LoadOp::create(
+            b, loc, source,
+            ValueRange{batch, key, arith::AddIOp::create(b, loc, column0, cc)});
+      };
+      Value x = rotate && ropeCos ? rotatedElement(at, key, safe) : at(safe);
+      if (width != padded)
+        x = arith::SelectOp::create(b, loc, inside, x, f32(0.0f));
+      x = arith::TruncFOp::create(b, loc, b.getBF16Type(), x);
+      memref::StoreOp::create(b, loc, x, into,
+                              transposed ? ValueRange{c, i} : ValueRange{i, c});
+    };
+    copy(k, columns.k, dk, dkPadded, /*rotate=*/true, /*transposed=*/false,
+         kTile);
+    copy(v, columns.v, dv, dvPadded, /*rotate=*/false, /*transposed=*/true,
+         vTile);
+  }
+
   void build() {
     Type f32Type = b.getF32Type();
     int64_t rowBlocks = llvm::divideCeil(queries, tile.queryRows);
@@ -620,8 +983,8 @@ struct Lowering {
     HeadColumns columns = headColumns(head);
     Value qColumn = columns.q, kColumn = columns.k, vColumn0 = columns.v;
     // The keys any row of the block sees: tiles [first, last).
-    Value blockEnd =
-        arith::MaxSIOp::create(b, loc, blockLength(batch, row0), index(0));
+    Value blockEnd = arith::MaxSIOp::create(
+        b, loc, blockLength(batch, row0, tile.queryRows), index(0));
     Value firstTile = index(0);
     Value blockLo = lowerOf(row0);
     if (blockLo)
@@ -817,7 +1180,15 @@ struct AttnGpuLowerFusedAttentionPass
                          << " bytes of shared memory an attention block has";
         return signalPassFailure();
       }
-      lowering.build();
+      // bf16 products on tensor cores where the chip has them.
+      std::optional<GpuMmaAttentionTile> mmaTile =
+          lowering.products && lowering.products.isBF16()
+              ? mmaAttentionTile(target, lowering.dk, lowering.dv)
+              : std::nullopt;
+      if (mmaTile)
+        lowering.buildWithTensorCores(*mmaTile);
+      else
+        lowering.build();
       lowering.buildExactLaunch();
       op.erase();
     }

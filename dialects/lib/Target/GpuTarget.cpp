@@ -82,6 +82,23 @@ bool mlir::attn::hasTensorCoreMma(const GpuTargetDescription &target) {
   return target.computeCapability >= 80;
 }
 
+std::optional<GpuMmaAttentionTile>
+mlir::attn::mmaAttentionTile(const GpuTargetDescription &target,
+                             int64_t keyWidth, int64_t valueWidth) {
+  if (!hasTensorCoreMma(target))
+    return std::nullopt;
+  GpuMmaAttentionTile tile;
+  int64_t dk = llvm::alignTo(keyWidth, 16), dv = llvm::alignTo(valueWidth, 16);
+  auto bytes = [&](int64_t keys) {
+    return 2 * (keys * (dk + tile.padding) + dv * (keys + tile.padding));
+  };
+  while (tile.keyRows > 16 && bytes(tile.keyRows) > kAttentionTileBytes)
+    tile.keyRows /= 2;
+  if (bytes(tile.keyRows) > kAttentionTileBytes)
+    return std::nullopt;
+  return tile;
+}
+
 GpuTensorCoreTile mlir::attn::tensorCoreTile(const GpuTargetDescription &) {
   return GpuTensorCoreTile();
 }

@@ -69,6 +69,7 @@ def AttnGpuLowerFusedAttention
     "::mlir::gpu::GPUDialect",
     "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect",
+    "::mlir::nvgpu::NVGPUDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect",
   ];

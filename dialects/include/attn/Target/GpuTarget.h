@@ -14,6 +14,7 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace mlir::attn {
@@ -82,6 +83,29 @@ struct GpuTensorCoreTile {
 
   int64_t warps() const { return (rows / warpRows) * (cols / warpCols); }
 };
+
+/// How a block computes flash attention on tensor cores (attention with
+/// bf16 products, attn-gpu-lower-fused-attention): `warps` warps of 16
+/// query rows each, the keys in tiles of `keyRows` staged in shared memory
+/// as bf16 -- keys [keyRows][dk + padding], values transposed
+/// [dv][keyRows + padding], so that a register's two elements of either
+/// product's B operand are neighbours -- head widths padded with zeros to
+/// multiples of 16.
+struct GpuMmaAttentionTile {
+  int64_t warps = 4;
+  int64_t keyRows = 64;
+  int64_t padding = 8;
+
+  int64_t queryRows() const { return 16 * warps; }
+};
+
+/// The tensor-core attention tile for heads of `keyWidth` and `valueWidth`
+/// columns: keyRows halved (down to 16) until the staged tiles fit
+/// kAttentionTileBytes; none when even 16 keys do not, or `target` has no
+/// tensor cores.
+std::optional<GpuMmaAttentionTile>
+mmaAttentionTile(const GpuTargetDescription &target, int64_t keyWidth,
+                 int64_t valueWidth);
 
 /// Whether `target` has the m16n8k16 bf16/f16 mma (sm_80 and later).
 bool hasTensorCoreMma(const GpuTargetDescription &target);
