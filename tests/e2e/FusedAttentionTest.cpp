@@ -15,7 +15,8 @@
 // GPU kernels run on the CPU; windows of 1 key, of T keys or more and in
 // between (with lengths 0 and > T), grouped-query attention with one kv
 // head and with as many as query heads, each bias alone and all four, and
-// windowed rows whose every score is below -1e6.
+// windowed rows whose every score is below -1e6. Some of them in bf16 on
+// the GPU's tensor-core attention, against the CPU's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -870,6 +871,95 @@ INSTANTIATE_TEST_SUITE_P(Keywords, MultiheadAttentionV2,
                          [](const auto &info) {
                            return std::string(std::get<0>(info.param).name) +
                                   "_" + std::get<1>(info.param).name;
+                         });
+
+/// The v2 cases in bf16 on the GPU's tensor-core attention (emulated)
+/// against the CPU's flash loop (its own checks above): both round at the
+/// same points (docs/precision.md) and sum in their own orders, so the
+/// outputs agree within 4 bf16 units at the largest |output|, as
+/// BackendDiff holds two backends to.
+struct MultiheadAttentionV2Bf16 : ::testing::TestWithParam<MhaCase> {};
+
+TEST_P(MultiheadAttentionV2Bf16, TensorCoresMatchTheCpu) {
+  const MhaCase &c = GetParam();
+  std::string spec = mhaSpecOf(c);
+  for (size_t at; (at = spec.find("f32")) != std::string::npos;)
+    spec.replace(at, 3, "bf16");
+  SCOPED_TRACE(spec);
+  Runtime &runtime = attnc::test::sharedTestRuntime();
+  CompileOptions cpu;
+  cpu.pipeline.attention = "fused";
+  CompileOptions gpu = cpu;
+  gpu.pipeline.gpuEmulation = true;
+  auto onCpu = runtime.compile(spec, "mha.attn", "", cpu);
+  ASSERT_TRUE(!!onCpu) << llvm::toString(onCpu.takeError());
+  auto onGpu = runtime.compile(spec, "mha.attn", "", gpu);
+  ASSERT_TRUE(!!onGpu) << llvm::toString(onGpu.takeError());
+
+  std::mt19937 rng(13);
+  std::vector<std::vector<uint16_t>> data;
+  std::vector<std::vector<int32_t>> ints;
+  std::vector<HostBuffer> buffers;
+  const KernelSignature &signature = (*onCpu)->signature();
+  data.reserve(signature.arguments.size());
+  ints.reserve(signature.arguments.size());
+  size_t output = 0;
+  for (const KernelArgument &a : signature.arguments) {
+    size_t count = size_t(a.numElements());
+    if (a.type == ElementType::I32) {
+      ints.emplace_back(c.lens.begin(), c.lens.end());
+      buffers.push_back({a.name, ints.back().data(), a.type, a.shape});
+      continue;
+    }
+    // Inputs in [-1, 1], weights in [-0.5, 0.5].
+    float scale = a.role == ArgumentRole::Param ? 0.5f : 1.0f;
+    ref::Tensor values = signedRandom({int64_t(count)}, rng, scale);
+    data.emplace_back();
+    for (float x : values.data)
+      data.back().push_back(mlir::attn::narrowToBf16(x));
+    if (a.role == ArgumentRole::Output)
+      output = data.size() - 1;
+    buffers.push_back({a.name, data.back().data(), a.type, a.shape});
+  }
+  llvm::Error error = (*onCpu)->run(buffers);
+  ASSERT_FALSE(!!error) << llvm::toString(std::move(error));
+  std::vector<uint16_t> expected = data[output];
+  error = (*onGpu)->run(buffers);
+  ASSERT_FALSE(!!error) << llvm::toString(std::move(error));
+  const std::vector<uint16_t> &got = data[output];
+
+  double largest = 0, worst = 0;
+  for (uint16_t x : expected)
+    largest = std::max(largest, std::fabs(double(mlir::attn::widenBf16(x))));
+  double bound = 4 * std::ldexp(1.0, std::ilogb(largest) - 7);
+  for (size_t i = 0; i < got.size(); ++i) {
+    double have = mlir::attn::widenBf16(got[i]);
+    ASSERT_FALSE(std::isnan(have)) << c.name << " at " << i;
+    worst =
+        std::max(worst, std::fabs(have - mlir::attn::widenBf16(expected[i])));
+  }
+  EXPECT_LE(worst, bound) << c.name << ": 4 bf16 units at the largest "
+                          << "|output| " << largest;
+}
+
+/// Windows over several key tiles with lengths 0 and past T, 2-D lengths,
+/// grouped-query heads (cross attention), rope with them and a window, and
+/// rows of more than one block.
+std::vector<MhaCase> bf16TensorCoreCases() {
+  std::vector<MhaCase> cases;
+  for (const MhaCase &c : kMhaCases)
+    for (llvm::StringRef name :
+         {"window_5_long", "window_9_two_d_lengths", "gqa_cross", "rope_llama",
+          "rope_gqa_row_blocks", "window_13_row_blocks"})
+      if (name == c.name && !c.weights)
+        cases.push_back(c);
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Keywords, MultiheadAttentionV2Bf16,
+                         ::testing::ValuesIn(bf16TensorCoreCases()),
+                         [](const auto &info) {
+                           return std::string(info.param.name);
                          });
 
 } // namespace
