@@ -58,6 +58,15 @@ def AttnGpuLowerFusedAttention
     `memref<64x16xf32, #gpu.address_space<workgroup>>` for keys and values,
     an `scf.for` over key tiles up to the batch entry's length around the
     copies, the barriers and an `scf.for` over the thread's keys.
+
+    With `products(bf16)` on a chip with tensor cores (sm_80 and later,
+    `mmaAttentionTile`) the main launch runs the products as
+    `nvgpu.mma.sync` m16n8k16 tiles instead: 4 warps of 16 query rows per
+    block, key tiles staged as bf16 ([key][column] and the values
+    [column][key]), per tile S = Q K^T, the masked scores -inf, each row's
+    maximum and sum across its group's four lanes by `gpu.shuffle xor`, the
+    weights rounded to bf16 and O += P V from S's accumulators as P's A
+    fragments; rows marked for the same second pass.
   }];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
@@ -107,6 +116,19 @@ def AttnGpuTileMatmul
     workgroup memory, `gpu.barrier`, multiply from there with vector loads,
     and `gpu.barrier` again; elements past M, N or K load as 0 and are not
     stored. Its C is accumulated into as above.
+
+    On a chip with tensor cores (sm_80 and later), a GEMM at the top level
+    whose two f32 operands hold bf16 (or both f16) values -- each last
+    written, before the GEMM in its block, by a generic that yields an
+    `arith.extf` from that type, or by a transpose of such a buffer --
+    becomes a launch of `nvgpu.mma.sync` m16n8k16 tiles instead, at any
+    size (attn/Target/GpuTarget.h `GpuTensorCoreTile`: 64 x 64 outputs per
+    block of 4 warps, k in slices of 32 staged in workgroup memory in the
+    narrow type, k innermost). An operand that is a plain widening of a
+    buffer nothing writes before the GEMM is read as that buffer (through
+    the operand's reshapes; a transposed weight as its [N, K] rows), and the
+    widening and transpose are erased when nothing else reads them; other
+    operands are read as f32 and narrowed (exactly) as they are staged.
   }];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
