@@ -36,14 +36,18 @@ prepare)
   # The benchmark shapes: (B, T, D, H) attention cores as D2L's
   # DotProductAttention on [B*H, T, D/H] (what SDPA computes on
   # [B, H, T, D/H]) and the BERT-base layer of samples/.
-  for shape in 8,2048,1024,16 1,8192,1024,16 32,512,768,12; do
-    IFS=, read -r b t d h <<<"$shape"
-    n=$((b * h)) dh=$((d / h)) name="sdpa_${b}_${t}_${d}_${h}"
+  # The first two also in bf16 (the tensor cores).
+  for shape in 8,2048,1024,16,f32 1,8192,1024,16,f32 32,512,768,12,f32 \
+    8,2048,1024,16,bf16 1,8192,1024,16,bf16; do
+    IFS=, read -r b t d h type <<<"$shape"
+    prefix=sdpa
+    [[ $type == f32 ]] || prefix="sdpa_$type"
+    n=$((b * h)) dh=$((d / h)) name="${prefix}_${b}_${t}_${d}_${h}"
     cat >"$dir/specs/$name.attn" <<EOF
 block $name {
-  input Q: f32[$n, $t, $dh]
-  input K: f32[$n, $t, $dh]
-  input V: f32[$n, $t, $dh]
+  input Q: $type[$n, $t, $dh]
+  input K: $type[$n, $t, $dh]
+  input V: $type[$n, $t, $dh]
   Y = attention(Q, K, V)
   output Y
 }
