@@ -750,4 +750,82 @@ TEST(LowPrecisionPromotion, WeightOnlyBf16IsTheF32KernelOnTheWidenedWeight) {
     ASSERT_EQ(bitsOf(y1[i]), bitsOf(y2[i])) << "element " << i;
 }
 
+/// f32 rounded to tf32 by its definition (cvt.rna.tf32.f32: the nearer of
+/// the two neighbours with 10 mantissa bits, ties away from zero),
+/// independent of the kernels' integer trick: exact distances in double.
+float referenceTf32(float x) {
+  if (!std::isfinite(x))
+    return x;
+  uint32_t bits = bitsOf(x);
+  float down = floatOf(bits & 0xffffe000u);
+  float up = floatOf((bits & 0xffffe000u) + 0x2000u);
+  double dDown = std::fabs(double(x) - double(down));
+  double dUp = std::fabs(double(up) - double(x));
+  return dUp <= dDown ? up : down;
+}
+
+/// --gpu-math=tf32 on the GPU lowering (emulated): a linear layer and a
+/// batched GEMM are the exact products of tf32-rounded operands summed in
+/// f32 -- within f32's summation error of the float64 sums of those
+/// products, while the f32 products would be off by about 2^-11.
+TEST(Tf32Gemm, TensorCoresMultiplyOperandsRoundedToTf32) {
+  const char *spec =
+      "block k {\n  input X: f32[2, 33, 48]\n  param W: f32[40, 48]\n"
+      "  input A: f32[3, 20, 24]\n  input B: f32[3, 24, 16]\n"
+      "  Y = linear(X, W)\n  Z = matmul(A, B)\n  output Y, Z\n}\n";
+  CompileOptions options = optionsFor({"native", Backend::Mlir, true});
+  options.pipeline.tf32 = true;
+  auto kernel =
+      test::sharedTestRuntime().compile(spec, "tf32.attn", "", options);
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> x(2 * 33 * 48), w(40 * 48), a(3 * 20 * 24),
+      bm(3 * 24 * 16), y(2 * 33 * 40, NAN), z(3 * 20 * 16, NAN);
+  for (std::vector<float> *v : {&x, &w, &a, &bm})
+    for (float &e : *v)
+      e = uniform(rng);
+  llvm::Error error =
+      (*kernel)->run({{"X", x.data(), ElementType::F32, {2, 33, 48}},
+                      {"W", w.data(), ElementType::F32, {40, 48}},
+                      {"A", a.data(), ElementType::F32, {3, 20, 24}},
+                      {"B", bm.data(), ElementType::F32, {3, 24, 16}},
+                      {"Y", y.data(), ElementType::F32, {2, 33, 40}},
+                      {"Z", z.data(), ElementType::F32, {3, 20, 16}}});
+  ASSERT_FALSE(!!error) << llvm::toString(std::move(error));
+  // out[i][j] = sum_k lhs(i, k) rhs(k, j), in double on rounded operands.
+  auto check =
+      [&](const std::vector<float> &out, int64_t rows, int64_t columns,
+          int64_t depth, llvm::function_ref<float(int64_t, int64_t)> lhs,
+          llvm::function_ref<float(int64_t, int64_t)> rhs, const char *what) {
+        int mismatches = 0;
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t j = 0; j < columns; ++j) {
+            double sum = 0, magnitude = 0;
+            for (int64_t k = 0; k < depth; ++k) {
+              double term = double(referenceTf32(lhs(i, k))) *
+                            double(referenceTf32(rhs(k, j)));
+              sum += term;
+              magnitude += std::fabs(term);
+            }
+            double got = out[i * columns + j];
+            // f32 sums of `depth` terms: within depth units of 2^-24.
+            if (!(std::fabs(got - sum) <= depth * 0x1p-24 * magnitude) &&
+                ++mismatches <= 5)
+              ADD_FAILURE() << what << " (" << i << ", " << j << "): " << got
+                            << ", expected " << sum;
+          }
+        EXPECT_EQ(mismatches, 0) << what;
+      };
+  check(
+      y, 2 * 33, 40, 48, [&](int64_t i, int64_t k) { return x[i * 48 + k]; },
+      [&](int64_t k, int64_t j) { return w[j * 48 + k]; }, "linear");
+  for (int64_t n = 0; n < 3; ++n)
+    check(
+        std::vector<float>(z.begin() + n * 320, z.begin() + (n + 1) * 320), 20,
+        16, 24, [&](int64_t i, int64_t k) { return a[n * 480 + i * 24 + k]; },
+        [&](int64_t k, int64_t j) { return bm[n * 384 + k * 16 + j]; },
+        "matmul");
+}
+
 } // namespace

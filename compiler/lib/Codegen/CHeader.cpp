@@ -31,6 +31,8 @@ private:
   void writeEntries();
   /// The comment before the entries: what every entry of the kind shares.
   void writePreamble();
+  /// The bf16/f16 rounding points, for a kernel with such buffers.
+  void writeRoundingPoints();
   void writeStatuses();
   /// The comment above `entry`'s prototype, or nothing where the previous
   /// comment covers it.
@@ -154,38 +156,7 @@ void HeaderWriter::writePreamble() {
           "   --mcpu list, if the machine can run it). Safe to call from "
           "many\n"
           "   threads. */\n";
-    bool lowPrecision =
-        llvm::any_of(signature.arguments, [](const KernelArgument &a) {
-          return a.type == mlir::attn::ElementType::BF16 ||
-                 a.type == mlir::attn::ElementType::F16;
-        });
-    if (lowPrecision)
-      os << "\n/* Rounding points (bf16/f16): each op of the spec computes "
-            "in f32 and rounds\n"
-            "   its result to its type once (to nearest even). Inside an op "
-            "only the input of\n"
-            "   a composite's last GEMM is rounded, as PyTorch's modules "
-            "round it\n"
-            "   (multihead_attention's merged heads before w_o, ffn's hidden "
-            "layer before\n"
-            "   w2), and a bf16 attention (multihead_attention, attention) "
-            "rounds the\n"
-            "   operands of its two products as PyTorch's bf16 attention "
-            "does: q and k\n"
-            "   (after rope), v and the softmax weights (the fused kernel's "
-            "exp(s - m),\n"
-            "   divided by the sum after), the products summed in f32. "
-            "Projections,\n"
-            "   scores, softmax statistics and norm statistics stay f32. A "
-            "result whose\n"
-            "   one use is an elementwise op (add, sub, mul, an\n"
-            "   activation) is not rounded: that op, its epilogue, takes it "
-            "in f32. A GEMM\n"
-            "   of two bf16 operands sums k in pairs, the odd k first: the "
-            "same bits on every\n"
-            "   CPU (AMX tiles: within a unit in the last place). `attnc "
-            "--print-schedule`\n"
-            "   lists the ops; docs/precision.md. */\n";
+    writeRoundingPoints();
     if (target.parallel)
       os << "\n/* Compiled with --parallel: its loops run on attnc's thread "
             "pool, so link\n"
@@ -196,15 +167,69 @@ void HeaderWriter::writePreamble() {
             "   attnc_rt_set_num_threads() (attnc_rt.h) changes it. */\n";
     return;
   }
-  os << "\n/* GPU code for " << target.gpuChip
-     << " (f32 arithmetic, results within the CPU path's tolerance).\n"
-        "   Buffers are dense, row-major and must not overlap. Both entries "
+  os << "\n/* GPU code for " << target.gpuChip;
+  if (target.tf32)
+    os << " (--gpu-math=tf32: f32 GEMMs on tensor cores, their\n"
+          "   operands rounded to tf32 -- 10 mantissa bits, each within "
+          "2^-11 of its value --\n"
+          "   and summed in f32, so a GEMM's output may differ from the f32 "
+          "one by about\n"
+          "   2^-10 times the sum over k of |a b|: more than the CPU path's "
+          "tolerance;\n"
+          "   the rest f32).\n";
+  else
+    os << " (f32 arithmetic, results within the CPU path's tolerance).\n";
+  os << "   Buffers are dense, row-major and must not overlap. Both entries "
         "return 0,\n"
         "   the number of embeddings given an id out of range, or a negative "
         "code:\n"
         "   the CUDA driver (libcuda.so.1) is opened at the first call. "
         "One call\n"
         "   enqueues at a time per object; the GPU work itself overlaps. */\n";
+  writeRoundingPoints();
+}
+
+void HeaderWriter::writeRoundingPoints() {
+  bool lowPrecision =
+      llvm::any_of(signature.arguments, [](const KernelArgument &a) {
+        return a.type == mlir::attn::ElementType::BF16 ||
+               a.type == mlir::attn::ElementType::F16;
+      });
+  if (!lowPrecision)
+    return;
+  os << "\n/* Rounding points (bf16/f16): each op of the spec computes "
+        "in f32 and rounds\n"
+        "   its result to its type once (to nearest even). Inside an op "
+        "only the input of\n"
+        "   a composite's last GEMM is rounded, as PyTorch's modules "
+        "round it\n"
+        "   (multihead_attention's merged heads before w_o, ffn's hidden "
+        "layer before\n"
+        "   w2), and a bf16 attention (multihead_attention, attention) "
+        "rounds the\n"
+        "   operands of its two products as PyTorch's bf16 attention "
+        "does: q and k\n"
+        "   (after rope), v and the softmax weights (the fused kernel's "
+        "exp(s - m),\n"
+        "   divided by the sum after), the products summed in f32. "
+        "Projections,\n"
+        "   scores, softmax statistics and norm statistics stay f32. A "
+        "result whose\n"
+        "   one use is an elementwise op (add, sub, mul, an\n"
+        "   activation) is not rounded: that op, its epilogue, takes it "
+        "in f32. ";
+  if (target.kind == ObjectKind::Cpu)
+    os << "A GEMM\n"
+          "   of two bf16 operands sums k in pairs, the odd k first: the "
+          "same bits on every\n"
+          "   CPU (AMX tiles: within a unit in the last place). ";
+  else
+    os << "On sm_80\n"
+          "   and later, GEMMs of bf16 (f16) operands and the bf16 "
+          "attention's products\n"
+          "   run on tensor cores (mma.sync m16n8k16, f32 accumulators). ";
+  os << "`attnc --print-schedule`\n"
+        "   lists the ops; docs/precision.md. */\n";
 }
 
 void HeaderWriter::writeStatuses() {

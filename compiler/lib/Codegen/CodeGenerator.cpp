@@ -92,7 +92,8 @@ CodeGenerator::emitHeader(mlir::ModuleOp module, llvm::StringRef origin) const {
     return signatures.takeError();
   return emitCHeader(*signatures, origin,
                      HeaderTarget{objectKind(), headerChip(),
-                                  compileOptions.pipeline.parallel});
+                                  compileOptions.pipeline.parallel,
+                                  compileOptions.pipeline.tf32});
 }
 
 std::unique_ptr<CodeGenerator>

@@ -159,7 +159,7 @@ std::string CpuGenerator::fingerprint() const {
          " attention=" + pipeline.attention +
          " parallel=" + std::to_string(pipeline.parallel) +
          " gpuEmulation=" + std::to_string(pipeline.gpuEmulation) +
-         " objectBlockCache=" +
+         " tf32=" + std::to_string(pipeline.tf32) + " objectBlockCache=" +
          std::to_string(compileOptions.objectBlockCache) + backendFingerprint();
 }
 

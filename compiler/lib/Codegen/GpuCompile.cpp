@@ -69,6 +69,7 @@ llvm::Error lowerForGpu(mlir::ModuleOp module, const CompileOptions &options,
   gpu.libdevice = toolkit->libdevice;
   gpu.format = !ptxOnly && toolkit->canAssemble ? "fatbin" : "isa";
   gpu.attention = options.pipeline.attention;
+  gpu.tf32 = options.pipeline.tf32;
 
   mlir::DialectRegistry registry;
   mlir::registerAllToLLVMIRTranslations(registry);

@@ -74,6 +74,24 @@ public:
        << attn::warpPerRowMinLength(gpu)
        << " elements or more, its lanes combined with shuffles; a thread per "
           "shorter row\n";
+    if (!attn::hasTensorCoreMma(gpu)) {
+      os << "  tensor cores: none used (mma.sync m16n8k16 needs sm_80)\n";
+      return text;
+    }
+    attn::GpuTensorCoreTile cores = attn::tensorCoreTile(gpu);
+    attn::GpuMmaAttentionTile flash;
+    if (compileOptions.pipeline.tf32)
+      os << "  f32 GEMM (--gpu-math=tf32): tensor cores (mma.sync m16n8k8, "
+            "operands rounded to tf32), tiles as below\n";
+    os << "  bf16/f16 GEMM: tensor cores (mma.sync m16n8k16, f32 "
+          "accumulators), "
+       << cores.rows << " x " << cores.cols << " tiles per block of "
+       << cores.warps() << " warps, " << cores.warpRows << " x "
+       << cores.warpCols << " per warp, k-slices of " << cores.depth
+       << " in shared memory\n"
+       << "  bf16 attention: tensor cores, " << flash.warps << " warps of 16 "
+       << "query rows per block, key tiles of up to " << flash.keyRows
+       << " keys in bf16 in shared memory\n";
     return text;
   }
 
@@ -87,6 +105,7 @@ public:
     return "target=nvptx chip=" + headerChip() +
            " O=" + std::to_string(compileOptions.target.optLevel) +
            " attention=" + compileOptions.pipeline.attention +
+           " tf32=" + std::to_string(compileOptions.pipeline.tf32) +
            " toolkit=" + where;
   }
 

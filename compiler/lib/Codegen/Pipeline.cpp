@@ -195,7 +195,9 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
   if (options.gpuEmulation) {
     // The GPU target's kernels, each thread run in turn on this CPU.
     pm.addNestedPass<func::FuncOp>(attn::createAttnGpuLowerFusedAttention());
-    pm.addNestedPass<func::FuncOp>(attn::createAttnGpuTileMatmul());
+    attn::AttnGpuTileMatmulOptions gemms;
+    gemms.tf32 = options.tf32;
+    pm.addNestedPass<func::FuncOp>(attn::createAttnGpuTileMatmul(gemms));
     pm.addNestedPass<func::FuncOp>(attn::createAttnGpuLowerRowReductions());
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
     pm.addNestedPass<func::FuncOp>(attn::createAttnGpuMapLoops());
@@ -270,6 +272,7 @@ void attnc::buildGpuLoweringPipeline(OpPassManager &pm,
       attn::createAttnGpuLowerFusedAttention(attention));
   attn::AttnGpuTileMatmulOptions gemms;
   gemms.chip = options.chip;
+  gemms.tf32 = options.tf32;
   pm.addNestedPass<func::FuncOp>(attn::createAttnGpuTileMatmul(gemms));
   attn::AttnGpuLowerRowReductionsOptions reductions;
   reductions.chip = options.chip;

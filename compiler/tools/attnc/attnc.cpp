@@ -55,6 +55,7 @@ enum ExitCode { kSuccess = 0, kUserError = 1, kInternalError = 2 };
 enum class EmitKind { Attn, Lowered, Llvm, Asm, Obj, Header, Ptx };
 enum class AttentionLowering { Auto, Fused, Decomposed };
 enum class HalideScheduleFlag { Attnc, Adams2019, Mullapudi2016, Li2018 };
+enum class GpuMath { F32, Tf32 };
 
 /// A parser for enum flags whose error names the closest valid value and
 /// lists them all (LLVM's says only "Cannot find option named 'X'!").
@@ -117,6 +118,16 @@ cl::opt<TargetKind, false, ListedValuesParser<TargetKind>>
                                  "NVIDIA GPUs (--mcpu=sm_90a by default)")),
            cl::init(TargetKind::Cpu), cl::sub(cl::SubCommand::getTopLevel()),
            cl::sub(runSubcommand), cl::cat(codegenCategory));
+
+cl::opt<GpuMath, false, ListedValuesParser<GpuMath>> gpuMath(
+    "gpu-math",
+    cl::desc("With --target=nvptx: how f32 GEMMs compute (default: f32)"),
+    cl::values(clEnumValN(GpuMath::F32, "f32", "f32 FMAs, the CPU's results"),
+               clEnumValN(GpuMath::Tf32, "tf32",
+                          "tensor cores on operands rounded to tf32 (10 "
+                          "mantissa bits; the header states the error)")),
+    cl::init(GpuMath::F32), cl::sub(cl::SubCommand::getTopLevel()),
+    cl::sub(runSubcommand), cl::cat(codegenCategory));
 
 cl::opt<std::string>
     mcpu("mcpu",
@@ -377,6 +388,7 @@ CompileOptions compileOptions(CompileOptions options, unsigned level) {
     options.target.cpu = mcpu;
   options.target.triple = triple;
   options.pipeline.attention = attentionName(attentionLowering).str();
+  options.pipeline.tf32 = gpuMath == GpuMath::Tf32;
   options.backend = backend;
   options.halideSchedule =
       kHalideSchedules[static_cast<int>(halideSchedule.getValue())];
@@ -386,6 +398,10 @@ CompileOptions compileOptions(CompileOptions options, unsigned level) {
 /// The flags that only one backend reads, given with the other; reports
 /// and returns false when they do not fit.
 bool checkBackendFlags() {
+  if (gpuMath.getNumOccurrences() && target != TargetKind::Nvptx) {
+    error() << "--gpu-math applies to --target=nvptx only\n";
+    return false;
+  }
   if (backend != Backend::Halide) {
     if (halideSchedule.getNumOccurrences()) {
       error() << "--halide-schedule needs --backend=halide\n";
@@ -704,7 +720,8 @@ int main(int argc, char **argv) {
       "[--target=cpu|nvptx]\n"
       "        [--mcpu=CPU[,CPU...]|sm_XX] [--triple=TRIPLE] "
       "[-O0|-O1|-O2|-O3]\n"
-      "        [--attention=auto|fused|decomposed] [--parallel]\n"
+      "        [--attention=auto|fused|decomposed] [--parallel] "
+      "[--gpu-math=f32|tf32]\n"
       "        [--backend=mlir|halide] "
       "[--halide-schedule=attnc|Adams2019|Mullapudi2016|Li2018]\n"
       "  attnc run SPEC.attn [--block NAME] [--target=cpu|nvptx] "

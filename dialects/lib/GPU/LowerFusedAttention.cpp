@@ -587,6 +587,22 @@ struct Lowering {
     memref::DeallocOp::create(b, loc, exactRows);
   }
 
+  /// exactRows, then the main launch: `blocks` blocks of `threads`
+  /// threads with workgroup buffers of `kTileType` and `vTileType`; the
+  /// builder is left at the start of its body.
+  gpu::LaunchOp mainLaunch(int64_t blocks, int64_t threads,
+                           MemRefType kTileType, MemRefType vTileType) {
+    exactRows = memref::AllocOp::create(
+        b, loc, MemRefType::get({batches * heads * queries}, b.getI32Type()));
+    Value one = index(1);
+    auto launch = gpu::LaunchOp::create(
+        b, loc, index(blocks), one, one, index(threads), one, one,
+        /*dynamicSharedMemorySize=*/nullptr, b.getType<gpu::AsyncTokenType>(),
+        /*asyncDependencies=*/ValueRange{}, TypeRange{kTileType, vTileType});
+    b.setInsertionPointToStart(&launch.getBody().front());
+    return launch;
+  }
+
   /// The attention as a launch of tensor-core tiles (GpuMmaAttentionTile;
   /// the file comment's loop, a warp's 16 rows at a time): per key tile,
   /// S = Q K^T as m16n8k16 mma tiles (Q's fragments held in registers
@@ -613,16 +629,10 @@ struct Lowering {
     auto vTileType =
         MemRefType::get({dvPadded, keyRows + mmaTile.padding}, bf16,
                         MemRefLayoutAttrInterface{}, workgroup);
-    exactRows = memref::AllocOp::create(
-        b, loc, MemRefType::get({batches * heads * queries}, b.getI32Type()));
     Value one = index(1);
-    auto launch = gpu::LaunchOp::create(
-        b, loc, index(batches * heads * rowBlocks), one, one, index(threads),
-        one, one, /*dynamicSharedMemorySize=*/nullptr,
-        b.getType<gpu::AsyncTokenType>(), /*asyncDependencies=*/ValueRange{},
-        TypeRange{kTileType, vTileType});
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&launch.getBody().front());
+    gpu::LaunchOp launch =
+        mainLaunch(batches * heads * rowBlocks, threads, kTileType, vTileType);
     Value kTile = launch.getWorkgroupAttributions()[0];
     Value vTile = launch.getWorkgroupAttributions()[1];
     Value block = launch.getBlockIds().x, thread = launch.getThreadIds().x;
@@ -959,16 +969,10 @@ struct Lowering {
     auto vTileType = MemRefType::get({tile.keyRows, dv}, f32Type,
                                      MemRefLayoutAttrInterface{}, workgroup);
     bool split = tile.slices > 1;
-    exactRows = memref::AllocOp::create(
-        b, loc, MemRefType::get({batches * heads * queries}, b.getI32Type()));
     Value one = index(1);
-    auto launch = gpu::LaunchOp::create(
-        b, loc, index(batches * heads * rowBlocks), one, one, index(threads),
-        one, one, /*dynamicSharedMemorySize=*/nullptr,
-        b.getType<gpu::AsyncTokenType>(), /*asyncDependencies=*/ValueRange{},
-        TypeRange{kTileType, vTileType});
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&launch.getBody().front());
+    gpu::LaunchOp launch =
+        mainLaunch(batches * heads * rowBlocks, threads, kTileType, vTileType);
     Value kTile = launch.getWorkgroupAttributions()[0];
     Value vTile = launch.getWorkgroupAttributions()[1];
     Value block = launch.getBlockIds().x, thread = launch.getThreadIds().x;

@@ -5,7 +5,9 @@
 // B's slices (bf16/f16, k innermost) into shared memory, `gpu.barrier`,
 // each warp loads its fragments from there (a register's two elements are
 // neighbours in k: one 32-bit load) and runs its mma tiles, `gpu.barrier`
-// again. Elements past M, N or K load as 0 and are not stored.
+// again. Elements past M, N or K load as 0 and are not stored. With
+// --gpu-math=tf32, f32 GEMMs take the same launch with m16n8k8 tf32 tiles
+// (one element a register), their operands rounded to tf32 as staged.
 //
 //===----------------------------------------------------------------------===//
 
@@ -202,6 +204,22 @@ Operation *soleWriterOf(Value buffer) {
 
 } // namespace
 
+Value mlir::attn::roundedToTf32(OpBuilder &b, Location loc, Value x) {
+  Type i32 = b.getI32Type();
+  auto constant = [&](uint32_t v) -> Value {
+    return arith::ConstantIntOp::create(b, loc, i32, int64_t(v));
+  };
+  Value bits = arith::BitcastOp::create(b, loc, i32, x);
+  // Half of the dropped part added to the magnitude, then dropped: to
+  // nearest, ties away from zero (cvt.rna.tf32.f32); inf stays inf.
+  Value rounded = arith::AndIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, bits, constant(0x1000)),
+      constant(0xFFFFE000u));
+  Value isNan = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
+  return arith::SelectOp::create(
+      b, loc, isNan, x, arith::BitcastOp::create(b, loc, x.getType(), rounded));
+}
+
 std::optional<NarrowGemmOperands>
 mlir::attn::matchNarrowOperands(linalg::LinalgOp gemm) {
   NarrowGemmOperands narrow;
@@ -265,6 +283,43 @@ Value mlir::attn::loadOrZero(OpBuilder &b, Location loc, Value memref,
   return branch.getResult(0);
 }
 
+SmallVector<Value> mlir::attn::TileOfC::at(Value i, Value j) const {
+  SmallVector<Value> indices = {i, j};
+  if (batched)
+    indices.insert(indices.begin(), entry);
+  return indices;
+}
+
+TileOfC mlir::attn::tileOfC(OpBuilder &b, Location loc, Value block,
+                            int64_t tilesM, int64_t tilesN, int64_t rows,
+                            int64_t cols, bool batched) {
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Value rest = arith::DivUIOp::create(b, loc, block, index(tilesN));
+  Value rowTile = arith::RemUIOp::create(b, loc, rest, index(tilesM));
+  Value colTile = arith::RemUIOp::create(b, loc, block, index(tilesN));
+  return {arith::MulIOp::create(b, loc, rowTile, index(rows)),
+          arith::MulIOp::create(b, loc, colTile, index(cols)),
+          arith::DivUIOp::create(b, loc, rest, index(tilesM)), batched};
+}
+
+Value mlir::attn::bothBelow(OpBuilder &b, Location loc, Value x, int64_t xBound,
+                            bool checkX, Value y, int64_t yBound, bool checkY) {
+  auto below = [&](Value v, int64_t bound) -> Value {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, v,
+                                 arith::ConstantIndexOp::create(b, loc, bound));
+  };
+  Value result;
+  if (checkX)
+    result = below(x, xBound);
+  if (checkY) {
+    Value inY = below(y, yBound);
+    result = result ? arith::AndIOp::create(b, loc, result, inY) : inY;
+  }
+  return result;
+}
+
 void mlir::attn::emitTensorCoreGemm(OpBuilder &b, Location loc,
                                     const NarrowGemmOperands &operands, Value c,
                                     bool batched,
@@ -280,8 +335,11 @@ void mlir::attn::emitTensorCoreGemm(OpBuilder &b, Location loc,
   Value bSource = operands.narrowB && !operands.bTransposed
                       ? reshapedAs(operands.b, operands.narrowB, b)
                       : (operands.narrowB ? operands.narrowB : operands.b);
-  constexpr int64_t perRegister = 2;
-  constexpr int64_t mmaDepth = mma::depthOf(perRegister);
+  Type element = operands.element;
+  // bf16/f16: m16n8k16, two elements a register; f32: m16n8k8 in tf32.
+  bool tf32 = element.isF32();
+  int64_t perRegister = tf32 ? 1 : 2;
+  int64_t mmaDepth = mma::depthOf(perRegister);
   int64_t tilesM = llvm::divideCeil(m, tile.rows);
   int64_t tilesN = llvm::divideCeil(n, tile.cols);
   int64_t steps = llvm::divideCeil(k, tile.depth);
@@ -290,11 +348,11 @@ void mlir::attn::emitTensorCoreGemm(OpBuilder &b, Location loc,
   int64_t warpsAcross = tile.cols / tile.warpCols;
   int64_t mmaRows = tile.warpRows / mma::kRows;
   int64_t mmaCols = tile.warpCols / mma::kColumns;
-  Type element = operands.element;
   Type f32 = b.getF32Type();
   auto workgroup =
       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-  int64_t stride = tile.depth + tile.padding;
+  int64_t stride =
+      tile.depth + tile.paddingBytes / (element.getIntOrFloatBitWidth() / 8);
   auto aSliceType = MemRefType::get({tile.rows, stride}, element,
                                     MemRefLayoutAttrInterface{}, workgroup);
   auto bSliceType = MemRefType::get({tile.cols, stride}, element,
@@ -328,35 +386,19 @@ void mlir::attn::emitTensorCoreGemm(OpBuilder &b, Location loc,
   auto rem = [&](Value x, int64_t y) -> Value {
     return arith::RemUIOp::create(b, loc, x, index(y));
   };
-  auto below = [&](Value x, int64_t bound) -> Value {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x,
-                                 index(bound));
-  };
   /// x below xBound and y below yBound, each checked only where its bound is
   /// not a multiple of its tile's size; null when neither is.
   auto inside = [&](Value x, int64_t xBound, int64_t xTile, Value y,
                     int64_t yBound, int64_t yTile) -> Value {
-    Value result;
-    if (xBound % xTile != 0)
-      result = below(x, xBound);
-    if (yBound % yTile != 0) {
-      Value inY = below(y, yBound);
-      result = result ? arith::AndIOp::create(b, loc, result, inY) : inY;
-    }
-    return result;
+    return bothBelow(b, loc, x, xBound, xBound % xTile != 0, y, yBound,
+                     yBound % yTile != 0);
   };
 
   Value block = launch.getBlockIds().x, thread = launch.getThreadIds().x;
-  Value rest = div(block, tilesN);
-  Value row0 = mul(rem(rest, tilesM), tile.rows);
-  Value col0 = mul(rem(block, tilesN), tile.cols);
-  Value entry = div(rest, tilesM);
-  auto at = [&](Value i, Value j) {
-    SmallVector<Value> indices = {i, j};
-    if (batched)
-      indices.insert(indices.begin(), entry);
-    return indices;
-  };
+  TileOfC ofC =
+      tileOfC(b, loc, block, tilesM, tilesN, tile.rows, tile.cols, batched);
+  Value row0 = ofC.row0, col0 = ofC.col0;
+  auto at = [&](Value i, Value j) { return ofC.at(i, j); };
   Value warp = div(thread, warpSize), lane = rem(thread, warpSize);
   Value warpRow0 = mul(div(warp, warpsAcross), tile.warpRows);
   Value warpCol0 = mul(rem(warp, warpsAcross), tile.warpCols);
@@ -397,8 +439,11 @@ void mlir::attn::emitTensorCoreGemm(OpBuilder &b, Location loc,
             Value v = loadOrZero(
                 b, loc, source, from,
                 inside(go, outerBound, outerSize, gk, k, tile.depth));
-            // An f32 operand holds values of `element`: exact.
-            if (v.getType() != element)
+            // An f32 operand holds values of `element`: exact; in tf32
+            // each is rounded (what the tensor core reads).
+            if (tf32)
+              v = roundedToTf32(b, loc, v);
+            else if (v.getType() != element)
               v = arith::TruncFOp::create(b, loc, element, v);
             memref::StoreOp::create(b, loc, v, slice, ValueRange{outer, kk});
           }
@@ -443,7 +488,7 @@ void mlir::attn::emitTensorCoreGemm(OpBuilder &b, Location loc,
               Value &sum = sums[i * mmaCols + j];
               sum = nvgpu::MmaSyncOp::create(
                   b, loc, aFragments[i], bFragments[j], sum,
-                  ArrayRef<int64_t>{mma::kRows, mma::kColumns, mmaDepth});
+                  ArrayRef<int64_t>{mma::kRows, mma::kColumns, mmaDepth}, tf32);
             }
         }
         // The next step overwrites the slices only when every warp is done.

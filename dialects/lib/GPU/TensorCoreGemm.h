@@ -51,10 +51,31 @@ void emitTensorCoreGemm(OpBuilder &b, Location loc,
 /// reads them.
 void eraseUnreadWidening(Value f32Buffer);
 
+/// `x` (f32) rounded to tf32 (10 mantissa bits, to nearest, ties away from
+/// zero, as cvt.rna.tf32.f32), kept in an f32; NaN as it is.
+Value roundedToTf32(OpBuilder &b, Location loc, Value x);
+
 /// `memref[indices]`, or 0 of its element type where `inRange` is false
 /// (null: always in range).
 Value loadOrZero(OpBuilder &b, Location loc, Value memref,
                  ArrayRef<Value> indices, Value inRange);
+
+/// The tile of C [(B,) M, N] that block `block` of a GEMM launch computes
+/// (batch entries outermost, then tile rows, tile columns fastest): its
+/// first row and column and its batch entry.
+struct TileOfC {
+  Value row0, col0, entry;
+  bool batched;
+  /// The indices of element (i, j) of the block's batch entry.
+  SmallVector<Value> at(Value i, Value j) const;
+};
+TileOfC tileOfC(OpBuilder &b, Location loc, Value block, int64_t tilesM,
+                int64_t tilesN, int64_t rows, int64_t cols, bool batched);
+
+/// x < xBound where `checkX` and y < yBound where `checkY`, or null when
+/// neither is checked.
+Value bothBelow(OpBuilder &b, Location loc, Value x, int64_t xBound,
+                bool checkX, Value y, int64_t yBound, bool checkY);
 
 } // namespace mlir::attn
 

@@ -178,34 +178,17 @@ void emitSharedMemoryGemm(OpBuilder &b, Location loc, Value a, Value bm,
   auto rem = [&](Value x, int64_t y) -> Value {
     return arith::RemUIOp::create(b, loc, x, index(y));
   };
-  auto below = [&](Value x, int64_t bound) -> Value {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x,
-                                 index(bound));
-  };
   /// Both in range, or null when neither check is needed.
   auto both = [&](Value x, int64_t xBound, bool checkX, Value y, int64_t yBound,
                   bool checkY) -> Value {
-    Value result;
-    if (checkX)
-      result = below(x, xBound);
-    if (checkY) {
-      Value inY = below(y, yBound);
-      result = result ? arith::AndIOp::create(b, loc, result, inY) : inY;
-    }
-    return result;
+    return attn::bothBelow(b, loc, x, xBound, checkX, y, yBound, checkY);
   };
 
   Value block = launch.getBlockIds().x, thread = launch.getThreadIds().x;
-  Value rest = div(block, tilesN);
-  Value row0 = mul(rem(rest, tilesM), tile.rows);
-  Value col0 = mul(rem(block, tilesN), tile.cols);
-  Value entry = div(rest, tilesM);
-  auto at = [&](Value i, Value j) {
-    SmallVector<Value> indices = {i, j};
-    if (batched)
-      indices.insert(indices.begin(), entry);
-    return indices;
-  };
+  attn::TileOfC ofC = attn::tileOfC(b, loc, block, tilesM, tilesN, tile.rows,
+                                    tile.cols, batched);
+  Value row0 = ofC.row0, col0 = ofC.col0;
+  auto at = [&](Value i, Value j) { return ofC.at(i, j); };
   // This thread's rows and columns within the tile.
   Value myRow = mul(div(thread, threadsPerRow), tile.threadRows);
   Value myCol = mul(rem(thread, threadsPerRow), tile.threadCols);
@@ -331,8 +314,17 @@ struct AttnGpuTileMatmulPass
       // Narrow operands go to the tensor cores at any size: the small
       // GEMMs of the goldens run the code the large ones do.
       std::optional<attn::NarrowGemmOperands> narrow;
-      if (topLevel && attn::hasTensorCoreMma(target))
+      if (topLevel && attn::hasTensorCoreMma(target)) {
         narrow = attn::matchNarrowOperands(op);
+        // --gpu-math=tf32: the other f32 GEMMs too, rounded to tf32.
+        if (!narrow && tf32)
+          narrow = attn::NarrowGemmOperands{op.getDpsInputs()[0],
+                                            op.getDpsInputs()[1],
+                                            nullptr,
+                                            nullptr,
+                                            /*bTransposed=*/false,
+                                            Float32Type::get(op.getContext())};
+      }
       if (narrow)
         gemms.push_back({op, Kernel::TensorCores, narrow});
       else if (shared)

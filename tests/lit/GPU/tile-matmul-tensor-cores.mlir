@@ -158,3 +158,26 @@ func.func @written_again(%a: memref<64x64xbf16>, %f: memref<64x64xf32>, %c: memr
   linalg.matmul ins(%af, %af : memref<64x64xf32>, memref<64x64xf32>) outs(%c : memref<64x64xf32>)
   return
 }
+
+// -----
+
+// --gpu-math=tf32: an f32 GEMM on the tensor cores, m16n8k8 tiles of tf32
+// (one element a register), each operand rounded to tf32 as it is staged
+// (+ 0x1000, the 13 low bits cleared; NaN kept), rows of 32 + 4 floats.
+// RUN: attn-opt %s --split-input-file \
+// RUN:   --pass-pipeline='builtin.module(func.func(attn-gpu-tile-matmul{tf32=true}))' \
+// RUN:   | FileCheck %s --check-prefix=TF32
+// TF32-LABEL: func.func @f32_gemm
+// TF32:         gpu.launch async {{.*}} workgroup({{.*}} : memref<64x36xf32, #gpu.address_space<workgroup>>, {{.*}} : memref<64x36xf32, #gpu.address_space<workgroup>>)
+// TF32:           arith.bitcast %{{.*}} : f32 to i32
+// TF32:           arith.addi %{{.*}}, %c4096_i32
+// TF32:           arith.andi %{{.*}}, %c-8192_i32
+// TF32:           arith.cmpf uno
+// TF32:           vector.load {{.*}} : memref<64x36xf32, #gpu.address_space<workgroup>>, vector<1xf32>
+// TF32-COUNT-32:  nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled} : (vector<4x1xf32>, vector<2x1xf32>, vector<2x2xf32>) -> vector<2x2xf32>
+// CHECK-LABEL: func.func @f32_gemm
+// CHECK-NOT:     nvgpu.mma.sync
+func.func @f32_gemm(%a: memref<64x64xf32>, %b: memref<64x64xf32>, %c: memref<64x64xf32>) {
+  linalg.matmul ins(%a, %b : memref<64x64xf32>, memref<64x64xf32>) outs(%c : memref<64x64xf32>)
+  return
+}

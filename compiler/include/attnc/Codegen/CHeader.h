@@ -27,6 +27,8 @@ struct HeaderTarget {
   /// A CPU object with parallel loops (--parallel): it needs attnc's
   /// thread pool, libattnc_rt.a, at link time.
   bool parallel = false;
+  /// A GPU object whose f32 GEMMs run in tf32 (--gpu-math=tf32).
+  bool tf32 = false;
 };
 
 /// The C header of one kernel: include guard, `extern "C"`, every dim and

@@ -58,6 +58,9 @@ struct CpuPipelineOptions {
   /// (attn-gpu-emulate-launches). Fused attention is the GPU's kernel
   /// (attn-gpu-lower-fused-attention).
   bool gpuEmulation = false;
+  /// --gpu-math=tf32: the GPU target's f32 GEMMs (and its emulation's) on
+  /// tensor cores, their operands rounded to tf32 (docs/gpu.md).
+  bool tf32 = false;
 };
 
 /// The code generator that builds a CPU kernel (docs/spec.md §4): attnc's MLIR

@@ -79,6 +79,8 @@ struct GpuPipelineOptions {
   /// attn-decompose's `attention` option: decomposed, fused or auto (fused
   /// attention becomes attn-gpu-lower-fused-attention's kernel).
   std::string attention = "auto";
+  /// f32 GEMMs on tensor cores in tf32 (--gpu-math=tf32).
+  bool tf32 = false;
 };
 
 /// attn -> device code in a gpu.binary and host code in the LLVM dialect

@@ -129,11 +129,17 @@ def AttnGpuTileMatmul
     the operand's reshapes; a transposed weight as its [N, K] rows), and the
     widening and transpose are erased when nothing else reads them; other
     operands are read as f32 and narrowed (exactly) as they are staged.
+    With `tf32`, every other top-level f32 GEMM takes the same launch with
+    m16n8k8 tiles of tf32 (`tf32Enabled`), each operand rounded to tf32
+    (to nearest, ties away) as it is staged.
   }];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
            "The compute capability whose shared-memory tile GEMMs use "
            "(attn/Target/GpuTarget.h)">,
+    Option<"tf32", "tf32", "bool", /*default=*/"false",
+           "f32 GEMMs at the top level on tensor cores too (m16n8k8 tiles, "
+           "operands rounded to tf32: --gpu-math=tf32)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

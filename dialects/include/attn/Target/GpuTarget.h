@@ -69,17 +69,20 @@ struct GpuGemmTile {
 /// accumulators in registers, attn/GPU/MmaFragments.h); k walked in slices
 /// of `depth`, A's slice [rows][depth] and B's [cols][depth] (k innermost
 /// in both, so that a register's two elements are neighbours) staged in
-/// shared memory in the operands' type, each row `padding` elements longer.
+/// shared memory in the operands' type, each row `paddingBytes` longer. f32
+/// operands (--gpu-math=tf32) take m16n8k8 tiles of tf32 instead, the same
+/// tile otherwise.
 struct GpuTensorCoreTile {
   int64_t rows = 64;
   int64_t cols = 64;
   int64_t depth = 32;
   int64_t warpRows = 32;
   int64_t warpCols = 32;
-  /// Elements added to each staged row: 40 elements (20 words) a row, so
-  /// that the 8 groups of a warp's fragment loads (rows g, columns 2 p) hit
-  /// 32 different banks; a multiple of 8 keeps rows 16-byte aligned.
-  int64_t padding = 8;
+  /// Bytes added to each staged row: 4 words, so that a row is 4 words past
+  /// a multiple of 32 (20 words of bf16, 36 of f32) and the 8 groups of a
+  /// warp's fragment loads (rows g, words p) hit 32 different banks; rows
+  /// stay 16-byte aligned.
+  int64_t paddingBytes = 16;
 
   int64_t warps() const { return (rows / warpRows) * (cols / warpCols); }
 };
