@@ -420,9 +420,6 @@ void BarrierSplitter::lowerMma(nvgpu::MmaSyncOp op, OpBuilder &b) {
     auto index = [&](int64_t v) -> Value {
       return arith::ConstantIndexOp::create(tb, loc, v);
     };
-    auto add = [&](Value x, int64_t y) -> Value {
-      return arith::AddIOp::create(tb, loc, x, index(y));
-    };
     Value lane = arith::RemUIOp::create(tb, loc, thread, index(kWarpSize));
     Value warp = arith::SubIOp::create(tb, loc, thread, lane);
     Value group = arith::DivUIOp::create(tb, loc, lane, index(4));
@@ -434,30 +431,73 @@ void BarrierSplitter::lowerMma(nvgpu::MmaSyncOp op, OpBuilder &b) {
     Value columnLanes = arith::AddIOp::create(
         tb, loc, warp, arith::MulIOp::create(tb, loc, pair, index(8)));
     Type f32 = tb.getF32Type();
-    auto widened = [&](Value x) -> Value {
-      return x.getType() == f32 ? x : arith::ExtFOp::create(tb, loc, f32, x);
+    // Per k, the lane (past the group's first) and the place in the
+    // flattened fragment of the A and B elements of this lane's outputs
+    // (attn/GPU/MmaFragments.h), as tables a loop over k reads.
+    Type i32 = tb.getI32Type();
+    auto table = [&](function_ref<int64_t(int64_t)> entry) -> Value {
+      SmallVector<int32_t> entries;
+      for (int64_t k = 0; k < depth; ++k)
+        entries.push_back(static_cast<int32_t>(entry(k)));
+      auto type = VectorType::get({depth}, i32);
+      return arith::ConstantOp::create(
+          tb, loc, type, DenseIntElementsAttr::get(type, entries));
+    };
+    auto flatType = [&](Value fragment) {
+      auto type = cast<VectorType>(fragment.getType());
+      return VectorType::get({type.getNumElements()}, type.getElementType());
     };
     Value result = valueIn(op.getMatrixC(), thread, op, tb, local, thread);
     for (int64_t i = 0; i < 2; ++i)
       for (int64_t j = 0; j < 2; ++j) {
-        Value sum =
+        auto inA = [&](int64_t k) {
+          return mma::placeInA(mma::rowOffsetC(i), k, perRegister);
+        };
+        auto inB = [&](int64_t k) {
+          return mma::placeInB(k, mma::columnOffsetC(j), perRegister);
+        };
+        Value laneA = table([&](int64_t k) { return inA(k).lane; });
+        Value placeA = table([&](int64_t k) {
+          return inA(k).reg * perRegister + inA(k).element;
+        });
+        Value laneB = table([&](int64_t k) { return inB(k).lane; });
+        Value placeB = table([&](int64_t k) {
+          return inB(k).reg * perRegister + inB(k).element;
+        });
+        Value first =
             vector::ExtractOp::create(tb, loc, result, ArrayRef<int64_t>{i, j});
-        for (int64_t k = 0; k < depth; ++k) {
-          mma::Place inA = mma::placeInA(mma::rowOffsetC(i), k, perRegister);
-          mma::Place inB = mma::placeInB(k, mma::columnOffsetC(j), perRegister);
-          Value a = valueIn(op.getMatrixA(), add(rowLanes, inA.lane), op, tb,
-                            local, thread);
-          Value bv = valueIn(op.getMatrixB(), add(columnLanes, inB.lane), op,
-                             tb, local, thread);
-          Value term = arith::MulFOp::create(
-              tb, loc,
-              widened(vector::ExtractOp::create(
-                  tb, loc, a, ArrayRef<int64_t>{inA.reg, inA.element})),
-              widened(vector::ExtractOp::create(
-                  tb, loc, bv, ArrayRef<int64_t>{inB.reg, inB.element})));
-          sum = arith::AddFOp::create(tb, loc, sum, term);
-        }
-        result = vector::InsertOp::create(tb, loc, sum, result,
+        auto loop = scf::ForOp::create(
+            tb, loc, index(0), index(depth), index(1), ValueRange{first},
+            [&](OpBuilder &kb, Location, Value k, ValueRange sum) {
+              auto at = [&](Value entries) -> Value {
+                return arith::IndexCastOp::create(
+                    kb, loc, kb.getIndexType(),
+                    vector::ExtractOp::create(kb, loc, entries,
+                                              ArrayRef<OpFoldResult>{k}));
+              };
+              // Element `place` of `matrix`'s fragment in lane `lanes` +
+              // `lane`, widened.
+              auto element = [&](Value matrix, Value lanes, Value lane,
+                                 Value place) -> Value {
+                Value fragment = valueIn(
+                    matrix, arith::AddIOp::create(kb, loc, lanes, at(lane)), op,
+                    kb, local, thread);
+                Value flat = vector::ShapeCastOp::create(
+                    kb, loc, flatType(fragment), fragment);
+                Value x = vector::ExtractOp::create(
+                    kb, loc, flat, ArrayRef<OpFoldResult>{at(place)});
+                return x.getType() == f32
+                           ? x
+                           : arith::ExtFOp::create(kb, loc, f32, x).getResult();
+              };
+              Value term = arith::MulFOp::create(
+                  kb, loc, element(op.getMatrixA(), rowLanes, laneA, placeA),
+                  element(op.getMatrixB(), columnLanes, laneB, placeB));
+              scf::YieldOp::create(
+                  kb, loc,
+                  ValueRange{arith::AddFOp::create(kb, loc, sum[0], term)});
+            });
+        result = vector::InsertOp::create(tb, loc, loop.getResult(0), result,
                                           ArrayRef<int64_t>{i, j});
       }
     memref::StoreOp::create(tb, loc, result, slotOf(op.getRes()),
