@@ -424,16 +424,8 @@ void mlir::attn::emitTensorCoreGemm(OpBuilder &b, Location loc,
                          bool kInnermost) {
           int64_t count = outerSize * tile.depth;
           assert(count % threads == 0 && "a slice is whole rounds of copies");
-          // A loop, not unrolled: the copies need no registers across
-          // rounds, and the code stays small.
-          auto rounds =
-              scf::ForOp::create(b, loc, index(0), index(count / threads), one);
-          OpBuilder::InsertionGuard inRound(b);
-          b.setInsertionPoint(rounds.getBody()->getTerminator());
-          {
-            Value linear = add(
-                thread, arith::MulIOp::create(b, loc, rounds.getInductionVar(),
-                                              index(threads)));
+          for (int64_t e = 0; e < count / threads; ++e) {
+            Value linear = plus(thread, e * threads);
             Value outer, kk;
             if (kInnermost) {
               outer = div(linear, tile.depth);
