@@ -102,6 +102,12 @@ llvm::Error loadAutoscheduler(llvm::StringRef name) {
   return llvm::Error::success();
 }
 
+/// The LLVM features Halide 21 enables for its `avx512_zen4` (beyond
+/// `avx512_skylake`'s): a CPU without one of them does not get it.
+constexpr llvm::StringLiteral kHalideZen4Features[] = {
+    "avx512ifma", "avx512vbmi",   "avx512bf16",
+    "avx512vnni", "avx512bitalg", "avx512vbmi2"};
+
 /// The parameters each autoscheduler needs beyond its name.
 Halide::AutoschedulerParams autoschedulerParams(llvm::StringRef name,
                                                 bool parallel) {
@@ -112,9 +118,27 @@ Halide::AutoschedulerParams autoschedulerParams(llvm::StringRef name,
   return params;
 }
 
+/// Whether `machine` has `feature` (an LLVM name).
+bool hasFeature(const llvm::TargetMachine &machine, llvm::StringRef feature) {
+  return machine.getMCSubtargetInfo()->checkFeatures(("+" + feature).str());
+}
+
+/// Whether Halide's GEMMs of two bf16 operands run on vdpbf16ps
+/// (halideTarget).
+bool halideBf16Dot(const llvm::TargetMachine &machine,
+                   const mlir::attn::CpuTargetDescription &description) {
+  if (mlir::attn::deriveCpuSchedule(description).bf16Dot !=
+      mlir::attn::CpuSchedule::Bf16Dot::Vdpbf16ps)
+    return false;
+  return llvm::all_of(kHalideZen4Features, [&](llvm::StringRef feature) {
+    return hasFeature(machine, feature);
+  });
+}
+
 /// What attnc's schedules read of `description`.
 halide::ScheduleTarget
-scheduleTargetOf(const mlir::attn::CpuTargetDescription &description,
+scheduleTargetOf(const llvm::TargetMachine &machine,
+                 const mlir::attn::CpuTargetDescription &description,
                  bool parallel) {
   halide::ScheduleTarget target;
   // attnc's schedules compute in f32, whatever the buffers hold.
@@ -122,6 +146,7 @@ scheduleTargetOf(const mlir::attn::CpuTargetDescription &description,
       static_cast<int>(description.lanes(mlir::attn::ElementType::F32));
   target.vectorRegisters = static_cast<int>(description.vectorRegisters);
   target.parallel = parallel;
+  target.bf16Dot = halideBf16Dot(machine, description);
   return target;
 }
 
@@ -135,21 +160,22 @@ compileKernel(mlir::func::FuncOp kernel, const CompileOptions &options,
   std::string path;
   // Halide reports errors as exceptions, in building the Funcs too.
   try {
+    bool ownSchedule = options.halideSchedule == "attnc";
+    halide::ScheduleTarget scheduleTarget =
+        scheduleTargetOf(machine, description, options.pipeline.parallel);
     llvm::Expected<halide::KernelPipeline> pipeline =
-        halide::buildKernelPipeline(kernel,
-                                    /*clampReads=*/options.halideSchedule !=
-                                        "attnc");
+        halide::buildKernelPipeline(kernel, /*clampReads=*/!ownSchedule,
+                                    /*bf16Pairs=*/ownSchedule &&
+                                        scheduleTarget.bf16Dot);
     if (!pipeline)
       return pipeline.takeError();
     halide::constrainShapes(*pipeline);
-    std::string targetString = halideTarget(machine);
+    std::string targetString = halideTarget(machine, description);
     if (!withRuntime)
       targetString += "-no_runtime";
     Halide::Target target(targetString);
     Halide::Pipeline whole(pipeline->outputs);
-    if (options.halideSchedule == "attnc") {
-      halide::ScheduleTarget scheduleTarget =
-          scheduleTargetOf(description, options.pipeline.parallel);
+    if (ownSchedule) {
       for (halide::Stage &stage : pipeline->stages)
         stage.schedule(scheduleTarget);
       for (Halide::Func &output : pipeline->outputs)
@@ -393,11 +419,12 @@ attnc::describeHalideSchedule(const CompileOptions &options) {
         if (!machine)
           return machine.takeError();
         CpuScheduleText text;
-        text.heading = "halide target: " + halideTarget(**machine) + "\n";
+        text.heading =
+            "halide target: " + halideTarget(**machine, description) + "\n";
         if (options.halideSchedule == "attnc") {
           text.heading += "schedule: attnc's\n";
-          text.lines = halide::describeSchedules(
-              scheduleTargetOf(description, options.pipeline.parallel));
+          text.lines = halide::describeSchedules(scheduleTargetOf(
+              **machine, description, options.pipeline.parallel));
           return text;
         }
         text.heading +=
@@ -411,10 +438,11 @@ attnc::describeHalideSchedule(const CompileOptions &options) {
       });
 }
 
-std::string attnc::halideTarget(const llvm::TargetMachine &machine) {
-  const llvm::MCSubtargetInfo &subtarget = *machine.getMCSubtargetInfo();
+std::string
+attnc::halideTarget(const llvm::TargetMachine &machine,
+                    const mlir::attn::CpuTargetDescription &description) {
   auto has = [&](llvm::StringRef feature) {
-    return subtarget.checkFeatures(("+" + feature).str());
+    return hasFeature(machine, feature);
   };
   std::string target;
   if (machine.getTargetTriple().isAArch64()) {
@@ -442,6 +470,10 @@ std::string attnc::halideTarget(const llvm::TargetMachine &machine) {
     target += "-avx512";
     if (has("avx512vl") && has("avx512dq") && has("avx512bw"))
       target += "-avx512_skylake";
+    // Only where the dot product is used: with it Halide compiles for
+    // `znver4`, whose `sse4a` Intel's CPUs lack.
+    if (halideBf16Dot(machine, description))
+      target += "-avx512_zen4";
   }
   return target;
 }

@@ -86,18 +86,36 @@ Tensor Translator::linear(const Tensor &x, const Tensor &w, const Tensor *b) {
     return index;
   };
   Var o("o"), k("k"), row("row");
-  Func wt(fresh("wt"));
-  wt(o, k) = w({o, k});
-  RDom r(0, static_cast<int>(in), "r");
   Func acc(fresh("linear_acc")), y2(fresh("linear"));
   std::vector<Expr> xIndex = unflatten(row);
-  xIndex.push_back(r.x);
-  acc(o, row) = 0.0f;
-  acc(o, row) += x(xIndex) * wt(o, r.x);
-  y2(o, row) = b ? acc(o, row) + (*b)({o}) : acc(o, row);
-  addStage(y2, [y2, o, row, acc, r, wt](const ScheduleTarget &t) mutable {
-    scheduleGemm(y2, o, row, {}, acc, r, wt, t);
-  });
+  if (sumsBf16Pairs(x, w, in)) {
+    // vdpbf16ps's sums, as the MLIR backend's (docs/precision.md): from the
+    // bias, each pair of k added to it, the odd k first (the instruction's
+    // order). wt's pairs are adjacent: wt(e, o, p) = w[o, 2p + e].
+    Var e("e"), p("p");
+    Func wt(fresh("wt_pairs"));
+    wt(e, o, p) = w.bf16At({o, 2 * p + e});
+    RDom r(0, static_cast<int>(in / 2), 0, 2, "r");
+    xIndex.push_back(2 * r.x + r.y);
+    acc(o, row) = b ? (*b)({o}) : Expr(0.0f);
+    acc(o, row) += Halide::cast<float>(x.bf16At(xIndex)) *
+                   Halide::cast<float>(wt(r.y, o, r.x));
+    y2(o, row) = acc(o, row);
+    addStage(y2, [y2, o, row, acc, r, wt](const ScheduleTarget &t) mutable {
+      scheduleBf16PairGemm(y2, o, row, {}, acc, r, wt, t);
+    });
+  } else {
+    Func wt(fresh("wt"));
+    wt(o, k) = w({o, k});
+    RDom r(0, static_cast<int>(in), "r");
+    xIndex.push_back(r.x);
+    acc(o, row) = 0.0f;
+    acc(o, row) += x(xIndex) * wt(o, r.x);
+    y2(o, row) = b ? acc(o, row) + (*b)({o}) : acc(o, row);
+    addStage(y2, [y2, o, row, acc, r, wt](const ScheduleTarget &t) mutable {
+      scheduleGemm(y2, o, row, {}, acc, r, wt, t);
+    });
+  }
   // The result in x's leading shape: an index map.
   std::vector<Var> vars = makeVars(x.rank());
   Expr flat = Expr(0);
@@ -112,16 +130,32 @@ Tensor Translator::linear(const Tensor &x, const Tensor &w, const Tensor *b) {
 Tensor Translator::matmul(const Tensor &a, const Tensor &b, bool transposeB) {
   int64_t k = a.shape[2], p = transposeB ? b.shape[1] : b.shape[2];
   Var j("j"), m("m"), n("n"), bk("k");
-  Func bt(fresh("bt"));
-  bt(j, bk, n) = transposeB ? b({n, j, bk}) : b({n, bk, j});
-  RDom r(0, static_cast<int>(k), "r");
   Func acc(fresh("matmul_acc")), y(fresh("matmul"));
   acc(j, m, n) = 0.0f;
-  acc(j, m, n) += a({n, m, r.x}) * bt(j, r.x, n);
-  y(j, m, n) = acc(j, m, n);
-  addStage(y, [y, j, m, n, acc, r, bt](const ScheduleTarget &t) mutable {
-    scheduleGemm(y, j, m, {n}, acc, r, bt, t);
-  });
+  if (sumsBf16Pairs(a, b, k)) {
+    // As linear's: bt(e, j, pair, n) = b's column j at k = 2 pair + e.
+    Var e("e"), pair("pair");
+    Func bt(fresh("bt_pairs"));
+    Expr at = 2 * pair + e;
+    bt(e, j, pair, n) =
+        transposeB ? b.bf16At({n, j, at}) : b.bf16At({n, at, j});
+    RDom r(0, static_cast<int>(k / 2), 0, 2, "r");
+    acc(j, m, n) += Halide::cast<float>(a.bf16At({n, m, 2 * r.x + r.y})) *
+                    Halide::cast<float>(bt(r.y, j, r.x, n));
+    y(j, m, n) = acc(j, m, n);
+    addStage(y, [y, j, m, n, acc, r, bt](const ScheduleTarget &t) mutable {
+      scheduleBf16PairGemm(y, j, m, {n}, acc, r, bt, t);
+    });
+  } else {
+    Func bt(fresh("bt"));
+    bt(j, bk, n) = transposeB ? b({n, j, bk}) : b({n, bk, j});
+    RDom r(0, static_cast<int>(k), "r");
+    acc(j, m, n) += a({n, m, r.x}) * bt(j, r.x, n);
+    y(j, m, n) = acc(j, m, n);
+    addStage(y, [y, j, m, n, acc, r, bt](const ScheduleTarget &t) mutable {
+      scheduleGemm(y, j, m, {n}, acc, r, bt, t);
+    });
+  }
   return Tensor{y, {a.shape[0], a.shape[1], p}};
 }
 
@@ -156,10 +190,13 @@ Tensor Translator::roundedThrough(const Tensor &x, mlir::FloatType type) {
       elementwise("rounded", x.shape, {&x}, [to](const std::vector<Expr> &v) {
         return roundedTo(to, v[0]);
       });
-  return elementwise("widened", x.shape, {&narrow},
-                     [](const std::vector<Expr> &v) {
-                       return Halide::cast(Halide::Float(32), v[0]);
-                     });
+  Tensor widened = elementwise("widened", x.shape, {&narrow},
+                               [](const std::vector<Expr> &v) {
+                                 return Halide::cast(Halide::Float(32), v[0]);
+                               });
+  if (to.is_bfloat())
+    widened.bf16 = narrow.func;
+  return widened;
 }
 
 /// result[b*H + h, t, i] = x[b, t, h*d + i]: an index map.
@@ -448,6 +485,10 @@ Translator::translate(mlir::func::FuncOp func, std::vector<Tensor> arguments) {
       Halide::Type to = halideTypeOf(
           llvm::cast<mlir::ShapedType>(cast.getType()).getElementType());
       unary(cast.getX(), "cast", [to](Expr x) { return roundedTo(to, x); });
+      // A bf16 tensor widened: its GEMMs may read the bf16 values.
+      const Tensor *source = get(cast.getX());
+      if (to == Halide::Float(32) && source->func.type().is_bfloat())
+        values.find(cast.getResult())->second.bf16 = source->func;
     } else if (auto linear = llvm::dyn_cast<attn::LinearOp>(&op)) {
       set(linear.getResult(),
           this->linear(*get(linear.getX()), *get(linear.getW()),
@@ -573,9 +614,10 @@ Translator::translate(mlir::func::FuncOp func, std::vector<Tensor> arguments) {
 }
 
 llvm::Expected<KernelPipeline>
-attnc::halide::buildKernelPipeline(mlir::func::FuncOp kernel, bool clampReads) {
+attnc::halide::buildKernelPipeline(mlir::func::FuncOp kernel, bool clampReads,
+                                   bool bf16Pairs) {
   KernelPipeline pipeline;
-  Translator translator(pipeline, clampReads);
+  Translator translator(pipeline, clampReads, bf16Pairs);
   // Halide indexes buffers with 32-bit ints.
   auto tooLarge = [&](mlir::Type type,
                       const std::string &what) -> std::optional<llvm::Error> {

@@ -36,6 +36,10 @@ struct ScheduleTarget {
   int vectorRegisters = 16;
   /// Whether loops may run on the thread pool (--parallel, the JIT).
   bool parallel = false;
+  /// GEMMs of two bf16 operands sum k in vdpbf16ps's pairs, on that
+  /// instruction: the MLIR backend's choice for the CPU
+  /// (mlir::attn::CpuSchedule::bf16Dot), where Halide's target has it too.
+  bool bf16Dot = false;
 };
 
 /// A Func that attnc's schedule computes on its own (compute_root), with
@@ -66,9 +70,11 @@ struct KernelPipeline {
 /// every read of an argument or constant table to its bounds: for the
 /// autoschedulers, whose tilings may compute a Func past the region its
 /// consumers need (Adams2019 read a weight at row -88), which attnc's own
-/// schedules never do.
-llvm::Expected<KernelPipeline> buildKernelPipeline(mlir::func::FuncOp kernel,
-                                                   bool clampReads);
+/// schedules never do. `bf16Pairs`: GEMMs of two bf16 operands are defined
+/// as sums of k's pairs, for attnc's schedule of them on vdpbf16ps
+/// (ScheduleTarget::bf16Dot).
+llvm::Expected<KernelPipeline>
+buildKernelPipeline(mlir::func::FuncOp kernel, bool clampReads, bool bf16Pairs);
 
 /// Constrains every argument's and output's buffer to the kernel's dense,
 /// row-major shapes (so that Halide specializes for them) and gives the

@@ -36,7 +36,10 @@ std::string attnc::halide::describeSchedules(const ScheduleTarget &target) {
          std::to_string(registerBlockRows(target)) + " rows x " +
          std::to_string(2 * lanes) +
          " columns (2 vectors), the right operand's columns packed once per "
-         "block\n"
+         "block\n" +
+         (target.bf16Dot ? "bf16 GEMMs: k's pairs on vdpbf16ps, the odd k "
+                           "first, from the bias\n"
+                         : "bf16 GEMMs: FMAs on widened values, k in order\n") +
          "row reductions (softmax, layer norm): row by row, the reductions "
          "inside each row\n"
          "attention: flash-style, the scores of a block of up to " +
@@ -55,10 +58,12 @@ void attnc::halide::schedulePointwise(Func f, const std::vector<Var> &vars,
   parallelOuter(f, vars, target);
 }
 
-void attnc::halide::scheduleGemm(Func y, Var col, Var row,
-                                 const std::vector<Var> &batch, Func acc,
-                                 Halide::RDom r, Func panel,
-                                 const ScheduleTarget &target) {
+namespace {
+
+/// The register blocks of a GEMM `y` (rows x 2 vectors of columns), their
+/// accumulators `acc` in registers; the loop `y` computes a panel at.
+Var blockGemm(Func y, Var col, Var row, const std::vector<Var> &batch, Func acc,
+              const ScheduleTarget &target) {
   int lanes = target.vectorLanes;
   int columns = 2 * lanes;
   int rows = registerBlockRows(target);
@@ -74,6 +79,17 @@ void attnc::halide::scheduleGemm(Func y, Var col, Var row,
     y.parallel(batch.empty() ? co : batch.back());
   // The accumulators of one block, kept in registers over the reduction.
   acc.compute_at(y, ro).vectorize(col, lanes).unroll(col).unroll(row);
+  return co;
+}
+
+} // namespace
+
+void attnc::halide::scheduleGemm(Func y, Var col, Var row,
+                                 const std::vector<Var> &batch, Func acc,
+                                 Halide::RDom r, Func panel,
+                                 const ScheduleTarget &target) {
+  int lanes = target.vectorLanes;
+  Var co = blockGemm(y, col, row, batch, acc, target);
   acc.update()
       .reorder(col, row, r.x)
       .vectorize(col, lanes)
@@ -83,6 +99,26 @@ void attnc::halide::scheduleGemm(Func y, Var col, Var row,
   // it row by row, and every block of rows reads it again from cache.
   panel.compute_at(y, co).vectorize(panel.args()[0], lanes,
                                     TailStrategy::GuardWithIf);
+}
+
+void attnc::halide::scheduleBf16PairGemm(Func y, Var col, Var row,
+                                         const std::vector<Var> &batch,
+                                         Func acc, Halide::RDom r, Func panel,
+                                         const ScheduleTarget &target) {
+  int lanes = target.vectorLanes;
+  Var co = blockGemm(y, col, row, batch, acc, target);
+  // A pair's two products inside each vector of columns: Halide's
+  // VectorReduce of 2 lanes into 1, which it emits as vdpbf16ps.
+  acc.update()
+      .reorder(r.y, col, row, r.x)
+      .atomic()
+      .vectorize(r.y)
+      .vectorize(col, lanes)
+      .unroll(col)
+      .unroll(row);
+  panel.compute_at(y, co)
+      .vectorize(panel.args()[0])
+      .vectorize(panel.args()[1], lanes, TailStrategy::GuardWithIf);
 }
 
 void attnc::halide::scheduleRowReduction(Func y, const std::vector<Var> &vars,

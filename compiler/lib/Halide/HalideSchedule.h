@@ -38,6 +38,15 @@ void scheduleGemm(Halide::Func y, Halide::Var col, Halide::Var row,
                   Halide::RDom r, Halide::Func panel,
                   const ScheduleTarget &target);
 
+/// scheduleGemm's blocks for a GEMM of bf16 pairs (ScheduleTarget::bf16Dot):
+/// `r` is (pair, element of the pair) and `panel(element, col, pair,
+/// batch...)` holds the pairs adjacent, so that each vector of columns takes
+/// a pair's two products in one vdpbf16ps.
+void scheduleBf16PairGemm(Halide::Func y, Halide::Var col, Halide::Var row,
+                          const std::vector<Halide::Var> &batch,
+                          Halide::Func acc, Halide::RDom r, Halide::Func panel,
+                          const ScheduleTarget &target);
+
 /// A stage `y` computed row by row from per-row reductions `rows` (max,
 /// sums, means) and row-shaped helpers, computed inside each row.
 void scheduleRowReduction(Halide::Func y, const std::vector<Halide::Var> &vars,

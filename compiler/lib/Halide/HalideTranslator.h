@@ -34,12 +34,19 @@ using Halide::Var;
 struct Tensor {
   Func func;
   std::vector<int64_t> shape;
+  /// Where known (a bf16 tensor widened, by a cast or a rounding point): a
+  /// Func of the same indices whose bf16 values widen to `func`'s exactly,
+  /// which a GEMM reads as vdpbf16ps's operands.
+  Func bf16 = Func();
 
   int rank() const { return static_cast<int>(shape.size()); }
   /// The element at row-major indices `index`.
   Expr operator()(const std::vector<Expr> &index) const {
-    std::vector<Expr> reversed(index.rbegin(), index.rend());
-    return func(reversed);
+    return func(std::vector<Expr>(index.rbegin(), index.rend()));
+  }
+  /// The same element as bf16 (`bf16` defined).
+  Expr bf16At(const std::vector<Expr> &index) const {
+    return bf16(std::vector<Expr>(index.rbegin(), index.rend()));
   }
 };
 
@@ -101,8 +108,10 @@ class Translator {
 public:
   /// `clampReads`: every read of an argument or a constant table is
   /// clamped to its bounds (see buildKernelPipeline).
-  Translator(KernelPipeline &pipeline, bool clampReads)
-      : pipeline(pipeline), clampReads(clampReads) {}
+  /// `bf16Pairs`: GEMMs of two bf16 operands sum k's pairs
+  /// (buildKernelPipeline).
+  Translator(KernelPipeline &pipeline, bool clampReads, bool bf16Pairs)
+      : pipeline(pipeline), clampReads(clampReads), bf16Pairs(bf16Pairs) {}
 
   /// `table` (a constant the kernel embeds) as a Func, its reads clamped
   /// when clampReads.
@@ -165,6 +174,12 @@ private:
         op->getName().getStringRef().str() + "' (at " + where + ")");
   }
 
+  /// Whether a GEMM of `a` and `b` over `depth` sums k's bf16 pairs
+  /// (bf16Pairs, both operands bf16 values, k even).
+  bool sumsBf16Pairs(const Tensor &a, const Tensor &b, int64_t depth) const {
+    return bf16Pairs && a.bf16.defined() && b.bf16.defined() && depth % 2 == 0;
+  }
+
   // The ops, in AttnOps.td's order.
   Tensor linear(const Tensor &x, const Tensor &w, const Tensor *b);
   Tensor matmul(const Tensor &a, const Tensor &b, bool transposeB);
@@ -211,6 +226,7 @@ private:
 
   KernelPipeline &pipeline;
   bool clampReads;
+  bool bf16Pairs;
   std::vector<Expr> badIds;
   int counter = 0;
 };

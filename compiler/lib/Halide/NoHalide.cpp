@@ -32,7 +32,10 @@ attnc::describeHalideSchedule(const CompileOptions &) {
   return notInThisBuild();
 }
 
-std::string attnc::halideTarget(const llvm::TargetMachine &) { return ""; }
+std::string attnc::halideTarget(const llvm::TargetMachine &,
+                                const mlir::attn::CpuTargetDescription &) {
+  return "";
+}
 
 llvm::Expected<std::unique_ptr<llvm::Module>>
 attnc::translateWithHalide(mlir::ModuleOp, const CompileOptions &,

@@ -31,6 +31,9 @@ class TargetMachine;
 
 namespace mlir {
 class ModuleOp;
+namespace attn {
+struct CpuTargetDescription;
+} // namespace attn
 } // namespace mlir
 
 namespace attnc {
@@ -55,8 +58,13 @@ describeHalideSchedule(const CompileOptions &options);
 /// The Halide target string for `machine`'s CPU features
 /// (`x86-64-linux-sse41-avx-f16c-fma-avx2`, ...): built from attnc's own
 /// feature detection, never Halide's `host` (which keys on the CPU model
-/// and claims AVX-512 where a VM masks it).
-std::string halideTarget(const llvm::TargetMachine &machine);
+/// and claims AVX-512 where a VM masks it). `avx512_zen4`, Halide's only
+/// feature with the bf16 dot product, is added where attnc's schedule runs
+/// the bf16 GEMMs on it: where the MLIR backend's do
+/// (mlir::attn::CpuSchedule::bf16Dot), on a CPU with every feature it
+/// enables.
+std::string halideTarget(const llvm::TargetMachine &machine,
+                         const mlir::attn::CpuTargetDescription &description);
 
 /// The kernels of `module` (attn level) built through Halide into LLVM IR
 /// for `machine`: each kernel's entries as the MLIR backend's
