@@ -464,7 +464,8 @@ bool readTorch(nb::handle value, ArgumentArray &array) {
 } // namespace
 
 ArgumentArray attnc::python::readArray(const KernelArgument &argument,
-                                       nb::handle value, bool cast) {
+                                       nb::handle value, bool cast,
+                                       const std::string &inPlace) {
   ArgumentArray array;
   array.argument = &argument;
   array.source = nb::borrow(value);
@@ -540,6 +541,11 @@ ArgumentArray attnc::python::readArray(const KernelArgument &argument,
     array.data = view.data();
     return array;
   }
+  if (!inPlace.empty())
+    throw nb::value_error(
+        (inPlace + " (" + argument.typeString() +
+         ") must be a C-contiguous CPU array of its dtype, written in place")
+            .c_str());
   // A copy is made to the argument's shape only: an array of another shape
   // (torch.ones(1).expand(2**62, 1): its byte count overflows) is refused
   // before anything is allocated or read.

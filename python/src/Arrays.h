@@ -71,8 +71,11 @@ struct ArgumentArray {
 /// copied). The shape of an array read in place is left to the runtime's
 /// check, whose message is the same. A torch tensor with the negative view
 /// bit (torch._neg_view) is read as the values it stands for, in a copy.
+/// `inPlace` (a state, an out= array: the kernel writes the caller's
+/// memory): an array that would need a copy is a ValueError instead, named
+/// by `what`.
 ArgumentArray readArray(const KernelArgument &argument, nanobind::handle value,
-                        bool cast);
+                        bool cast, const std::string &inPlace = "");
 
 /// torch.is_grad_enabled(), false without torch.
 bool torchGradEnabled();

@@ -125,9 +125,17 @@ struct PyKernel {
       if (a.role == ArgumentRole::Output)
         throw nb::value_error(("'" + name.str() +
                                "' is an output: the call returns it; pass "
-                               "inputs and params")
+                               "inputs, params and states")
                                   .c_str());
-      read.push_back(readArray(a, value, cast));
+      if (a.role != ArgumentRole::State) {
+        read.push_back(readArray(a, value, cast));
+        continue;
+      }
+      // The kernel updates a state in place: never a copy, never cast.
+      std::string what = "state '" + a.name + "'";
+      ArgumentArray state = readArray(a, value, /*cast=*/false, what);
+      requireWritable(state, what);
+      read.push_back(std::move(state));
     }
     return read;
   }
@@ -157,6 +165,15 @@ struct PyKernel {
   static HostBuffer hostBuffer(ArgumentArray &array) {
     return HostBuffer{array.argument->name, array.data, array.argument->type,
                       std::move(array.shape)};
+  }
+
+  /// Refuses a read-only `array` (`what`: `state 'K'`, ...), which the
+  /// kernel would write (readArray's `inPlace` refuses copies).
+  static void requireWritable(const ArgumentArray &array,
+                              const std::string &what) {
+    if (array.readOnly)
+      throw nb::value_error(
+          (what + " is a read-only array; the kernel writes it").c_str());
   }
 
   /// Removes `out=` from keyword arguments: the arrays the outputs are
@@ -190,18 +207,9 @@ struct PyKernel {
                              " array(s)")
                                 .c_str());
     for (size_t i = 0; i < items.size(); ++i) {
-      ArgumentArray array = readArray(*outputs[i], items[i], false);
-      if (array.readOnly)
-        throw nb::value_error(("out=: output '" + outputs[i]->name +
-                               "' is a read-only array; the kernel writes it")
-                                  .c_str());
-      if (array.copied)
-        throw nb::value_error(
-            ("out=: output '" + outputs[i]->name + "' (" +
-             outputs[i]->typeString() +
-             ") must be a C-contiguous CPU array of its dtype, written in "
-             "place")
-                .c_str());
+      std::string what = "out=: output '" + outputs[i]->name + "'";
+      ArgumentArray array = readArray(*outputs[i], items[i], false, what);
+      requireWritable(array, what);
       out.push_back(std::move(array));
     }
     return out;

@@ -189,6 +189,8 @@ attnc_role attnc_kernel_arg_role(const attnc_kernel *kernel, int index) {
     return ATTNC_INPUT;
   case ArgumentRole::Param:
     return ATTNC_PARAM;
+  case ArgumentRole::State:
+    return ATTNC_STATE;
   case ArgumentRole::Output:
     return ATTNC_OUTPUT;
   }

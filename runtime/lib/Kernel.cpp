@@ -113,7 +113,9 @@ llvm::Error Kernel::bindParams(llvm::ArrayRef<HostBuffer> params) {
       return index.takeError();
     const KernelArgument &a = kernelSignature.arguments[*index];
     if (a.role != ArgumentRole::Param)
-      return bufferError("'" + a.name + "' is an " + roleName(a.role) +
+      return bufferError("'" + a.name + "' is " +
+                         (a.role == ArgumentRole::State ? "a " : "an ") +
+                         roleName(a.role) +
                          ", not a param: only params can be bound");
     if (llvm::any_of(copies, [&](const auto &c) { return c.first == *index; }))
       return bufferError("'" + param.name + "' is given more than once");
@@ -187,7 +189,7 @@ llvm::Error Kernel::checkEmbeddingIds(llvm::ArrayRef<void *> pointers) const {
   return llvm::Error::success();
 }
 
-llvm::Error Kernel::checkOutputsApart(llvm::ArrayRef<void *> pointers) const {
+llvm::Error Kernel::checkWrittenApart(llvm::ArrayRef<void *> pointers) const {
   const auto &args = kernelSignature.arguments;
   auto bytes = [&](unsigned i) {
     auto begin = reinterpret_cast<uintptr_t>(pointers[i]);
@@ -195,21 +197,22 @@ llvm::Error Kernel::checkOutputsApart(llvm::ArrayRef<void *> pointers) const {
                                              elementSize(args[i].type));
   };
   for (unsigned out = 0; out < args.size(); ++out) {
-    if (args[out].role != ArgumentRole::Output || !pointers[out])
+    if (!mlir::attn::abi::isWritten(args[out].role) || !pointers[out])
       continue;
     auto [outBegin, outEnd] = bytes(out);
     for (unsigned other = 0; other < args.size(); ++other) {
       if (other == out || !pointers[other] ||
-          (args[other].role == ArgumentRole::Output && other < out))
+          (mlir::attn::abi::isWritten(args[other].role) && other < out))
         continue;
       auto [begin, end] = bytes(other);
       if (begin < outEnd && outBegin < end)
-        return bufferError("output '" + args[out].name + "' overlaps " +
-                           roleName(args[other].role) + " '" +
-                           args[other].name +
-                           "' in memory: the kernel writes an output while "
-                           "it reads the other buffers; pass separate "
-                           "buffers");
+        return bufferError(
+            (roleName(args[out].role) + " '" + args[out].name + "' overlaps " +
+             roleName(args[other].role) + " '" + args[other].name +
+             "' in memory: the kernel writes " +
+             (args[out].role == ArgumentRole::State ? "a state" : "an output") +
+             " while it reads the other buffers; pass separate buffers")
+                .str());
     }
   }
   return llvm::Error::success();
@@ -230,7 +233,7 @@ llvm::Error Kernel::run(llvm::ArrayRef<HostBuffer> buffers) const {
     pointers[*index] = buffer.data;
     paramGiven |= args[*index].role == ArgumentRole::Param;
   }
-  if (llvm::Error error = checkOutputsApart(pointers))
+  if (llvm::Error error = checkWrittenApart(pointers))
     return error;
 
   // With every param bound and none passed, run on the prepared params

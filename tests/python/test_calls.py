@@ -347,3 +347,42 @@ def test_out_for_several_outputs(rng):
     assert result[0] is out[0] and result[1] is out[1]
     np.testing.assert_array_equal(out[0], Y)
     np.testing.assert_array_equal(out[1], A)
+
+
+STATEFUL = """
+block stateful {
+  input X: f32[2, 3]
+  state S: f32[2, 3]
+  Y = add(X, S)
+  output Y
+}
+"""
+
+
+def test_a_state_is_read_in_place_never_copied(rng):
+    # docs/spec.md §6b v3: a state argument is the caller's own memory,
+    # which the kernel updates in place: the exact dtype, shape and C
+    # order, writable; anything else is a ValueError, never a silent copy.
+    k = attnc.compile(STATEFUL)
+    assert [(name, role) for name, role, *_ in k.signature] == \
+        [("X", "input"), ("S", "state"), ("Y", "output")]
+    X = rng.standard_normal((2, 3)).astype(np.float32)
+    S = rng.standard_normal((2, 3)).astype(np.float32)
+    plan = dict((n, (how, address)) for n, how, address in k.plan(X=X, S=S))
+    assert plan["S"] == ("view", S.ctypes.data)
+    np.testing.assert_array_equal(k(X=X, S=S), X + S)
+    t = torch.from_numpy(S.copy())
+    np.testing.assert_array_equal(np.asarray(k(X=X, S=t)), X + S)
+    with pytest.raises(ValueError, match="state 'S' .* must be a C-contiguous "
+                       "CPU array of its dtype, written in place"):
+        k(X=X, S=S.astype(np.float64), cast=True)
+    with pytest.raises(ValueError, match="state 'S' .* must be a C-contiguous"):
+        k(X=X, S=np.asfortranarray(S))
+    frozen = S.copy()
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError,
+                       match="state 'S' is a read-only array; the kernel "
+                             "writes it"):
+        k(X=X, S=frozen)
+    with pytest.raises(ValueError, match="expected f32\\[2, 3\\]"):
+        k(X=X, S=np.zeros((3, 2), np.float32))

@@ -318,7 +318,7 @@ void HeaderWriter::writeParameter(Entry entry, abi::Parameter parameter) {
   switch (parameter.kind) {
   case abi::Parameter::Kind::Buffer: {
     const KernelArgument &a = signature.arguments[parameter.buffer];
-    os << (a.role == ArgumentRole::Output ? "" : "const ")
+    os << (mlir::attn::abi::isWritten(a.role) ? "" : "const ")
        << mlir::attn::describe(a.type).cType << " *" << a.name;
     return;
   }

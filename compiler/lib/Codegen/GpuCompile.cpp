@@ -187,12 +187,15 @@ llvm::Function *addHostEntry(llvm::Module &module,
   llvm::Type *i8 = llvm::Type::getInt8Ty(context);
   size_t count = signature.arguments.size();
 
-  std::vector<llvm::Constant *> bytes, outputs;
+  // attnc_cuda.h's copies: in for what the kernel reads, out for what it
+  // writes (a state both).
+  std::vector<llvm::Constant *> bytes, copies;
   for (const KernelArgument &argument : signature.arguments) {
     bytes.push_back(llvm::ConstantInt::get(
         i64, argument.numElements() * mlir::attn::bytesOf(argument.type)));
-    outputs.push_back(
-        llvm::ConstantInt::get(i8, argument.role == ArgumentRole::Output));
+    int in = argument.role == ArgumentRole::Output ? 0 : 1;
+    int out = mlir::attn::abi::isWritten(argument.role) ? 2 : 0;
+    copies.push_back(llvm::ConstantInt::get(i8, in | out));
   }
   auto constantArray = [&](llvm::Type *element,
                            std::vector<llvm::Constant *> &values,
@@ -209,7 +212,7 @@ llvm::Function *addHostEntry(llvm::Module &module,
       llvm::ConstantStruct::get(argumentsType,
                                 {llvm::ConstantInt::get(i32, count),
                                  constantArray(i64, bytes, ".bytes"),
-                                 constantArray(i8, outputs, ".is_output")}),
+                                 constantArray(i8, copies, ".copies")}),
       signature.name + ".arguments");
 
   std::vector<llvm::Type *> parameters(count, ptr);

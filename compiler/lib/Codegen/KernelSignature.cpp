@@ -19,15 +19,7 @@ using namespace attnc;
 using mlir::attn::AttnDialect;
 
 llvm::StringRef attnc::roleName(ArgumentRole role) {
-  switch (role) {
-  case ArgumentRole::Input:
-    return "input";
-  case ArgumentRole::Param:
-    return "param";
-  case ArgumentRole::Output:
-    return "output";
-  }
-  return "?";
+  return mlir::attn::abi::nameOf(role);
 }
 
 llvm::StringRef attnc::elementTypeName(ElementType type) {
@@ -93,8 +85,9 @@ argumentOf(mlir::Type type, mlir::DictionaryAttr attrs, std::string fallback,
     if (auto name = attrs.getAs<mlir::StringAttr>(AttnDialect::kNameAttr))
       argument.name = name.str();
     if (auto roleAttr = attrs.getAs<mlir::StringAttr>(AttnDialect::kRoleAttr))
-      if (roleAttr.getValue() == "param")
-        argument.role = ArgumentRole::Param;
+      if (auto named = mlir::attn::abi::roleNamed(roleAttr.getValue());
+          named && *named != ArgumentRole::Output)
+        argument.role = *named;
   }
   return argument;
 }
@@ -283,14 +276,10 @@ KernelSignature::fromJSON(llvm::StringRef text) {
       return bad("an argument needs name, role, type and shape");
     KernelArgument argument;
     argument.name = argName->str();
-    if (*role == "input")
-      argument.role = ArgumentRole::Input;
-    else if (*role == "param")
-      argument.role = ArgumentRole::Param;
-    else if (*role == "output")
-      argument.role = ArgumentRole::Output;
-    else
+    std::optional<ArgumentRole> named = mlir::attn::abi::roleNamed(*role);
+    if (!named)
       return bad("unknown role '" + *role + "'");
+    argument.role = *named;
     std::optional<ElementType> element = mlir::attn::elementTypeNamed(*type);
     if (!element)
       return bad("unknown type '" + *type + "'");

@@ -139,7 +139,7 @@ private:
                                builder.getStringAttr(decl->name.name)),
           builder.getNamedAttr(
               AttnDialect::kRoleAttr,
-              builder.getStringAttr(decl->isParam ? "param" : "input"))};
+              builder.getStringAttr(mlir::attn::abi::nameOf(decl->role)))};
       argAttrs.push_back(builder.getDictionaryAttr(attrs));
     }
     func.setAllArgAttrs(argAttrs);

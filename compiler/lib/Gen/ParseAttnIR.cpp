@@ -158,9 +158,11 @@ private:
       std::string name = nameOf(func, loc, func.getArgAttrDict(i), what);
       auto role =
           func.getArgAttrOfType<mlir::StringAttr>(i, AttnDialect::kRoleAttr);
-      if (!role || (role.getValue() != "input" && role.getValue() != "param"))
+      std::optional<mlir::attn::abi::ArgumentRole> named =
+          role ? mlir::attn::abi::roleNamed(role.getValue()) : std::nullopt;
+      if (!named || *named == mlir::attn::abi::ArgumentRole::Output)
         error(loc) << what << " of '" << kernel
-                   << "' needs attn.role = \"input\" or \"param\"";
+                   << "' needs attn.role = \"input\", \"param\" or \"state\"";
       if (!name.empty() && !taken.insert(name).second)
         error(loc) << "two arguments of '" << kernel << "' are named '" << name
                    << "'";

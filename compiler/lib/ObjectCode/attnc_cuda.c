@@ -397,7 +397,7 @@ int attnc_cuda_call_host(const attnc_cuda_arguments *arguments,
   for (int i = 0; i < count && !status; ++i) {
     size_t bytes = (size_t)arguments->bytes[i];
     status = check(cu.memAlloc(&device[i], bytes ? bytes : 1), "cuMemAlloc");
-    if (!status && !arguments->is_output[i])
+    if (!status && (arguments->copies[i] & ATTNC_CUDA_COPY_IN))
       status = check(
           cu.memcpyAsync(device[i], (CUdeviceptr)host_args[i], bytes, NULL),
           "cuMemcpyAsync (to the device)");
@@ -416,7 +416,7 @@ int attnc_cuda_call_host(const attnc_cuda_arguments *arguments,
   if (!status)
     status = check(cu.streamSynchronize(NULL), "cuStreamSynchronize");
   for (int i = 0; i < count && !status; ++i)
-    if (arguments->is_output[i])
+    if (arguments->copies[i] & ATTNC_CUDA_COPY_OUT)
       status = check(cu.memcpyAsync((CUdeviceptr)host_args[i], device[i],
                                     (size_t)arguments->bytes[i], NULL),
                      "cuMemcpyAsync (to the host)");

@@ -23,12 +23,14 @@ extern "C" {
 #endif
 
 /* One kernel's arguments for the host-pointer entry NAME: argument i has
-   bytes[i] bytes and is copied to the device before the call (inputs and
-   params) or back after it (outputs). */
+   bytes[i] bytes and copies[i] says where it is copied: to the device
+   before the call (inputs and params), back after it (outputs), or both
+   (states, updated in place). */
+enum { ATTNC_CUDA_COPY_IN = 1, ATTNC_CUDA_COPY_OUT = 2 };
 typedef struct attnc_cuda_arguments {
   int32_t count;
   const int64_t *bytes;
-  const uint8_t *is_output;
+  const uint8_t *copies;
 } attnc_cuda_arguments;
 
 /* The entries the generated code calls. */

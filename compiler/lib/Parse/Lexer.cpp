@@ -97,6 +97,7 @@ Token Lexer::lexIdentifier(const char *begin) {
                        .Case("dim", TokenKind::KwDim)
                        .Case("input", TokenKind::KwInput)
                        .Case("param", TokenKind::KwParam)
+                       .Case("state", TokenKind::KwState)
                        .Case("output", TokenKind::KwOutput)
                        .Case("true", TokenKind::KwTrue)
                        .Case("false", TokenKind::KwFalse)

@@ -12,6 +12,7 @@ using namespace attnc;
 using namespace attnc::ast;
 using llvm::SMLoc;
 using llvm::SMRange;
+using mlir::attn::abi::nameOf;
 
 Parser::Parser(Lexer &lexer, DiagnosticEngine &diag)
     : lexer(lexer), diag(diag) {
@@ -82,7 +83,8 @@ void Parser::expected(const llvm::Twine &what) {
 
 static bool startsStatement(TokenKind kind) {
   return kind == TokenKind::KwDim || kind == TokenKind::KwInput ||
-         kind == TokenKind::KwParam || kind == TokenKind::KwOutput;
+         kind == TokenKind::KwParam || kind == TokenKind::KwState ||
+         kind == TokenKind::KwOutput;
 }
 
 void Parser::recoverStatement() {
@@ -201,7 +203,8 @@ std::unique_ptr<Stmt> Parser::parseStatement() {
     return parseDim();
   case TokenKind::KwInput:
   case TokenKind::KwParam:
-    return parseDecl(tok.is(TokenKind::KwParam));
+  case TokenKind::KwState:
+    return parseDecl(tok.kind);
   case TokenKind::KwOutput:
     return parseOutput();
   case TokenKind::Identifier:
@@ -222,7 +225,8 @@ std::unique_ptr<Stmt> Parser::parseStatement() {
       return nullptr;
     }
   default:
-    expected("a statement (dim, input, param, output or NAME = op(...))");
+    expected(
+        "a statement (dim, input, param, state, output or NAME = op(...))");
     return nullptr;
   }
 }
@@ -234,6 +238,7 @@ std::optional<TokenKind> Parser::misspelledKeyword() {
       {"dim", TokenKind::KwDim},
       {"input", TokenKind::KwInput},
       {"param", TokenKind::KwParam},
+      {"state", TokenKind::KwState},
       {"output", TokenKind::KwOutput}};
   llvm::SmallVector<llvm::StringRef> names;
   for (const auto &[name, kind] : kKeywords)
@@ -256,7 +261,8 @@ std::unique_ptr<Stmt> Parser::parseStatementAs(TokenKind keyword) {
     return parseDim();
   case TokenKind::KwInput:
   case TokenKind::KwParam:
-    return parseDecl(keyword == TokenKind::KwParam);
+  case TokenKind::KwState:
+    return parseDecl(keyword);
   default:
     return parseOutput();
   }
@@ -326,11 +332,13 @@ std::unique_ptr<Stmt> Parser::parseDim() {
   return std::make_unique<DimStmt>(std::move(defs), SMRange{start, prevEnd});
 }
 
-std::unique_ptr<Stmt> Parser::parseDecl(bool isParam) {
+std::unique_ptr<Stmt> Parser::parseDecl(TokenKind keyword) {
   SMLoc start = tok.loc();
-  llvm::StringRef keyword = isParam ? "param" : "input";
+  ArgumentRole role = keyword == TokenKind::KwParam   ? ArgumentRole::Param
+                      : keyword == TokenKind::KwState ? ArgumentRole::State
+                                                      : ArgumentRole::Input;
   consume();
-  std::optional<Ident> name = parseIdent("a name after '" + keyword + "'");
+  std::optional<Ident> name = parseIdent("a name after '" + nameOf(role) + "'");
   if (!name)
     return nullptr;
   pendingNames = {*name};
@@ -341,7 +349,7 @@ std::unique_ptr<Stmt> Parser::parseDecl(bool isParam) {
   std::optional<TypeExpr> type = parseType();
   if (!type)
     return nullptr;
-  return std::make_unique<DeclStmt>(isParam, std::move(*name), std::move(*type),
+  return std::make_unique<DeclStmt>(role, std::move(*name), std::move(*type),
                                     SMRange{start, prevEnd});
 }
 

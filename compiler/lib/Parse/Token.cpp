@@ -48,6 +48,8 @@ llvm::StringRef attnc::describeTokenKind(TokenKind kind) {
     return "'input'";
   case TokenKind::KwParam:
     return "'param'";
+  case TokenKind::KwState:
+    return "'state'";
   case TokenKind::KwOutput:
     return "'output'";
   case TokenKind::KwTrue:

@@ -39,7 +39,7 @@ StringRef sourceText(SMRange range) {
 }
 
 struct Symbol {
-  enum class Kind { Dim, Input, Param, Value };
+  enum class Kind { Dim, Input, Param, State, Value };
   Symbol(Kind kind, SMRange defRange) : kind(kind), defRange(defRange) {}
 
   Kind kind;
@@ -62,6 +62,8 @@ StringRef describeWithArticle(Symbol::Kind kind) {
     return "an input";
   case Symbol::Kind::Param:
     return "a param";
+  case Symbol::Kind::State:
+    return "a state";
   case Symbol::Kind::Value:
     return "a tensor value";
   }
@@ -76,6 +78,8 @@ StringRef describeSymbol(Symbol::Kind kind) {
     return "input";
   case Symbol::Kind::Param:
     return "param";
+  case Symbol::Kind::State:
+    return "state";
   case Symbol::Kind::Value:
     return "value";
   }
@@ -109,7 +113,8 @@ std::string blockSignature(const Block &block) {
   std::string text = block.name.name + "(";
   bool first = true;
   for (const DeclStmt *decl : block.arguments) {
-    text += (first ? "" : ", ") + decl->name.name + (decl->isParam ? "=" : "");
+    text +=
+        (first ? "" : ", ") + decl->name.name + (decl->isParam() ? "=" : "");
     first = false;
   }
   return text + ")";
@@ -415,11 +420,13 @@ void checkCName(DiagnosticEngine &diag, const Ident &name, CNameUse use,
 }
 
 void BlockChecker::checkDecl(DeclStmt &stmt) {
-  checkCName(diag, stmt.name, CNameUse::Parameter,
-             stmt.isParam ? "param" : "input");
+  checkCName(diag, stmt.name, CNameUse::Parameter, abi::nameOf(stmt.role));
   stmt.shape = checkType(stmt.type);
-  Symbol symbol{stmt.isParam ? Symbol::Kind::Param : Symbol::Kind::Input,
-                stmt.name.range};
+  Symbol::Kind kind =
+      stmt.role == abi::ArgumentRole::Param   ? Symbol::Kind::Param
+      : stmt.role == abi::ArgumentRole::State ? Symbol::Kind::State
+                                              : Symbol::Kind::Input;
+  Symbol symbol{kind, stmt.name.range};
   symbol.shape = stmt.shape;
   symbol.poisoned = !stmt.shape;
   define(stmt.name, symbol);
@@ -506,6 +513,14 @@ void BlockChecker::checkOutputs() {
                                   "be outputs");
       continue;
     }
+    if (symbol->kind == Symbol::Kind::State) {
+      diag.error(name->range,
+                 quoted(name->name) +
+                     " is a state: the kernel updates it in place and the "
+                     "caller keeps it, so it is never an output");
+      diag.note(symbol->defRange.Start, "declared here", symbol->defRange);
+      continue;
+    }
     if (symbol->kind == Symbol::Kind::Value)
       checkCName(diag, *name, CNameUse::Parameter, "output");
     block.outputs.push_back(name);
@@ -559,7 +574,7 @@ std::vector<Sema::HeaderName> headerNamesOf(const Block &block) {
     } else if (auto *decl = llvm::dyn_cast<DeclStmt>(stmt.get())) {
       bufferSources.push_back(&decl->name);
       arguments.push_back(decl->name.name);
-      kinds.push_back(decl->isParam ? "param" : "input");
+      kinds.push_back(abi::nameOf(decl->role));
     }
   }
   for (const Ident *output : block.outputs) {
@@ -792,6 +807,17 @@ const TensorShape *BlockChecker::checkBlockCall(CallExpr &call,
     markUses(call);
     return nullptr;
   }
+  for (const DeclStmt *decl : callee.arguments)
+    if (decl->role == abi::ArgumentRole::State) {
+      diag.error(call.callee.range,
+                 "block " + quoted(name) + " has a state (" +
+                     quoted(decl->name.name) +
+                     "), and a block with states cannot be called from "
+                     "another block yet; compile it as a kernel of its own");
+      diag.note(decl->name.range.Start, "declared here", decl->name.range);
+      markUses(call);
+      return nullptr;
+    }
   call.block = &callee;
   llvm::SmallVector<const Argument *, 8> given;
   if (!bindBlockArguments(call, callee, given)) {
@@ -846,7 +872,7 @@ bool BlockChecker::bindBlockArguments(
   // Inputs are positional or keyword, params keyword-only.
   llvm::SmallVector<unsigned, 8> positionalSlots;
   for (unsigned i = 0, e = params.size(); i != e; ++i)
-    if (!params[i]->isParam)
+    if (!params[i]->isParam())
       positionalSlots.push_back(i);
   std::string signature = blockSignature(callee);
 
@@ -923,8 +949,8 @@ bool BlockChecker::bindBlockArguments(
     const DeclStmt &decl = *params[i];
     diag.error(call.callee.range,
                "the call of block " + quoted(name) + " is missing its " +
-                   (decl.isParam ? "param '" + decl.name.name + "=...'"
-                                 : "input '" + decl.name.name + "'") +
+                   (decl.isParam() ? "param '" + decl.name.name + "=...'"
+                                   : "input '" + decl.name.name + "'") +
                    "; its signature is " + signature);
     ok = false;
   }

@@ -225,8 +225,8 @@ bool readInputDir(llvm::StringRef dir, const KernelSignature &signature,
                               /*MaxEditDistance=*/2) <= 1))
         hint = " (did you mean " + a.name + ".npy? names are case-sensitive)";
     llvm::WithColor::warning(llvm::errs(), "attnc")
-        << it->path() << " names no input or param of block '" << signature.name
-        << "'" << hint << "; ignored\n";
+        << it->path() << " names no input, param or state of block '"
+        << signature.name << "'" << hint << "; ignored\n";
   }
   if (ec) {
     error() << "--input-dir " << dir << ": " << ec.message() << "\n";
@@ -294,9 +294,9 @@ int attnc::runCommand(const RunOptions &options) {
         if (a.role != ArgumentRole::Output)
           names.push_back(a.name);
       error() << "--input " << input << ": block '" << signature.name
-              << "' has no input or param named '" << name
-              << "'; its inputs and params are " << llvm::join(names, ", ")
-              << "\n";
+              << "' has no input, param or state named '" << name
+              << "'; its inputs, params and states are "
+              << llvm::join(names, ", ") << "\n";
       return kUserError;
     }
     if (arguments[*index].role == ArgumentRole::Output) {
@@ -324,8 +324,12 @@ int attnc::runCommand(const RunOptions &options) {
   std::mt19937_64 rng(options.seed);
   for (unsigned i = 0; i < arguments.size(); ++i) {
     const KernelArgument &a = arguments[i];
-    if (a.role == ArgumentRole::Output) {
-      // Zeros of the output's dtype (every supported type has one).
+    // An output, or a state not given (--random-inputs: an empty cache),
+    // starts as zeros of its dtype (every supported type has one).
+    bool startsAsZeros =
+        a.role == ArgumentRole::Output ||
+        (a.role == ArgumentRole::State && !values[i] && options.randomInputs);
+    if (startsAsZeros) {
       NpyArray zeros;
       zeros.dtype = *npyDtypeOf(a.type);
       zeros.shape = a.shape;
@@ -394,9 +398,10 @@ int attnc::runCommand(const RunOptions &options) {
   if (milliseconds.size() % 2 == 0)
     median = (median + milliseconds[milliseconds.size() / 2 - 1]) / 2;
 
+  // The outputs, and the states as the runs left them.
   for (unsigned i = 0; i < arguments.size(); ++i) {
     const KernelArgument &a = arguments[i];
-    if (a.role != ArgumentRole::Output)
+    if (!mlir::attn::abi::isWritten(a.role))
       continue;
     llvm::SmallString<256> path;
     if (!writeArray(options.outputDir, a.name, *values[i], path))

@@ -248,27 +248,30 @@ cl::list<std::string> runInputs("input",
                                 cl::value_desc("NAME=FILE.npy"),
                                 cl::sub(runSubcommand), cl::cat(runCategory));
 cl::opt<std::string> inputDir("input-dir",
-                              cl::desc("Read every input and param NAME that "
-                                       "DIR/NAME.npy holds"),
+                              cl::desc("Read every input, param and state "
+                                       "NAME that DIR/NAME.npy holds"),
                               cl::value_desc("DIR"), cl::sub(runSubcommand),
                               cl::cat(runCategory));
 cl::opt<bool> randomInputs("random-inputs",
                            cl::desc("Fill every argument not given with "
                                     "random values (floats in [-1, 1), "
                                     "weights in +-1/sqrt(last dim), "
-                                    "valid_lens in [0, T], ids in range)"),
+                                    "valid_lens in [0, T], ids in range; "
+                                    "states: zeros)"),
                            cl::sub(runSubcommand), cl::cat(runCategory));
 cl::opt<uint64_t> seed("seed", cl::desc("Seed of --random-inputs (default: 0)"),
                        cl::init(0), cl::sub(runSubcommand),
                        cl::cat(runCategory));
 cl::opt<std::string>
     saveInputs("save-inputs",
-               cl::desc("Also write every input and param the run used to "
-                        "DIR/NAME.npy (to reproduce it, e.g. in PyTorch)"),
+               cl::desc("Also write every input, param and state the run "
+                        "used to DIR/NAME.npy (to reproduce it, e.g. in "
+                        "PyTorch)"),
                cl::value_desc("DIR"), cl::sub(runSubcommand),
                cl::cat(runCategory));
 cl::opt<std::string> outputDir("output-dir",
-                               cl::desc("Where NAME.npy outputs are written "
+                               cl::desc("Where NAME.npy outputs (and states, "
+                                        "as the run left them) are written "
                                         "(default: .)"),
                                cl::value_desc("DIR"), cl::init("."),
                                cl::sub(runSubcommand), cl::cat(runCategory));

@@ -33,7 +33,7 @@ namespace {
 
 bool isParamArgument(func::FuncOp func, unsigned index) {
   auto role = func.getArgAttrOfType<StringAttr>(index, AttnDialect::kRoleAttr);
-  return role && role.getValue() == "param";
+  return role && role.getValue() == abi::nameOf(abi::ArgumentRole::Param);
 }
 
 /// A kernel attn-split-prepare split, with its two parts.

@@ -36,7 +36,7 @@ constexpr StringLiteral kKernelPartAttr = "attn.kernel_part";
 bool isParam(func::FuncOp kernel, unsigned argument) {
   auto role =
       kernel.getArgAttrOfType<StringAttr>(argument, AttnDialect::kRoleAttr);
-  return role && role.getValue() == "param";
+  return role && role.getValue() == abi::nameOf(abi::ArgumentRole::Param);
 }
 
 /// Which ops of a kernel's body run once per params, and what the rest of

@@ -93,6 +93,28 @@ std::string mlir::attn::abi::deviceFunctionSymbol(llvm::StringRef block) {
   return (kInternalPrefix + "device_" + block).str();
 }
 
+llvm::StringRef mlir::attn::abi::nameOf(ArgumentRole role) {
+  switch (role) {
+  case ArgumentRole::Input:
+    return "input";
+  case ArgumentRole::Param:
+    return "param";
+  case ArgumentRole::State:
+    return "state";
+  case ArgumentRole::Output:
+    return "output";
+  }
+  llvm_unreachable("an ArgumentRole");
+}
+
+std::optional<ArgumentRole> mlir::attn::abi::roleNamed(llvm::StringRef name) {
+  for (ArgumentRole role : {ArgumentRole::Input, ArgumentRole::Param,
+                            ArgumentRole::State, ArgumentRole::Output})
+    if (nameOf(role) == name)
+      return role;
+  return std::nullopt;
+}
+
 unsigned mlir::attn::abi::packedPosition(llvm::ArrayRef<ArgumentRole> roles) {
   return llvm::find(roles, ArgumentRole::Output) - roles.begin();
 }

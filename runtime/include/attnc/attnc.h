@@ -20,7 +20,13 @@ extern "C" {
 typedef struct attnc_kernel attnc_kernel;
 
 typedef enum { ATTNC_F32 = 0, ATTNC_I32 = 1 } attnc_dtype;
-typedef enum { ATTNC_INPUT = 0, ATTNC_PARAM = 1, ATTNC_OUTPUT = 2 } attnc_role;
+typedef enum {
+  ATTNC_INPUT = 0,
+  ATTNC_PARAM = 1,
+  ATTNC_OUTPUT = 2,
+  /* Read and updated in place; the caller keeps it between calls. */
+  ATTNC_STATE = 3
+} attnc_role;
 
 /* A host buffer: dense, row-major, any alignment. */
 typedef struct {

@@ -41,6 +41,22 @@ TEST(KernelAbiTest, ParameterLayouts) {
   Role noParams[] = {Role::Input, Role::Output};
   EXPECT_EQ(layoutOf(Entry::Prepare, noParams), "P");
   EXPECT_EQ(packedPosition(noParams), 1u);
+  // A state is in its declaration place, before `packed`; Prepare never
+  // takes it.
+  Role withState[] = {Role::Input, Role::State, Role::Param, Role::Output};
+  EXPECT_EQ(layoutOf(Entry::Prepare, withState), "B2 P");
+  EXPECT_EQ(layoutOf(Entry::Prepared, withState), "B0 B1 B2 P B3");
+}
+
+TEST(KernelAbiTest, RolesAreNamedOnceAndWrittenWhereTheKernelWrites) {
+  for (Role role : {Role::Input, Role::Param, Role::State, Role::Output})
+    EXPECT_EQ(roleNamed(nameOf(role)), role) << nameOf(role).str();
+  EXPECT_EQ(nameOf(Role::State), "state");
+  EXPECT_EQ(roleNamed("States"), std::nullopt);
+  EXPECT_FALSE(isWritten(Role::Input));
+  EXPECT_FALSE(isWritten(Role::Param));
+  EXPECT_TRUE(isWritten(Role::State));
+  EXPECT_TRUE(isWritten(Role::Output));
 }
 
 TEST(KernelAbiTest, ExportedSymbols) {

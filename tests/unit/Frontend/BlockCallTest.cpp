@@ -62,7 +62,7 @@ TEST(BlockCallTest, BindsInputsByPositionAndParamsByKeyword) {
   const Block &top = *run.module->blocks[1];
   EXPECT_TRUE(layer.valid);
   ASSERT_EQ(layer.arguments.size(), 3u);
-  EXPECT_TRUE(layer.arguments[2]->isParam);
+  EXPECT_TRUE(layer.arguments[2]->isParam());
   ASSERT_EQ(layer.outputShapes.size(), 1u);
   ASSERT_EQ(top.callees.size(), 1u);
   EXPECT_EQ(top.callees[0], &layer);

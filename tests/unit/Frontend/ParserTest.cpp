@@ -15,13 +15,14 @@ TEST(ParserTest, BlockWithEveryStatementKind) {
                 "  input X: f32[B, T, 8]\n"
                 "  param W: f32[8, 8]; Y = linear(X, W)\n"
                 "  output Y\n"
+                "  state K: bf16[B, 16, 8]\n"
                 "}\n");
   run.parse();
   ASSERT_EQ(run.numErrors(), 0u) << run.printed;
   ASSERT_EQ(run.module->blocks.size(), 1u);
   const Block &block = *run.module->blocks[0];
   EXPECT_EQ(block.name.name, "b");
-  ASSERT_EQ(block.stmts.size(), 5u);
+  ASSERT_EQ(block.stmts.size(), 6u);
   auto *dims = llvm::dyn_cast<DimStmt>(block.stmts[0].get());
   ASSERT_TRUE(dims);
   ASSERT_EQ(dims->defs.size(), 2u);
@@ -29,11 +30,12 @@ TEST(ParserTest, BlockWithEveryStatementKind) {
   EXPECT_EQ(dims->defs[1].value, 4);
   auto *decl = llvm::dyn_cast<DeclStmt>(block.stmts[1].get());
   ASSERT_TRUE(decl);
-  EXPECT_FALSE(decl->isParam);
+  EXPECT_EQ(decl->role, ArgumentRole::Input);
   ASSERT_EQ(decl->type.dims.size(), 3u);
   EXPECT_EQ(decl->type.dims[0].name, "B");
   EXPECT_EQ(decl->type.dims[2].value, 8);
-  EXPECT_TRUE(llvm::cast<DeclStmt>(block.stmts[2].get())->isParam);
+  EXPECT_EQ(llvm::cast<DeclStmt>(block.stmts[2].get())->role,
+            ArgumentRole::Param);
   auto *assign = llvm::dyn_cast<AssignStmt>(block.stmts[3].get());
   ASSERT_TRUE(assign);
   auto *call = llvm::dyn_cast<CallExpr>(assign->value.get());
@@ -41,6 +43,11 @@ TEST(ParserTest, BlockWithEveryStatementKind) {
   EXPECT_EQ(call->callee.name, "linear");
   EXPECT_EQ(call->args.size(), 2u);
   EXPECT_TRUE(llvm::isa<OutputStmt>(block.stmts[4].get()));
+  auto *state = llvm::dyn_cast<DeclStmt>(block.stmts[5].get());
+  ASSERT_TRUE(state);
+  EXPECT_EQ(state->role, ArgumentRole::State);
+  EXPECT_EQ(state->name.name, "K");
+  EXPECT_EQ(state->type.element.name, "bf16");
 }
 
 TEST(ParserTest, AStatementMayBindSeveralNames) {

@@ -210,6 +210,53 @@ TEST_F(RuntimeTest, AnOutputMayNotOverlapAnotherBuffer) {
             "");
 }
 
+/// A state (docs/spec.md §2 v3): an argument in declaration order, read
+/// (here: added) and kept by the caller; the kernel may write it, so it
+/// may overlap no other buffer, and it is not a param to bind.
+TEST_F(RuntimeTest, AStateIsAnArgumentThatMayOverlapNoOtherBuffer) {
+  const char *spec = "block st {\n"
+                     "  input x: f32[2, 3]\n"
+                     "  state s: f32[2, 3]\n"
+                     "  y = add(x, s)\n"
+                     "  output y\n"
+                     "}\n";
+  Runtime runtime(cacheDir);
+  auto kernel = runtime.compile(spec, "state.attn", "");
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  ::setenv("ATTNC_CACHE_DIR", cacheDir.c_str(), 1);
+  attnc_kernel *c = attnc_compile_string(spec, nullptr, nullptr, 2);
+  ASSERT_NE(c, nullptr) << attnc_last_error();
+  EXPECT_EQ(attnc_kernel_arg_role(c, 1), ATTNC_STATE);
+  attnc_kernel_free(c);
+  const KernelSignature &signature = (*kernel)->signature();
+  ASSERT_EQ(signature.arguments.size(), 3u);
+  EXPECT_EQ(signature.arguments[1].role, ArgumentRole::State);
+  auto roundTrip = KernelSignature::fromJSON(signature.toJSON());
+  ASSERT_TRUE(!!roundTrip) << llvm::toString(roundTrip.takeError());
+  EXPECT_EQ(roundTrip->arguments[1].role, ArgumentRole::State);
+
+  std::vector<float> in = {1, 2, 3, 4, 5, 6}, state = {10, 20, 30, 40, 50, 60},
+                     out(6, NAN);
+  HostBuffer xBuffer{"x", in.data(), ElementType::F32, {2, 3}};
+  HostBuffer sBuffer{"s", state.data(), ElementType::F32, {2, 3}};
+  HostBuffer yBuffer{"y", out.data(), ElementType::F32, {2, 3}};
+  ASSERT_EQ(message((*kernel)->run({xBuffer, sBuffer, yBuffer})), "");
+  EXPECT_EQ(out, (std::vector<float>{11, 22, 33, 44, 55, 66}));
+
+  HostBuffer sOverX = sBuffer;
+  sOverX.data = in.data() + 2;
+  EXPECT_EQ(message((*kernel)->run({xBuffer, sOverX, yBuffer})),
+            "state 's' overlaps input 'x' in memory: the kernel writes a "
+            "state while it reads the other buffers; pass separate buffers");
+  HostBuffer yOverS = yBuffer;
+  yOverS.data = state.data();
+  EXPECT_EQ(message((*kernel)->run({xBuffer, sBuffer, yOverS})),
+            "state 's' overlaps output 'y' in memory: the kernel writes a "
+            "state while it reads the other buffers; pass separate buffers");
+  EXPECT_EQ(message((*kernel)->bindParam(sBuffer)),
+            "'s' is a state, not a param: only params can be bound");
+}
+
 TEST_F(RuntimeTest, KernelsFromTheCacheHaveParamsOfTheirOwn) {
   // Two compiles of one spec (the second a memory hit) share code, not
   // bound weights: two modules of one shape keep their own weights.
@@ -691,6 +738,7 @@ TEST_F(RuntimeTest, CApiCompilesQueriesAndRuns) {
   EXPECT_STREQ(attnc_kernel_arg_name(kernel, 1), "ids");
   EXPECT_EQ(attnc_kernel_arg_dtype(kernel, 1), ATTNC_I32);
   EXPECT_EQ(attnc_kernel_arg_role(kernel, 4), ATTNC_PARAM);
+  EXPECT_EQ(attnc_kernel_arg_role(kernel, 5), ATTNC_OUTPUT);
   ASSERT_EQ(attnc_kernel_arg_rank(kernel, 0), 2);
   EXPECT_EQ(attnc_kernel_arg_shape(kernel, 0)[1], 5);
   EXPECT_EQ(attnc_kernel_arg_name(kernel, 6), nullptr);

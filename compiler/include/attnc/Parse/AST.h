@@ -11,6 +11,7 @@
 #define ATTNC_PARSE_AST_H
 
 #include "attn/IR/AttnShapeRules.h"
+#include "attn/Target/KernelAbi.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -29,6 +30,7 @@ struct OpInfo;
 
 namespace attnc::ast {
 
+using mlir::attn::abi::ArgumentRole;
 using mlir::attn::rules::TensorShape;
 
 struct Block;
@@ -197,15 +199,18 @@ struct TypeExpr {
   llvm::SMRange range;
 };
 
-/// `input X: f32[B, T, D]` or `param W: f32[D, D]`.
+/// `input X: f32[B, T, D]`, `param W: f32[D, D]` or `state K: f32[B, L, D]`.
 class DeclStmt : public Stmt {
 public:
-  DeclStmt(bool isParam, Ident name, TypeExpr type, llvm::SMRange range)
-      : Stmt(Kind::Decl, range), isParam(isParam), name(std::move(name)),
+  DeclStmt(ArgumentRole role, Ident name, TypeExpr type, llvm::SMRange range)
+      : Stmt(Kind::Decl, range), role(role), name(std::move(name)),
         type(std::move(type)) {}
   static bool classof(const Stmt *s) { return s->getKind() == Kind::Decl; }
 
-  bool isParam;
+  bool isParam() const { return role == ArgumentRole::Param; }
+
+  /// Input, Param or State.
+  ArgumentRole role;
   Ident name;
   TypeExpr type;
   /// Sema: the declared tensor, when the type is valid.

@@ -58,8 +58,8 @@ private:
   std::unique_ptr<ast::Block> parseBlock();
   std::unique_ptr<ast::Stmt> parseStatement();
   std::unique_ptr<ast::Stmt> parseDim();
-  /// `input` or `param` (isParam), the keyword being the current token.
-  std::unique_ptr<ast::Stmt> parseDecl(bool isParam);
+  /// `input`, `param` or `state` (`keyword`), the current token.
+  std::unique_ptr<ast::Stmt> parseDecl(TokenKind keyword);
   /// At a name followed by a name: the statement keyword it misspells
   /// (reported), if it is close to one.
   std::optional<TokenKind> misspelledKeyword();

@@ -29,6 +29,7 @@ enum class TokenKind {
   KwDim,
   KwInput,
   KwParam,
+  KwState,
   KwOutput,
   KwTrue,
   KwFalse,

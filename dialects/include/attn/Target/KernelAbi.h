@@ -20,15 +20,29 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace mlir::attn::abi {
 
 /// What a buffer is to a kernel. Buffers are passed in declaration order
-/// (inputs and params as declared), then the outputs in `output` order.
-/// (attnc::roleName spells them for messages and signatures.)
-enum class ArgumentRole { Input, Param, Output };
+/// (inputs, params and states as declared), then the outputs in `output`
+/// order. A state (docs/spec.md §2 v3) is read and updated in place; the
+/// caller keeps it between calls.
+enum class ArgumentRole { Input, Param, State, Output };
+
+/// `input`, `param`, `state`, `output`: the DSL's keywords, the values of
+/// the `attn.role` argument attribute, the signatures' JSON and messages.
+llvm::StringRef nameOf(ArgumentRole role);
+/// The role `name` spells (nameOf), if any.
+std::optional<ArgumentRole> roleNamed(llvm::StringRef name);
+
+/// Whether a kernel writes a buffer of `role` (outputs and states): a
+/// non-`const` pointer in the header, copied back from a GPU.
+inline bool isWritten(ArgumentRole role) {
+  return role == ArgumentRole::State || role == ArgumentRole::Output;
+}
 
 /// The kinds of object attnc makes; they export different entries. Objects
 /// of the Halide backend are CPU objects.

@@ -108,8 +108,8 @@ private:
   /// Checks one buffer against argument `index`.
   llvm::Error check(unsigned index, const HostBuffer &buffer) const;
   llvm::Error checkEmbeddingIds(llvm::ArrayRef<void *> pointers) const;
-  /// Refuses an output whose bytes overlap another buffer's.
-  llvm::Error checkOutputsApart(llvm::ArrayRef<void *> pointers) const;
+  /// Refuses an output or state whose bytes overlap another buffer's.
+  llvm::Error checkWrittenApart(llvm::ArrayRef<void *> pointers) const;
   /// The names of the params not bound; `boundMutex` held.
   std::vector<std::string> unboundParams() const;
   /// Fills `packed` from the bound params; `boundMutex` held exclusively.

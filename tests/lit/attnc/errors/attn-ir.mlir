@@ -6,13 +6,13 @@
 func.func private @declared(tensor<2xf32>) -> tensor<2xf32>
 
 // CHECK-DAG: attn-ir.mlir:[[@LINE+2]]:{{[0-9]+}}: error: argument #0 of 'unnamed' has no attn.name: attnc names every buffer, e.g. {attn.name = "X", attn.role = "input"}
-// CHECK-DAG: attn-ir.mlir:[[@LINE+1]]:{{[0-9]+}}: error: argument #0 of 'unnamed' needs attn.role = "input" or "param"
+// CHECK-DAG: attn-ir.mlir:[[@LINE+1]]:{{[0-9]+}}: error: argument #0 of 'unnamed' needs attn.role = "input", "param" or "state"
 func.func @unnamed(%x: tensor<2xf32>) -> (tensor<2xf32> {attn.name = "Y"}) {
   %0 = attn.relu %x : tensor<2xf32>
   return %0 : tensor<2xf32>
 }
 
-// CHECK-DAG: attn-ir.mlir:[[@LINE+2]]:{{[0-9]+}}: error: argument #0 of 'roles' needs attn.role = "input" or "param"
+// CHECK-DAG: attn-ir.mlir:[[@LINE+2]]:{{[0-9]+}}: error: argument #0 of 'roles' needs attn.role = "input", "param" or "state"
 // CHECK-DAG: attn-ir.mlir:[[@LINE+1]]:{{[0-9]+}}: error: result #0 of 'roles' is named 'int', which is a C/C++ keyword; rename it (the name is part of the kernel's C interface)
 func.func @roles(%x: tensor<2xf32> {attn.name = "X", attn.role = "weight"},
 // CHECK-DAG: attn-ir.mlir:[[@LINE+1]]:{{[0-9]+}}: error: two arguments of 'roles' are named 'X'
