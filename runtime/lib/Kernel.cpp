@@ -35,6 +35,12 @@ llvm::Error statusError(llvm::StringRef kernel, int status,
         "for (--mcpu), or ATTNC_CPU_VARIANT names a CPU it lacks (nothing "
         "ran), or the OS refused the AMX tile state its bf16 GEMMs use "
         "(compile for a CPU without AMX)");
+  if (status == ATTNC_STATUS_CACHE_POSITION)
+    return llvm::createStringError(
+        "kernel '" + kernel +
+        "': a KV cache position is out of range (some cache_pos[b] < 0, or "
+        "cache_pos[b] + T > L, the cache's rows); nothing was written to "
+        "the caches");
   return llvm::createStringError("kernel '" + kernel + "' failed with status " +
                                  llvm::Twine(status));
 }

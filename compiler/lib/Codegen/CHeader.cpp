@@ -234,7 +234,7 @@ void HeaderWriter::writeRoundingPoints() {
 
 void HeaderWriter::writeStatuses() {
   for (const abi::StatusDescription &status : abi::documentedStatuses()) {
-    if (status.kind != target.kind)
+    if (status.kind && *status.kind != target.kind)
       continue;
     os << "#define " << prefix << "_STATUS_" << status.macroSuffix << " ("
        << status.value << ")";
@@ -247,6 +247,10 @@ void HeaderWriter::writeStatuses() {
       break;
     case ATTNC_STATUS_CUDA_ERROR:
       os << " /* a CUDA call failed (memory, launch) */";
+      break;
+    case ATTNC_STATUS_CACHE_POSITION:
+      os << " /* a cache position pos[b] < 0 or pos[b] + T > L: nothing "
+            "written */";
       break;
     default:
       break;

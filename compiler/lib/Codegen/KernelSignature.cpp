@@ -186,6 +186,9 @@ llvm::Expected<KernelSignature> attnc::signatureOf(mlir::func::FuncOp kernel) {
     signature.arguments.push_back(std::move(*argument));
   }
   for (unsigned i = 0; i < type.getNumResults(); ++i) {
+    // A state's new value is written into the state itself.
+    if (kernel.getResultAttr(i, AttnDialect::kUpdatesAttr))
+      continue;
     auto argument = argumentOf(type.getResult(i), kernel.getResultAttrDict(i),
                                "result" + std::to_string(i),
                                ArgumentRole::Output, signature.name);

@@ -58,6 +58,8 @@ static void addBufferization(OpPassManager &pm) {
   // result computed in a reshaped view is still written into the output
   // argument directly rather than copied there.
   pm.addPass(createCanonicalizerPass());
+  // A state's updated value must be its own buffer (an error otherwise).
+  pm.addPass(attn::createAttnDropStateResults());
   bufferization::BufferResultsToOutParamsPassOptions outParams;
   outParams.hoistStaticAllocs = true;
   outParams.modifyPublicFunctions = true;

@@ -84,6 +84,7 @@ private:
 
   void generateBlock(const Block &block, bool exported) {
     values.clear();
+    stateUpdates.clear();
     llvm::SmallVector<const DeclStmt *> args;
     llvm::SmallVector<mlir::Type> argTypes, resultTypes;
     for (const auto &stmt : block.stmts)
@@ -114,6 +115,12 @@ private:
     for (const Ident *output : block.outputs) {
       results.push_back(values.lookup(output->name));
       resultTypes.push_back(results.back().getType());
+    }
+    // The new values of the states the block updates, after its outputs
+    // (annotateKernel ties each to its argument).
+    for (const StateUpdate &update : stateUpdates) {
+      results.push_back(update.value);
+      resultTypes.push_back(update.value.getType());
     }
     // The return stands for the block's `output` statement(s).
     llvm::SMLoc returnLoc = block.outputs.empty()
@@ -157,6 +164,18 @@ private:
       resultAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
           AttnDialect::kNameAttr,
           builder.getStringAttr(bufferNames[argNames.size() + i]))));
+    for (const StateUpdate &update : stateUpdates) {
+      auto at = llvm::find_if(args, [&](const DeclStmt *decl) {
+        return decl->name.name == update.state;
+      });
+      mlir::NamedAttribute attrs[] = {
+          builder.getNamedAttr(AttnDialect::kNameAttr,
+                               builder.getStringAttr(update.state)),
+          builder.getNamedAttr(
+              AttnDialect::kUpdatesAttr,
+              builder.getI64IntegerAttr(std::distance(args.begin(), at)))};
+      resultAttrs.push_back(builder.getDictionaryAttr(attrs));
+    }
     func.setAllResultAttrs(resultAttrs);
     llvm::SmallVector<mlir::Attribute> dimNames;
     llvm::SmallVector<int64_t> dimValues;
@@ -180,7 +199,8 @@ private:
       return;
     }
     mlir::Operation *op = generateCall(*call);
-    for (auto [name, result] : llvm::zip_equal(assign.names, op->getResults()))
+    for (auto [name, result] : llvm::zip_equal(
+             assign.names, op->getResults().take_front(call->results.size())))
       values[name.name] = result;
   }
 
@@ -192,9 +212,25 @@ private:
     llvm::report_fatal_error("attnc: MLIRGen reached a non-tensor expression");
   }
 
+  /// The op of one call, and the states it updates (a multihead_attention
+  /// with a cache: its last two results are cache_k's and cache_v's new
+  /// values, which later reads of those names never see: Sema allows none).
+  mlir::Operation *generateCall(const CallExpr &call) {
+    mlir::Operation *op = createOp(call);
+    if (auto mha = llvm::dyn_cast<attn::MultiheadAttentionOp>(op))
+      if (mha.hasCache()) {
+        auto stateName = [&](llvm::StringRef param) {
+          return llvm::cast<NameExpr>(call.get(param).tensor)->name;
+        };
+        stateUpdates.push_back({stateName("cache_k"), mha.getUpdatedCacheK()});
+        stateUpdates.push_back({stateName("cache_v"), mha.getUpdatedCacheV()});
+      }
+    return op;
+  }
+
   /// The op of one call; nested calls become values first, in argument
   /// order.
-  mlir::Operation *generateCall(const CallExpr &call) {
+  mlir::Operation *createOp(const CallExpr &call) {
     if (call.block)
       return generateBlockCall(call);
     const OpInfo &op = *call.op;
@@ -261,6 +297,12 @@ private:
   llvm::StringRef filename;
   /// The SSA value of each named tensor of the block being generated.
   llvm::StringMap<mlir::Value> values;
+  /// The states the block updates, in the order of the calls that do.
+  struct StateUpdate {
+    std::string state;
+    mlir::Value value;
+  };
+  llvm::SmallVector<StateUpdate> stateUpdates;
 };
 
 } // namespace

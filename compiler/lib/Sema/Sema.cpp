@@ -49,6 +49,10 @@ struct Symbol {
   std::optional<TensorShape> shape;
   bool poisoned = false;
   bool used = false;
+  /// States: where a call takes it as a KV cache (cache_k=, cache_v=),
+  /// which writes it, and where another argument reads it; a state has
+  /// either one cache use or only reads.
+  std::optional<SMRange> cacheUse, readUse;
 
   bool isTensor() const { return kind != Kind::Dim; }
 };
@@ -186,6 +190,9 @@ private:
   bool evaluateAttribute(const ParamInfo &param, const Argument &arg,
                          const OpInfo &op, BoundArgument &out);
   std::optional<TensorShape> applyRules(CallExpr &call);
+  /// A tensor argument of an op: a cache must be a state, and a state
+  /// written as a cache is used nowhere else.
+  bool checkStateUse(const ParamInfo &param, const Expr &value);
   /// Marks every name under `expr` as used, silently (after a failed call,
   /// so that its operands do not become "unused" errors too).
   void markUses(const Expr &expr);
@@ -762,7 +769,8 @@ const TensorShape *BlockChecker::checkCall(CallExpr &call) {
     if (param.kind == ParamKind::Tensor) {
       bound.tensor = given[i]->value.get();
       if (!checkTensor(*given[i]->value,
-                       "argument '" + param.name + "' of '" + op->name + "'"))
+                       "argument '" + param.name + "' of '" + op->name + "'") ||
+          !checkStateUse(param, *given[i]->value))
         ok = false;
     } else if (!evaluateAttribute(param, *given[i], *op, bound)) {
       ok = false;
@@ -770,6 +778,13 @@ const TensorShape *BlockChecker::checkCall(CallExpr &call) {
   }
   if (!ok)
     return nullptr;
+  // A cache implies causal attention: `causal=true` may be left out.
+  if (std::optional<unsigned> cache = op->indexOf("cache_k"))
+    if (call.bound[*cache].tensor) {
+      BoundArgument &causal = call.bound[*op->indexOf("causal")];
+      if (!causal.source)
+        causal.boolValue = true;
+    }
   call.shape = applyRules(call);
   if (!call.shape)
     return nullptr;
@@ -1124,6 +1139,45 @@ bool BlockChecker::evaluateAttribute(const ParamInfo &param,
   }
   }
   return false;
+}
+
+bool BlockChecker::checkStateUse(const ParamInfo &param, const Expr &value) {
+  bool isCache = param.name == "cache_k" || param.name == "cache_v";
+  auto *name = llvm::dyn_cast<NameExpr>(&value);
+  auto it = name ? scope.find(name->name) : scope.end();
+  Symbol *symbol = it == scope.end() ? nullptr : &it->second;
+  if (isCache && (!symbol || symbol->kind != Symbol::Kind::State)) {
+    diag.error(value.getRange(),
+               "'" + param.name +
+                   "' must be a state (declared 'state NAME: TYPE'): the call "
+                   "writes the new keys and values into it in place" +
+                   (symbol ? ", but " + quoted(name->name) + " is " +
+                                 describeWithArticle(symbol->kind)
+                           : Twine("")));
+    if (symbol)
+      diag.note(symbol->defRange.Start, "declared here", symbol->defRange);
+    return false;
+  }
+  if (!symbol || symbol->kind != Symbol::Kind::State)
+    return true;
+  SMRange here = value.getRange();
+  if (isCache && (symbol->cacheUse || symbol->readUse)) {
+    diag.error(here, "state " + quoted(name->name) +
+                         " is a cache here, so it can be used nowhere else "
+                         "in the block (the call updates it in place)");
+    SMRange other = symbol->cacheUse ? *symbol->cacheUse : *symbol->readUse;
+    diag.note(other.Start, "also used here", other);
+    return false;
+  }
+  if (!isCache && symbol->cacheUse) {
+    diag.error(here, "state " + quoted(name->name) +
+                         " is a cache updated in place by another call, so "
+                         "it can be used nowhere else in the block");
+    diag.note(symbol->cacheUse->Start, "the cache use", *symbol->cacheUse);
+    return false;
+  }
+  (isCache ? symbol->cacheUse : symbol->readUse) = here;
+  return true;
 }
 
 std::optional<TensorShape> BlockChecker::applyRules(CallExpr &call) {

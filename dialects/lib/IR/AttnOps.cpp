@@ -220,6 +220,11 @@ static void addMoreResults(MLIRContext *context,
                                               acceptedShape("q", a.getQ()),
                                               acceptedShape("k", a.getK()),
                                               a.getHeadsAttr().getInt())));
+  // The caches after the write (the rules allow no weights with them).
+  if (a.getCacheK()) {
+    resultTypes.push_back(a.getCacheK().getType());
+    resultTypes.push_back(a.getCacheV().getType());
+  }
 }
 
 template <typename OpT>
@@ -251,6 +256,15 @@ LogicalResult mlir::attn::verifyReturnWeights(AttentionOp op) {
 }
 
 LogicalResult mlir::attn::verifyReturnWeights(MultiheadAttentionOp op) {
+  size_t expected = (op.getReturnWeights() ? 1 : 0) + (op.hasCache() ? 2 : 0);
+  if (op.hasCache() && op.getMoreResults().size() != expected)
+    return op.emitOpError("with a cache has three results, the output and "
+                          "the updated cache_k and cache_v");
+  if (op.hasCache())
+    return success(); // their types are inference's to check
+  if (!op.getReturnWeights() && !op.getMoreResults().empty())
+    return op.emitOpError("has a second result, the attention weights, only "
+                          "with return_weights");
   return verifyWeightsResult(op, "([B * heads, Tq, Tk])");
 }
 
@@ -303,6 +317,31 @@ static LogicalResult inferWithRules(MLIRContext *context,
 #include "attn/IR/AttnOps.def"
 
 #undef ATTN_VERIFY_AND_INFER_WITH_RULES
+
+//===----------------------------------------------------------------------===//
+// CacheUpdateOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CacheUpdateOp::verify() {
+  auto cache = cast<RankedTensorType>(getCache().getType());
+  auto rows = cast<RankedTensorType>(getRows().getType());
+  auto pos = cast<RankedTensorType>(getPos().getType());
+  if (cache.getRank() != 3 || rows.getRank() != 3 || pos.getRank() != 1)
+    return emitOpError("takes a cache [B, L, E], rows [B, T, E] and positions "
+                       "[B], got ")
+           << cache << ", " << rows << ", " << pos;
+  if (rows.getElementType() != cache.getElementType())
+    return emitOpError("rows must have the cache's element type ")
+           << cache.getElementType() << ", got " << rows.getElementType();
+  if (rows.getDimSize(0) != cache.getDimSize(0) ||
+      pos.getDimSize(0) != cache.getDimSize(0) ||
+      rows.getDimSize(2) != cache.getDimSize(2) ||
+      rows.getDimSize(1) > cache.getDimSize(1))
+    return emitOpError("rows must be [B, T <= L, E] and positions [B] for a "
+                       "cache ")
+           << cache << ", got " << rows << ", " << pos;
+  return success();
+}
 
 //===----------------------------------------------------------------------===//
 // FusedAttentionOp

@@ -441,13 +441,80 @@ mlir::attn::rules::inferAttention(const TensorShape &q, const TensorShape &k,
   return c.result(TensorShape{q.element, {q.dims[0], q.dims[1], v.dims[2]}});
 }
 
+/// multihead_attention's KV cache (docs/spec.md §2 "State and decoding"):
+/// cache_k and cache_v are [B, L, kv_heads * d] of one float type (any:
+/// the new rows are rounded to it),
+/// cache_pos i32[B]; the T new tokens are q's, k's and v's rows; the cache
+/// is the mask (no valid_lens), which is causal.
+static bool checkCaches(Checker &c, const TensorShape &q, const TensorShape &k,
+                        const TensorShape *cacheK, const TensorShape *cacheV,
+                        const TensorShape *cachePos, int64_t kvHidden,
+                        const TensorShape *validLens, bool causal,
+                        bool returnWeights) {
+  for (auto [name, given] :
+       {std::pair<StringRef, const TensorShape *>{"cache_k", cacheK},
+        {"cache_v", cacheV},
+        {"cache_pos", cachePos}})
+    if (!given)
+      return c.fail(name,
+                    "'cache_k', 'cache_v' and 'cache_pos' go together: '" +
+                        name + "' is missing");
+  if (validLens)
+    return c.fail("valid_lens",
+                  "'valid_lens' cannot be given with a cache: the cache "
+                  "length is the mask (new token t of entry b sees cache rows "
+                  "0 .. cache_pos[b] + t)");
+  if (!causal)
+    return c.fail("causal", "a cache implies causal attention: causal=false "
+                            "is an error (new token t of entry b sees cache "
+                            "rows 0 .. cache_pos[b] + t)");
+  if (returnWeights)
+    return c.fail("return_weights",
+                  "return_weights is not supported with a cache yet");
+  if (k.dims[1] != q.dims[1])
+    return c.fail("k", "with a cache, 'k' and 'v' are the rows of the " +
+                           Twine(q.dims[1]) +
+                           " new tokens, as many as 'q' has, got " +
+                           formatShape(k));
+  int64_t batch = q.dims[0];
+  for (auto [name, cache] :
+       {std::pair<StringRef, const TensorShape *>{"cache_k", cacheK},
+        {"cache_v", cacheV}}) {
+    if (!c.tensor(name, *cache, ElementClass::Float, 3, 3))
+      return false;
+    if (cache->dims[0] != batch || cache->dims[2] != kvHidden)
+      return c.fail(name, "'" + name + "' must be [" + Twine(batch) + ", L, " +
+                              Twine(kvHidden) +
+                              "] (B, the cache length, kv heads x head "
+                              "dim), got " +
+                              formatShape(*cache));
+  }
+  if (cacheV->dims != cacheK->dims || cacheV->element != cacheK->element)
+    return c.fail("cache_v", "'cache_v' must have the type of 'cache_k' (" +
+                                 formatShape(*cacheK) + "), got " +
+                                 formatShape(*cacheV));
+  if (cacheK->dims[1] < q.dims[1])
+    return c.fail("cache_k", "the cache holds " + Twine(cacheK->dims[1]) +
+                                 " rows, fewer than the " + Twine(q.dims[1]) +
+                                 " new tokens");
+  if (!c.tensor("cache_pos", *cachePos, ElementClass::Integer, 1, 1))
+    return false;
+  if (cachePos->dims[0] != batch)
+    return c.fail("cache_pos", "'cache_pos' must be i32[" + Twine(batch) +
+                                   "] (one position per batch entry), got " +
+                                   formatShape(*cachePos));
+  return true;
+}
+
 RuleResult mlir::attn::rules::inferMultiheadAttention(
     const TensorShape &q, const TensorShape &k, const TensorShape &v,
     const TensorShape &wQ, const TensorShape &wK, const TensorShape &wV,
     const TensorShape &wO, const TensorShape *validLens, const TensorShape *bQ,
     const TensorShape *bK, const TensorShape *bV, const TensorShape *bO,
-    int64_t heads, int64_t kvHeads, bool causal, int64_t window, bool rope,
-    double ropeBase, bool /*returnWeights*/, RuleError error) {
+    const TensorShape *cacheK, const TensorShape *cacheV,
+    const TensorShape *cachePos, int64_t heads, int64_t kvHeads, bool causal,
+    int64_t window, bool rope, double ropeBase, bool returnWeights,
+    RuleError error) {
   Checker c(error);
   if (!c.tensor("q", q, ElementClass::Float, 3, 3) ||
       !c.tensor("k", k, ElementClass::Float, 3, 3) ||
@@ -580,12 +647,16 @@ RuleResult mlir::attn::rules::inferMultiheadAttention(
                             " is used only with rope=true");
     return std::nullopt;
   }
+  if ((cacheK || cacheV || cachePos) &&
+      !checkCaches(c, q, k, cacheK, cacheV, cachePos, kvHidden, validLens,
+                   causal, returnWeights))
+    return std::nullopt;
   // The projections of k and v are [B, Tk, hidden]; decomposed, the scores
-  // are a [B * heads, Tq, Tk] tensor.
+  // are a [B * heads, Tq, Tk] tensor (with a cache, [B * heads, Tq, L]).
   if (!c.within("its projection of k and v", {q.dims[0], k.dims[1], hidden}))
     return std::nullopt;
-  if (!c.within("its scores (q @ k^T)",
-                {q.dims[0], heads, q.dims[1], k.dims[1]}))
+  if (!c.within("its scores (q @ k^T)", {q.dims[0], heads, q.dims[1],
+                                         cacheK ? cacheK->dims[1] : k.dims[1]}))
     return std::nullopt;
   return c.result(TensorShape{q.element, {q.dims[0], q.dims[1], hidden}});
 }

@@ -27,6 +27,7 @@ constexpr StatusDescription kStatuses[] = {
     {ATTNC_STATUS_NO_CUDA_DRIVER, "NO_CUDA_DRIVER", ObjectKind::Gpu},
     {ATTNC_STATUS_WRONG_GPU, "WRONG_GPU", ObjectKind::Gpu},
     {ATTNC_STATUS_CUDA_ERROR, "CUDA_ERROR", ObjectKind::Gpu},
+    {ATTNC_STATUS_CACHE_POSITION, "CACHE_POSITION", std::nullopt},
 };
 
 constexpr llvm::StringLiteral kBufferMacroSuffixes[] = {"_RANK", "_SHAPE",

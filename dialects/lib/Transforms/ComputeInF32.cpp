@@ -91,13 +91,21 @@ namespace {
 void computeInF32(Operation *op) {
   recordInnerRounding(op);
   OpBuilder b(op);
+  // A KV cache keeps its type: the op writes it in place (widening it
+  // would make a copy), rounding the new rows to it.
+  SmallVector<Value, 4> caches;
+  if (auto mha = dyn_cast<MultiheadAttentionOp>(op); mha && mha.hasCache())
+    caches = {mha.getCacheK(), mha.getCacheV(), mha.getUpdatedCacheK(),
+              mha.getUpdatedCacheV()};
   for (OpOperand &operand : op->getOpOperands())
-    if (isLowPrecision(operand.get().getType()))
+    if (isLowPrecision(operand.get().getType()) &&
+        !llvm::is_contained(caches, operand.get()))
       operand.set(CastOp::create(b, op->getLoc(), operand.get(),
                                  TypeAttr::get(b.getF32Type())));
   b.setInsertionPointAfter(op);
   for (OpResult result : op->getResults()) {
-    if (!isLowPrecision(result.getType()))
+    if (!isLowPrecision(result.getType()) ||
+        llvm::is_contained(caches, Value(result)))
       continue;
     bool keep = keepsResultInF32(result);
     Type original = result.getType();

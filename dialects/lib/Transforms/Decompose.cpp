@@ -156,6 +156,74 @@ Value maskOutsideWindow(PatternRewriter &rewriter, Location loc, Value scores,
       .getResult(0);
 }
 
+/// The entry b = n / perEntry of split-head row n, and its cache position
+/// pos[b] as an index (in a linalg.generic body).
+Value cachePositionOf(OpBuilder &b, Location l, Value pos, int64_t perEntry) {
+  Value n = linalg::IndexOp::create(b, l, 0);
+  Value entry = arith::DivUIOp::create(
+      b, l, n, arith::ConstantIndexOp::create(b, l, perEntry));
+  return arith::IndexCastOp::create(
+      b, l, b.getIndexType(), tensor::ExtractOp::create(b, l, pos, entry));
+}
+
+/// s[n, i, j] = -1e6 where key j is not visible from new token i of entry
+/// b = n / heads at absolute position p = pos[b] + i: the causal mask with
+/// that offset, and the sliding window (attn/IR/AttentionMask.h with row
+/// p).
+Value maskBeyondCache(PatternRewriter &rewriter, Location loc, Value scores,
+                      Value pos, int64_t heads, std::optional<int64_t> window) {
+  auto type = cast<RankedTensorType>(scores.getType());
+  int64_t keys = type.getDimSize(2);
+  MLIRContext *context = rewriter.getContext();
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(3, context)};
+  SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             rewriter, loc, TypeRange{type}, ValueRange{}, ValueRange{scores},
+             maps, iterators,
+             [&](OpBuilder &b, Location l, ValueRange args) {
+               Value row = arith::AddIOp::create(
+                   b, l, cachePositionOf(b, l, pos, heads),
+                   linalg::IndexOp::create(b, l, 1));
+               Value j = linalg::IndexOp::create(b, l, 2);
+               Value end = visibleEnd(b, l, Value(), row, keys, true);
+               Value begin = visibleBegin(b, l, row, window);
+               linalg::YieldOp::create(
+                   b, l,
+                   ValueRange{maskScore(b, l, isKeyVisible(b, l, j, begin, end),
+                                        args[0])});
+             })
+      .getResult(0);
+}
+
+/// v[n, j, :] = 0 for cache rows j >= pos[b] + newTokens of entry
+/// b = n / kvHeads: rows no query sees, which may hold anything (NaN
+/// included) while their weight is 0.
+Value zeroRowsBeyondCache(PatternRewriter &rewriter, Location loc, Value v,
+                          Value pos, int64_t kvHeads, int64_t newTokens) {
+  auto type = cast<RankedTensorType>(v.getType());
+  MLIRContext *context = rewriter.getContext();
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(3, context)};
+  SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             rewriter, loc, TypeRange{type}, ValueRange{}, ValueRange{v}, maps,
+             iterators,
+             [&](OpBuilder &b, Location l, ValueRange args) {
+               Value end = arith::AddIOp::create(
+                   b, l, cachePositionOf(b, l, pos, kvHeads),
+                   arith::ConstantIndexOp::create(b, l, newTokens));
+               Value j = linalg::IndexOp::create(b, l, 1);
+               Value kept = arith::CmpIOp::create(
+                   b, l, arith::CmpIPredicate::slt, j, end);
+               Value zero = arith::ConstantOp::create(
+                   b, l, b.getZeroAttr(args[0].getType()));
+               linalg::YieldOp::create(
+                   b, l,
+                   ValueRange{arith::SelectOp::create(b, l, kept, args[0], zero)
+                                  .getResult()});
+             })
+      .getResult(0);
+}
+
 /// The cos and sin tables of the rotary embedding (attn/IR/Rope.h) for
 /// `positions` rows and head dim d: two f32[positions, d / 2] constants.
 std::pair<Value, Value> ropeConstants(PatternRewriter &rewriter, Location loc,
@@ -175,8 +243,11 @@ std::pair<Value, Value> ropeConstants(PatternRewriter &rewriter, Location loc,
 /// projection x[B, T, heads * d], position = row t: viewed as
 /// [B, T, heads, 2, d / 2], half s of each head is
 /// x[s] * cos[t] -+ x[1 - s] * sin[t] (minus for s = 0: rotate_half's -x2).
+/// With `offsets` (i32[B], a KV cache's positions) the position of row t
+/// of entry b is offsets[b] + t, clamped to the tables' rows (a position
+/// out of range is the kernel's error, reported by its status).
 Value applyRope(PatternRewriter &rewriter, Location loc, Value x, int64_t heads,
-                Value cos, Value sin) {
+                Value cos, Value sin, Value offsets = Value()) {
   auto type = cast<RankedTensorType>(x.getType());
   ArrayRef<int64_t> s = type.getShape();
   int64_t half = s[2] / heads / 2;
@@ -204,17 +275,44 @@ Value applyRope(PatternRewriter &rewriter, Location loc, Value x, int64_t heads,
   auto d = [&](unsigned i) { return getAffineDimExpr(i, context); };
   SmallVector<AffineMap> maps = {
       AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, context),
-      AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, context),
-      AffineMap::get(5, 0, {d(1), d(4)}, context),
-      AffineMap::get(5, 0, {d(1), d(4)}, context),
-      AffineMap::getMultiDimIdentityMap(5, context)};
+      AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, context)};
+  SmallVector<Value> inputs = {first, second};
+  if (offsets) {
+    inputs.push_back(offsets);
+    maps.push_back(AffineMap::get(5, 0, {d(0)}, context));
+  } else {
+    inputs.append({cos, sin});
+    maps.append(2, AffineMap::get(5, 0, {d(1), d(4)}, context));
+  }
+  maps.push_back(AffineMap::getMultiDimIdentityMap(5, context));
+  int64_t tableRows = dimOf(cos, 0);
   SmallVector<utils::IteratorType> iterators(5, utils::IteratorType::parallel);
   Value init = tensor::EmptyOp::create(rewriter, loc, fiveD.getShape(), f32);
   Value rotated =
       linalg::GenericOp::create(
-          rewriter, loc, TypeRange{fiveD}, ValueRange{first, second, cos, sin},
-          ValueRange{init}, maps, iterators,
-          [&](OpBuilder &b, Location l, ValueRange args) {
+          rewriter, loc, TypeRange{fiveD}, inputs, ValueRange{init}, maps,
+          iterators,
+          [&](OpBuilder &b, Location l, ValueRange operands) {
+            SmallVector<Value, 4> args = {operands[0], operands[1]};
+            if (offsets) {
+              Value row = arith::AddIOp::create(
+                  b, l,
+                  arith::IndexCastOp::create(b, l, b.getIndexType(),
+                                             operands[2]),
+                  linalg::IndexOp::create(b, l, 1));
+              row = arith::MaxSIOp::create(
+                  b, l, row, arith::ConstantIndexOp::create(b, l, 0));
+              row = arith::MinSIOp::create(
+                  b, l, row,
+                  arith::ConstantIndexOp::create(b, l, tableRows - 1));
+              Value j = linalg::IndexOp::create(b, l, 4);
+              args.push_back(
+                  tensor::ExtractOp::create(b, l, cos, ValueRange{row, j}));
+              args.push_back(
+                  tensor::ExtractOp::create(b, l, sin, ValueRange{row, j}));
+            } else {
+              args.append({operands[2], operands[3]});
+            }
             Value isFirst =
                 arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
                                       linalg::IndexOp::create(b, l, 3),
@@ -242,13 +340,14 @@ Value applyRope(PatternRewriter &rewriter, Location loc, Value x, int64_t heads,
 /// and query entry b * heads + h uses kv entry b * kvHeads + h / (heads /
 /// kvHeads): the query heads of a group are viewed as the rows of one
 /// [B * kvHeads, (heads / kvHeads) * Tq, d] operand, so no kv head is
-/// copied. `validLens` is per query entry ([N] or [N, Tq]). Returns the
-/// output [N, Tq, dv] and the weights [N, Tq, Tk].
-std::pair<Value, Value>
-decomposedAttention(PatternRewriter &rewriter, Location loc, Value q, Value k,
-                    Value v, Value validLens, bool causal,
-                    std::optional<int64_t> window, int64_t heads,
-                    int64_t kvHeads, FloatType products) {
+/// copied. `validLens` is per query entry ([N] or [N, Tq]). With
+/// `cachePos` (i32[B]) k and v are KV caches and the mask is the cache's
+/// (maskBeyondCache; no lengths, causal and window apply there). Returns
+/// the output [N, Tq, dv] and the weights [N, Tq, Tk].
+std::pair<Value, Value> decomposedAttention(
+    PatternRewriter &rewriter, Location loc, Value q, Value k, Value v,
+    Value validLens, bool causal, std::optional<int64_t> window, int64_t heads,
+    int64_t kvHeads, FloatType products, Value cachePos = Value()) {
   int64_t n = dimOf(q, 0), tq = dimOf(q, 1), d = dimOf(q, 2);
   // products(bf16): the operands of both products rounded (the weights
   // below), as attn.fused_attention's kernels round them.
@@ -267,6 +366,12 @@ decomposedAttention(PatternRewriter &rewriter, Location loc, Value q, Value k,
   if (grouped)
     scores = regroup(rewriter, loc, scores, groups, perGroup, false);
   scores = ScaleOp::create(rewriter, loc, scores, scale);
+  if (cachePos) {
+    scores = maskBeyondCache(rewriter, loc, scores, cachePos, heads, window);
+    v = zeroRowsBeyondCache(rewriter, loc, v, cachePos, kvHeads, tq);
+    window = std::nullopt;
+    causal = false;
+  }
   if (std::optional<int64_t> hiding = hidingWindow(window, tq))
     scores = maskOutsideWindow(rewriter, loc, scores, *hiding);
   if (causal)
@@ -301,6 +406,8 @@ struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
 
   LogicalResult matchAndRewrite(MultiheadAttentionOp op,
                                 PatternRewriter &rewriter) const override {
+    if (op.hasCache())
+      return decomposeWithCache(op, rewriter);
     Location loc = op.getLoc();
     IntegerAttr heads = op.getHeadsAttr();
     int64_t numHeads = op.getHeads();
@@ -378,6 +485,62 @@ struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
     if (returnWeights)
       results.push_back(weights);
     rewriter.replaceOp(op, results);
+    return success();
+  }
+
+  /// With a KV cache, step by step: the T new tokens' keys and values
+  /// projected (rotated at positions pos[b] + t), rounded to the cache's
+  /// type and written at those rows (attn.cache_update, in place), then
+  /// the queries attend over the whole updated cache with its mask.
+  static LogicalResult decomposeWithCache(MultiheadAttentionOp op,
+                                          PatternRewriter &rewriter) {
+    Location loc = op.getLoc();
+    IntegerAttr heads = op.getHeadsAttr();
+    int64_t numHeads = op.getHeads();
+    int64_t kvHeads = op.getNumKvHeads();
+    int64_t headDim = dimOf(op.getWQ(), 0) / numHeads;
+    int64_t cacheRows = dimOf(op.getCacheK(), 1);
+    Value pos = op.getCachePos();
+    Value q =
+        LinearOp::create(rewriter, loc, op.getQ(), op.getWQ(), op.getBQ());
+    Value k =
+        LinearOp::create(rewriter, loc, op.getK(), op.getWK(), op.getBK());
+    Value v =
+        LinearOp::create(rewriter, loc, op.getV(), op.getWV(), op.getBV());
+    if (op.getRope()) {
+      auto [cos, sin] = ropeConstants(rewriter, loc, cacheRows, headDim,
+                                      op.getRopeBase().convertToFloat());
+      q = applyRope(rewriter, loc, q, numHeads, cos, sin, pos);
+      k = applyRope(rewriter, loc, k, kvHeads, cos, sin, pos);
+    }
+    Type computed = getElementTypeOrSelf(q.getType());
+    auto convert = [&](Value x, Type element) -> Value {
+      if (getElementTypeOrSelf(x.getType()) == element)
+        return x;
+      return CastOp::create(rewriter, loc, x, TypeAttr::get(element));
+    };
+    auto store = [&](Value rows, Value cache) -> Value {
+      Type element = getElementTypeOrSelf(cache.getType());
+      return CacheUpdateOp::create(rewriter, loc, cache, convert(rows, element),
+                                   pos);
+    };
+    Value newK = store(k, op.getCacheK());
+    Value newV = store(v, op.getCacheV());
+    IntegerAttr kvHeadsAttr = rewriter.getI64IntegerAttr(kvHeads);
+    Value keys = SplitHeadsOp::create(rewriter, loc, convert(newK, computed),
+                                      kvHeadsAttr);
+    Value values = SplitHeadsOp::create(rewriter, loc, convert(newV, computed),
+                                        kvHeadsAttr);
+    q = SplitHeadsOp::create(rewriter, loc, q, heads);
+    auto [attention, weights] = decomposedAttention(
+        rewriter, loc, q, keys, values, /*validLens=*/Value(),
+        /*causal=*/true, op.getSlidingWindow(), numHeads, kvHeads,
+        attentionProductsOf(op), pos);
+    Value concat = MergeHeadsOp::create(rewriter, loc, attention, heads);
+    concat = roundedThrough(rewriter, loc, concat, innerRoundingOf(op));
+    Value output =
+        LinearOp::create(rewriter, loc, concat, op.getWO(), op.getBO());
+    rewriter.replaceOp(op, ValueRange{output, newK, newV});
     return success();
   }
 
@@ -504,6 +667,9 @@ mlir::attn::attentionLoweringOf(Operation *op, AttentionLowering lowering,
   int64_t tq, tk;
   bool returnWeights;
   if (auto mha = dyn_cast<MultiheadAttentionOp>(op)) {
+    if (mha.hasCache())
+      return AttentionLoweringChoice{
+          false, "a KV cache: step by step over the whole cache"};
     tq = dimOf(mha.getQ(), 1);
     tk = dimOf(mha.getK(), 1);
     returnWeights = mha.getReturnWeights();

@@ -10,6 +10,8 @@
 #include "attn/IR/AttentionMask.h"
 #include "attn/IR/AttnOps.h"
 #include "attn/IR/PositionalEncoding.h"
+#include "attn/Target/KernelAbi.h"
+#include "attn/Target/KernelStatus.h"
 #include "attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -17,6 +19,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -806,13 +809,82 @@ Value countBadIds(OpBuilder &b, Location loc, Value ids, int64_t vocab) {
   return tensor::ExtractOp::create(b, loc, count, ValueRange{});
 }
 
-/// Appends the kernel status to `func`'s results: 0, or 1 when an embedding
-/// id was out of range. Built before the embeddings are lowered.
+/// Number of cache positions p of `op` with p < 0 or p + T > L, as an i32
+/// scalar: the positions outside [0, L - T].
+Value countBadPositions(OpBuilder &b, Location loc, CacheUpdateOp op) {
+  int64_t rows = tensorType(op.getCache()).getDimSize(1);
+  int64_t newRows = tensorType(op.getRows()).getDimSize(1);
+  return countBadIds(b, loc, op.getPos(), rows - newRows + 1);
+}
+
+/// attn.cache_update: when every position is in range, each entry's rows
+/// inserted at its position (into the cache itself: in place for a state
+/// argument); else the cache unchanged, no row of any entry written.
+struct LowerCacheUpdate : OpRewritePattern<CacheUpdateOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CacheUpdateOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType cacheType = tensorType(op.getCache());
+    ArrayRef<int64_t> rowsShape = tensorType(op.getRows()).getShape();
+    Value bad = countBadPositions(rewriter, loc, op);
+    Value ok = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::eq, bad,
+        arith::ConstantIntOp::create(rewriter, loc, 0, 32));
+    auto guarded = scf::IfOp::create(rewriter, loc, TypeRange{cacheType}, ok,
+                                     /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(guarded.thenBlock());
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    auto loop = scf::ForOp::create(
+        rewriter, loc, zero,
+        arith::ConstantIndexOp::create(rewriter, loc, rowsShape[0]),
+        arith::ConstantIndexOp::create(rewriter, loc, 1),
+        ValueRange{op.getCache()},
+        [&](OpBuilder &b, Location l, Value entry, ValueRange cache) {
+          Value at = arith::IndexCastOp::create(
+              b, l, b.getIndexType(),
+              tensor::ExtractOp::create(b, l, op.getPos(), entry));
+          SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1),
+                                             b.getIndexAttr(rowsShape[1]),
+                                             b.getIndexAttr(rowsShape[2])};
+          SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+          Value rows = tensor::ExtractSliceOp::create(
+              b, l, op.getRows(),
+              ArrayRef<OpFoldResult>{entry, b.getIndexAttr(0),
+                                     b.getIndexAttr(0)},
+              sizes, strides);
+          Value updated = tensor::InsertSliceOp::create(
+              b, l, rows, cache[0],
+              ArrayRef<OpFoldResult>{entry, at, b.getIndexAttr(0)}, sizes,
+              strides);
+          scf::YieldOp::create(b, l, updated);
+        });
+    scf::YieldOp::create(rewriter, loc, loop.getResults());
+    rewriter.setInsertionPointToStart(guarded.elseBlock());
+    scf::YieldOp::create(rewriter, loc, op.getCache());
+    rewriter.replaceOp(op, guarded.getResults());
+    return success();
+  }
+};
+
+/// Appends the kernel status to `func`'s results: 0, 1 when an embedding
+/// id was out of range, ATTNC_STATUS_CACHE_POSITION when a cache position
+/// was (first). Built before the embeddings and caches are lowered.
 void addKernelStatus(func::FuncOp func) {
   if (func.isExternal())
     return;
   OpBuilder b(func.getContext());
   Block &entry = func.getBody().front();
+  Value badPositions;
+  func.walk([&](CacheUpdateOp op) {
+    b.setInsertionPoint(op);
+    Value bad = countBadPositions(b, op.getLoc(), op);
+    badPositions =
+        badPositions ? arith::AddIOp::create(b, op.getLoc(), badPositions, bad)
+                           .getResult()
+                     : bad;
+  });
   Value status;
   func.walk([&](EmbeddingOp op) {
     b.setInsertionPoint(op);
@@ -848,13 +920,22 @@ void addKernelStatus(func::FuncOp func) {
   func.walk([&](func::ReturnOp ret) {
     b.setInsertionPoint(ret);
     Value result;
+    Location loc = ret.getLoc();
+    Value zero = arith::ConstantIntOp::create(b, loc, 0, 32);
     if (status) {
-      Value zero = arith::ConstantIntOp::create(b, ret.getLoc(), 0, 32);
-      Value failed = arith::CmpIOp::create(
-          b, ret.getLoc(), arith::CmpIPredicate::ne, status, zero);
-      result = arith::ExtUIOp::create(b, ret.getLoc(), b.getI32Type(), failed);
+      Value failed =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, status, zero);
+      result = arith::ExtUIOp::create(b, loc, b.getI32Type(), failed);
     } else {
-      result = arith::ConstantIntOp::create(b, ret.getLoc(), 0, 32);
+      result = zero;
+    }
+    if (badPositions) {
+      Value failed = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                           badPositions, zero);
+      result = arith::SelectOp::create(
+          b, loc, failed,
+          arith::ConstantIntOp::create(b, loc, ATTNC_STATUS_CACHE_POSITION, 32),
+          result);
     }
     ret.getOperandsMutable().append(result);
   });
@@ -862,6 +943,12 @@ void addKernelStatus(func::FuncOp func) {
   results.push_back(b.getI32Type());
   func.setType(
       FunctionType::get(func.getContext(), entry.getArgumentTypes(), results));
+}
+
+/// A `state` argument: updated in place, so writable.
+bool isState(func::FuncOp func, unsigned i) {
+  auto role = func.getArgAttrOfType<StringAttr>(i, AttnDialect::kRoleAttr);
+  return role && abi::roleNamed(role.getValue()) == abi::ArgumentRole::State;
 }
 
 /// Inputs and params are only read (docs/spec.md §5: `const` buffers):
@@ -873,7 +960,7 @@ void markArgumentsReadOnly(func::FuncOp func) {
     return;
   auto readOnly = BoolAttr::get(func.getContext(), false);
   for (unsigned i = 0; i < func.getNumArguments(); ++i)
-    if (isa<TensorType>(func.getArgument(i).getType()))
+    if (isa<TensorType>(func.getArgument(i).getType()) && !isState(func, i))
       func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
                       readOnly);
 }
@@ -914,5 +1001,6 @@ void mlir::attn::populateLowerToLinalgPatterns(RewritePatternSet &patterns) {
            LowerSub, LowerSilu, LowerSigmoid, LowerTanh, LowerRmsNorm,
            LowerRelu, LowerGelu, LowerSplitHeads, LowerMergeHeads, LowerSoftmax,
            LowerMaskedSoftmax, LowerPositionalEncoding, LowerLayerNorm,
-           LowerEmbedding, LowerDropout>(patterns.getContext());
+           LowerEmbedding, LowerDropout, LowerCacheUpdate>(
+          patterns.getContext());
 }

@@ -72,8 +72,8 @@ TEST_F(AttnOpsTest, BuilderInfersTheMultiheadAttentionResultType) {
   auto op = MultiheadAttentionOp::create(
       builder, builder.getUnknownLoc(), args[0], args[0], args[0], args[1],
       args[1], args[1], args[1], args[2], Value(), Value(), Value(), Value(),
-      builder.getI64IntegerAttr(5), IntegerAttr(), UnitAttr(), IntegerAttr(),
-      UnitAttr(), FloatAttr(), UnitAttr());
+      Value(), Value(), Value(), builder.getI64IntegerAttr(5), IntegerAttr(),
+      UnitAttr(), IntegerAttr(), UnitAttr(), FloatAttr(), UnitAttr());
   EXPECT_EQ(op.getResult().getType(), f32({2, 4, 100}));
   EXPECT_FALSE(op.getAttentionWeights());
   func::ReturnOp::create(builder, builder.getUnknownLoc());
@@ -86,8 +86,9 @@ TEST_F(AttnOpsTest, BuilderInfersTheAttentionWeightsType) {
   auto op = MultiheadAttentionOp::create(
       builder, builder.getUnknownLoc(), args[0], args[2], args[2], args[1],
       args[1], args[1], args[1], Value(), Value(), Value(), Value(), Value(),
-      builder.getI64IntegerAttr(5), IntegerAttr(), UnitAttr(), IntegerAttr(),
-      UnitAttr(), FloatAttr(), builder.getUnitAttr());
+      Value(), Value(), Value(), builder.getI64IntegerAttr(5), IntegerAttr(),
+      UnitAttr(), IntegerAttr(), UnitAttr(), FloatAttr(),
+      builder.getUnitAttr());
   ASSERT_TRUE(op.getAttentionWeights());
   // [B * heads, Tq, Tk]
   EXPECT_EQ(op.getAttentionWeights().getType(), f32({10, 4, 6}));
@@ -116,10 +117,11 @@ TEST_F(AttnOpsTest, VerifierReportsHeadsThatDoNotDivide) {
   auto args = beginFunction({f32({2, 4, 100}), f32({100, 100})});
   // Built with an explicit result type: the inferring builder would refuse.
   auto op = MultiheadAttentionOp::create(
-      builder, builder.getUnknownLoc(), f32({2, 4, 100}), args[0], args[0],
-      args[0], args[1], args[1], args[1], args[1], Value(), Value(), Value(),
-      Value(), Value(), builder.getI64IntegerAttr(7), IntegerAttr(), UnitAttr(),
-      IntegerAttr(), UnitAttr(), FloatAttr(), UnitAttr());
+      builder, builder.getUnknownLoc(), f32({2, 4, 100}), TypeRange(), args[0],
+      args[0], args[0], args[1], args[1], args[1], args[1], Value(), Value(),
+      Value(), Value(), Value(), Value(), Value(), Value(),
+      builder.getI64IntegerAttr(7), IntegerAttr(), UnitAttr(), IntegerAttr(),
+      UnitAttr(), FloatAttr(), UnitAttr());
   std::vector<std::string> messages = verifyMessages(op);
   ASSERT_EQ(messages.size(), 1u);
   EXPECT_EQ(messages[0],
@@ -175,9 +177,10 @@ TEST_F(AttnOpsTest, DecomposeLeavesOnlyPrimitives) {
   Value attention =
       MultiheadAttentionOp::create(
           builder, loc, args[0], args[0], args[0], args[1], args[1], args[1],
-          args[1], Value(), Value(), Value(), Value(), Value(),
-          builder.getI64IntegerAttr(2), IntegerAttr(), builder.getUnitAttr(),
-          IntegerAttr(), UnitAttr(), FloatAttr(), UnitAttr())
+          args[1], Value(), Value(), Value(), Value(), Value(), Value(),
+          Value(), Value(), builder.getI64IntegerAttr(2), IntegerAttr(),
+          builder.getUnitAttr(), IntegerAttr(), UnitAttr(), FloatAttr(),
+          UnitAttr())
           .getResult();
   Value normed = AddNormOp::create(builder, loc, args[0], attention, args[2],
                                    args[2], builder.getF32FloatAttr(1e-5f));

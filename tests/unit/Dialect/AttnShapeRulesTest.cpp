@@ -59,9 +59,9 @@ TEST(AttnShapeRules, MultiheadAttentionOfTheBook) {
   Errors errors;
   TensorShape x = f32({2, 4, 100}), w = f32({100, 100}), vl = i32({2});
   RuleResult r = inferMultiheadAttention(
-      x, x, x, w, w, w, w, &vl, nullptr, nullptr, nullptr, nullptr, 5,
-      kNotGiven, false, kNotGiven, false, kDefaultRopeBase, false,
-      errors.callback());
+      x, x, x, w, w, w, w, &vl, nullptr, nullptr, nullptr, nullptr, nullptr,
+      nullptr, nullptr, 5, kNotGiven, false, kNotGiven, false, kDefaultRopeBase,
+      false, errors.callback());
   ASSERT_TRUE(r);
   EXPECT_EQ(*r, f32({2, 4, 100}));
 }
@@ -70,9 +70,9 @@ TEST(AttnShapeRules, HeadsMustDivideTheHiddenSize) {
   Errors errors;
   TensorShape x = f32({2, 4, 100}), w = f32({100, 100});
   EXPECT_FALSE(inferMultiheadAttention(
-      x, x, x, w, w, w, w, nullptr, nullptr, nullptr, nullptr, nullptr, 7,
-      kNotGiven, false, kNotGiven, false, kDefaultRopeBase, false,
-      errors.callback()));
+      x, x, x, w, w, w, w, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+      nullptr, nullptr, 7, kNotGiven, false, kNotGiven, false, kDefaultRopeBase,
+      false, errors.callback()));
   ASSERT_EQ(errors.list.size(), 1u);
   EXPECT_EQ(errors.list[0].first, "heads");
   EXPECT_EQ(errors.list[0].second,

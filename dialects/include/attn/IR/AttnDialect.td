@@ -31,8 +31,13 @@ def Attn_Dialect : Dialect {
   let extraClassDeclaration = [{
     /// Argument/result attribute: the DSL name (StringAttr).
     static constexpr ::llvm::StringLiteral kNameAttr = "attn.name";
-    /// Argument attribute: "input" or "param" (StringAttr).
+    /// Argument attribute: "input", "param" or "state" (StringAttr).
     static constexpr ::llvm::StringLiteral kRoleAttr = "attn.role";
+    /// Result attribute: the result is the new value of the state argument
+    /// at this index (I64Attr), updated in place, never an output: the
+    /// state's buffer must end up holding it (attn-drop-state-results
+    /// drops such results after bufferization, or reports the copy).
+    static constexpr ::llvm::StringLiteral kUpdatesAttr = "attn.updates";
     /// Function attributes: the block's dims in declaration order
     /// (ArrayAttr of StringAttr, DenseI64ArrayAttr).
     static constexpr ::llvm::StringLiteral kDimNamesAttr = "attn.dim_names";

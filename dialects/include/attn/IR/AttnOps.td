@@ -480,6 +480,21 @@ def Attn_MultiheadAttentionOp
       with `rotate_half` pairing element `j` with `j + d/2` and
       `inv_freq[j] = b^(-2j/d)`. `d` must be even.
 
+    The KV cache (docs/spec.md §2 "State and decoding (v3)"):
+
+    - `cache(cache_k, cache_v, cache_pos)`: `cache_k`, `cache_v` are
+      `[B, L, G * d]` (kv heads' projections, rotated by `rope`),
+      `cache_pos` `i32[B]`; `q`, `k`, `v` hold the `T` new tokens. The op
+      writes the new keys and values into rows `pos[b] .. pos[b] + T - 1`
+      and has two more results, the updated caches; new token `t` attends
+      to cache rows `0 .. pos[b] + t` (with `window(W)` only the last `W`
+      of them); `rope` uses positions `pos[b] + t`. `causal` must be set
+      (a cache implies it); no `valid_lens`, no `return_weights`. When
+      some `pos[b] < 0` or `pos[b] + T > L` the updated caches are the
+      operands unchanged (the kernel returns ATTNC_STATUS_CACHE_POSITION)
+      and the output is unspecified. Cache rows past `pos[b] + T` are never
+      read into the output, whatever they hold.
+
     Every masked score (lengths, causal, window) is *replaced* by -1e6, as
     D2L's masked_softmax does: a row that sees no key is uniform over all
     keys.
@@ -513,6 +528,13 @@ def Attn_MultiheadAttentionOp
            tensor<32x32xf32>, tensor<16x32xf32>, tensor<16x32xf32>,
            tensor<32x32xf32>, tensor<32xf32>, tensor<32xf32>)
         -> tensor<1x8x32xf32>
+    %d, %kc2, %vc2 = attn.multihead_attention %t, %t, %t heads(4) kv_heads(2)
+        weights(%wq2, %wk2, %wv2, %wo2) cache(%kc, %vc, %pos) causal rope
+        : (tensor<1x1x32xf32>, tensor<1x1x32xf32>, tensor<1x1x32xf32>,
+           tensor<32x32xf32>, tensor<16x32xf32>, tensor<16x32xf32>,
+           tensor<32x32xf32>, tensor<1x64x16xf32>, tensor<1x64x16xf32>,
+           tensor<1xi32>)
+        -> (tensor<1x1x32xf32>, tensor<1x64x16xf32>, tensor<1x64x16xf32>)
     ```
   }];
   let arguments = (ins Attn_FloatTensor:$q, Attn_FloatTensor:$k,
@@ -523,6 +545,9 @@ def Attn_MultiheadAttentionOp
                        Optional<Attn_FloatTensor>:$b_k,
                        Optional<Attn_FloatTensor>:$b_v,
                        Optional<Attn_FloatTensor>:$b_o,
+                       Optional<Attn_FloatTensor>:$cache_k,
+                       Optional<Attn_FloatTensor>:$cache_v,
+                       Optional<Attn_I32Tensor>:$cache_pos,
                        I64Attr:$heads,
                        DefaultValuedAttr<I64Attr, "::mlir::attn::rules::kNotGiven">:$kv_heads,
                        UnitAttr:$causal,
@@ -530,13 +555,16 @@ def Attn_MultiheadAttentionOp
                        UnitAttr:$rope,
                        DefaultValuedAttr<F32Attr, "::mlir::attn::rules::kDefaultRopeBase">:$rope_base,
                        UnitAttr:$return_weights);
+  // After the result, either the attention weights (return_weights) or the
+  // updated caches (cache_k, cache_v), never both: one variadic group.
   let results = (outs Attn_FloatTensor:$result,
-                      Optional<Attn_FloatTensor>:$attention_weights);
+                      Variadic<Attn_FloatTensor>:$more_results);
   let assemblyFormat = [{
     $q `,` $k `,` $v `heads` `(` $heads `)` (`kv_heads` `(` $kv_heads^ `)`)?
     `weights` `(` $w_q `,` $w_k `,` $w_v `,` $w_o `)`
     (`b_q` `(` $b_q^ `)`)? (`b_k` `(` $b_k^ `)`)? (`b_v` `(` $b_v^ `)`)?
     (`b_o` `(` $b_o^ `)`)?
+    (`cache` `(` $cache_k^ `,` $cache_v `,` $cache_pos `)`)?
     (`valid_lens` `(` $valid_lens^ `)`)? (`causal` $causal^)?
     (`window` `(` $window^ `)`)? (`rope` $rope^)?
     (`rope_base` `(` $rope_base^ `)`)?
@@ -555,6 +583,22 @@ def Attn_MultiheadAttentionOp
       if (given == ::mlir::attn::rules::kNotGiven)
         return ::std::nullopt;
       return given;
+    }
+    /// Whether the op reads and updates a KV cache.
+    bool hasCache() { return static_cast<bool>(getCacheK()); }
+    /// The second result with return_weights, else null.
+    ::mlir::Value getAttentionWeights() {
+      return getReturnWeights() && !getMoreResults().empty()
+                 ? getMoreResults().front() : ::mlir::Value();
+    }
+    /// The caches after the call's write, with a cache, else null.
+    ::mlir::Value getUpdatedCacheK() {
+      return hasCache() && getMoreResults().size() == 2
+                 ? getMoreResults()[0] : ::mlir::Value();
+    }
+    ::mlir::Value getUpdatedCacheV() {
+      return hasCache() && getMoreResults().size() == 2
+                 ? getMoreResults()[1] : ::mlir::Value();
     }
   }];
 }
@@ -741,6 +785,39 @@ def Attn_DropoutOp : Attn_Op<"dropout"> {
   let arguments = (ins Attn_FloatTensor:$x, F32Attr:$p);
   let assemblyFormat = "$x `p` `(` $p `)` attr-dict `:` type($x)";
   let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// CacheUpdateOp (internal: produced by attn-decompose, not in the DSL)
+//===----------------------------------------------------------------------===//
+
+def Attn_CacheUpdateOp : Op<Attn_Dialect, "cache_update",
+                            [Pure, AllTypesMatch<["cache", "result"]>]> {
+  let summary = "new rows written into a KV cache at per-entry positions";
+  let description = [{
+    `result` is `cache` with rows `pos[b] .. pos[b] + T - 1` of entry `b`
+    replaced by `rows[b]`, for `cache[B, L, E]`, `rows[B, T, E]` (the
+    cache's element type) and `pos` `i32[B]`. When some `pos[b] < 0` or
+    `pos[b] + T > L`, `result` is `cache` unchanged: no row of any entry is
+    written (attn-lower-to-linalg also makes the kernel return
+    ATTNC_STATUS_CACHE_POSITION). Its lowering updates `cache`'s buffer in
+    place when that is a writable function argument (a `state`).
+
+    Example:
+
+    ```mlir
+    %k2 = attn.cache_update %rows into %k at %pos
+        : tensor<2x1x64xf32>, tensor<2xi32> into tensor<2x128x64xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$cache, Attn_FloatTensor:$rows,
+                       Attn_I32Tensor:$pos);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $rows `into` $cache `at` $pos attr-dict `:` type($rows) `,` type($pos)
+    `into` type($cache)
+  }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

@@ -140,8 +140,10 @@ RuleResult inferMultiheadAttention(
     const TensorShape &wQ, const TensorShape &wK, const TensorShape &wV,
     const TensorShape &wO, const TensorShape *validLens, const TensorShape *bQ,
     const TensorShape *bK, const TensorShape *bV, const TensorShape *bO,
-    int64_t heads, int64_t kvHeads, bool causal, int64_t window, bool rope,
-    double ropeBase, bool returnWeights, RuleError error);
+    const TensorShape *cacheK, const TensorShape *cacheV,
+    const TensorShape *cachePos, int64_t heads, int64_t kvHeads, bool causal,
+    int64_t window, bool rope, double ropeBase, bool returnWeights,
+    RuleError error);
 /// The attention weights that `attention(..., return_weights=true)` also
 /// returns (D2L's `attention_weights`, the masked softmax of the scores):
 /// [N, Tq, Tk] of q's type, for operands that inferAttention accepted.

@@ -136,8 +136,9 @@ struct StatusDescription {
   int value;
   /// NAME_STATUS_<macroSuffix> in the header.
   llvm::StringLiteral macroSuffix;
-  /// The object kind that returns it (the header defines it there).
-  ObjectKind kind;
+  /// The object kind that returns it (the header defines it there); none:
+  /// every kind.
+  std::optional<ObjectKind> kind;
 };
 
 /// The non-zero statuses a header documents; Halide's internal failure

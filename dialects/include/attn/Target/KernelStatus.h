@@ -28,5 +28,9 @@
 #define ATTNC_STATUS_CUDA_ERROR (-4)
 /* Halide's pipeline reported an error (its message went to stderr). */
 #define ATTNC_STATUS_HALIDE_ERROR (-5)
+/* A KV cache position was out of range: some pos[b] < 0 or
+   pos[b] + T > L. Nothing was written to the caches; the outputs are not
+   valid. */
+#define ATTNC_STATUS_CACHE_POSITION (-6)
 
 #endif /* ATTN_TARGET_KERNELSTATUS_H */

@@ -122,11 +122,17 @@ def AttnLowerToLinalg : Pass<"attn-lower-to-linalg", "::mlir::ModuleOp"> {
     - `layer_norm` → sum, sum of squared deviations, normalization;
     - `split_heads`/`merge_heads` → `expand_shape`, `linalg.transpose`,
       `collapse_shape`; `dropout` → its input;
-    - `embedding` → a gather with each id clamped into `[0, V)`.
+    - `embedding` → a gather with each id clamped into `[0, V)`;
+    - `cache_update` → when every position is in range, an `scf.for` over
+      the batch inserting each entry's rows at its position
+      (`tensor.insert_slice` into the cache, in place for a `state`
+      argument), under an `scf.if` that otherwise yields the cache.
 
-    Every function gets one more result, an `i32` kernel status: 0, or 1 when
+    Every function gets one more result, an `i32` kernel status: 0, 1 when
     an embedding id was outside `[0, V)` (the output rows of such ids are
-    the clamped rows; nothing is read out of bounds).
+    the clamped rows; nothing is read out of bounds), or
+    ATTNC_STATUS_CACHE_POSITION when a cache position was out of range
+    (nothing written to the caches; it takes precedence).
 
     Composite ops must be decomposed first (`attn-decompose`).
 
@@ -159,8 +165,34 @@ def AttnLowerToLinalg : Pass<"attn-lower-to-linalg", "::mlir::ModuleOp"> {
     "::mlir::bufferization::BufferizationDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect"
   ];
+}
+
+def AttnDropStateResults : Pass<"attn-drop-state-results", "::mlir::ModuleOp"> {
+  let summary = "Drop the results that return a state's own buffer";
+  let description = [{
+    After `one-shot-bufferize`, a function result marked `attn.updates = i`
+    (the new value of state argument `i`, docs/spec.md §2 "State and
+    decoding") must be that argument's buffer itself: the state was updated
+    in place. Such results are dropped from the function and its calls
+    (callees first, so a kernel returning its `NAME_prepared` call's state
+    result sees the argument); a state result that is any other buffer
+    would be a copy of the state that the caller never sees, and is an
+    error naming the state.
+
+    Before:
+
+    ```mlir
+    func.func @k(%c: memref<2x8xf32> {attn.role = "state"}) -> (memref<2x8xf32> {attn.updates = 0 : i64}) {
+      ...
+      return %c : memref<2x8xf32>
+    }
+    ```
+
+    After: `func.func @k(%c: memref<2x8xf32> {attn.role = "state"})`, `return`.
+  }];
 }
 
 def AttnDistinctResults

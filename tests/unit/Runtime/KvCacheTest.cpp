@@ -1,0 +1,260 @@
+//===- KvCacheTest.cpp - Prefill and decode steps with a KV cache ---------===//
+//
+// multihead_attention(..., cache_k=, cache_v=, cache_pos=) against the same
+// block without a cache over the whole sequence (causal): a prefill of the
+// first P tokens and then one-token steps give the full attention's rows,
+// ragged positions across the batch included; rows past the new tokens
+// are never written nor read (they hold NaN here); a position out of range
+// is an error that writes nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attnc/Runtime/Runtime.h"
+
+#include "llvm/Support/FileSystem.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+
+using namespace attnc;
+
+namespace {
+
+constexpr int64_t kBatch = 2, kModel = 16, kHeads = 4, kCacheRows = 12,
+                  kSequence = 9, kPrefill = 5;
+
+struct Variant {
+  const char *name;
+  int64_t kvHeads;
+  bool rope;
+  int64_t window; // 0: none
+  bool biases;
+};
+
+std::string mhaCall(const Variant &v, const char *cacheArgs) {
+  std::string call = "multihead_attention(X, X, X, heads=4, w_q=W_q, "
+                     "w_k=W_k, w_v=W_v, w_o=W_o, causal=true";
+  if (v.kvHeads != kHeads)
+    call += ", kv_heads=" + std::to_string(v.kvHeads);
+  if (v.rope)
+    call += ", rope=true";
+  if (v.window)
+    call += ", window=" + std::to_string(v.window);
+  if (v.biases)
+    call += ", b_q=b_q, b_k=b_k, b_v=b_v, b_o=b_o";
+  return call + cacheArgs + ")";
+}
+
+/// Three blocks of one model: `full` over the whole sequence, `prefill`
+/// and `step` on the cache.
+std::string spec(const Variant &v) {
+  int64_t kvDim = kModel / kHeads * v.kvHeads;
+  std::string params = "  param W_q: f32[D, D]\n  param W_k: f32[" +
+                       std::to_string(kvDim) + ", D]\n  param W_v: f32[" +
+                       std::to_string(kvDim) + ", D]\n  param W_o: f32[D, D]\n";
+  if (v.biases)
+    params += "  param b_q: f32[D]\n  param b_k: f32[" + std::to_string(kvDim) +
+              "]\n  param b_v: f32[" + std::to_string(kvDim) +
+              "]\n  param b_o: f32[D]\n";
+  auto block = [&](const char *name, int64_t t, bool cache) {
+    std::string text =
+        std::string("block ") + name +
+        " {\n  dim B = " + std::to_string(kBatch) +
+        ", T = " + std::to_string(t) + ", D = " + std::to_string(kModel) +
+        ", L = " + std::to_string(kCacheRows) + "\n  input X: f32[B, T, D]\n";
+    if (cache)
+      text += "  input pos: i32[B]\n  state K: f32[B, L, " +
+              std::to_string(kvDim) + "]\n  state V: f32[B, L, " +
+              std::to_string(kvDim) + "]\n";
+    text += params + "  Y = " +
+            mhaCall(v, cache ? ", cache_k=K, cache_v=V, cache_pos=pos" : "") +
+            "\n  output Y\n}\n";
+    return text;
+  };
+  return block("full", kSequence, false) + block("prefill", kPrefill, true) +
+         block("step", 1, true);
+}
+
+std::vector<float> randomValues(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> values(n);
+  for (float &x : values)
+    x = dist(rng);
+  return values;
+}
+
+std::string message(llvm::Error error) {
+  return error ? llvm::toString(std::move(error)) : std::string();
+}
+
+class KvCacheTest : public ::testing::TestWithParam<Variant> {
+protected:
+  void SetUp() override {
+    llvm::SmallString<128> dir;
+    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("attnc-cache", dir));
+    cacheDir = std::string(dir);
+    runtime = std::make_unique<Runtime>(cacheDir);
+    const Variant &v = GetParam();
+    kvDim = kModel / kHeads * v.kvHeads;
+    std::string text = spec(v);
+    for (auto [name, kernel] :
+         {std::pair<const char *, Kernel **>{"full", &full},
+          {"prefill", &prefill},
+          {"step", &step}}) {
+      auto compiled = runtime->compile(text, "kv.attn", name);
+      ASSERT_TRUE(!!compiled) << llvm::toString(compiled.takeError());
+      kernels.push_back(*compiled);
+      *kernel = compiled->get();
+    }
+    std::vector<HostBuffer> params = {
+        {"W_q", wq.data(), ElementType::F32, {kModel, kModel}},
+        {"W_k", wk.data(), ElementType::F32, {kvDim, kModel}},
+        {"W_v", wv.data(), ElementType::F32, {kvDim, kModel}},
+        {"W_o", wo.data(), ElementType::F32, {kModel, kModel}}};
+    if (v.biases)
+      params.insert(params.end(),
+                    {{"b_q", bq.data(), ElementType::F32, {kModel}},
+                     {"b_k", bk.data(), ElementType::F32, {kvDim}},
+                     {"b_v", bv.data(), ElementType::F32, {kvDim}},
+                     {"b_o", bo.data(), ElementType::F32, {kModel}}});
+    for (Kernel *kernel : {full, prefill, step})
+      ASSERT_EQ(message(kernel->bindParams(params)), "");
+    kCache.assign(kBatch * kCacheRows * kvDim, NAN);
+    vCache.assign(kBatch * kCacheRows * kvDim, NAN);
+    expected.assign(kBatch * kSequence * kModel, NAN);
+    ASSERT_EQ(
+        message(full->run(
+            {{"X", x.data(), ElementType::F32, {kBatch, kSequence, kModel}},
+             {"Y",
+              expected.data(),
+              ElementType::F32,
+              {kBatch, kSequence, kModel}}})),
+        "");
+  }
+  void TearDown() override { llvm::sys::fs::remove_directories(cacheDir); }
+
+  /// Runs `kernel` on the new tokens starting at `pos[b]` of each entry.
+  std::string run(Kernel *kernel, int64_t tokens, std::vector<int32_t> pos,
+                  std::vector<float> &y) {
+    std::vector<float> input(kBatch * tokens * kModel, 0.0f);
+    for (int64_t b = 0; b < kBatch; ++b)
+      for (int64_t t = 0; t < tokens; ++t)
+        if (pos[b] >= 0 && pos[b] + t < kSequence)
+          std::memcpy(&input[(b * tokens + t) * kModel],
+                      &x[(b * kSequence + pos[b] + t) * kModel],
+                      kModel * sizeof(float));
+    y.assign(kBatch * tokens * kModel, NAN);
+    return message(kernel->run(
+        {{"X", input.data(), ElementType::F32, {kBatch, tokens, kModel}},
+         {"pos", pos.data(), ElementType::I32, {kBatch}},
+         {"K", kCache.data(), ElementType::F32, {kBatch, kCacheRows, kvDim}},
+         {"V", vCache.data(), ElementType::F32, {kBatch, kCacheRows, kvDim}},
+         {"Y", y.data(), ElementType::F32, {kBatch, tokens, kModel}}}));
+  }
+
+  /// y (the new tokens' rows) against the full attention's rows pos[b] + t.
+  void expectRows(const std::vector<float> &y, int64_t tokens,
+                  const std::vector<int32_t> &pos) {
+    for (int64_t b = 0; b < kBatch; ++b)
+      for (int64_t t = 0; t < tokens; ++t)
+        for (int64_t i = 0; i < kModel; ++i) {
+          float want = expected[(b * kSequence + pos[b] + t) * kModel + i];
+          float got = y[(b * tokens + t) * kModel + i];
+          ASSERT_NEAR(got, want, 2e-5f * (1.0f + std::fabs(want)))
+              << "entry " << b << ", token " << pos[b] + t << ", feature " << i;
+        }
+  }
+
+  /// Whether cache row `row` of entry `b` is still all NaN (never written).
+  bool untouched(const std::vector<float> &cache, int64_t b, int64_t row) {
+    for (int64_t i = 0; i < kvDim; ++i)
+      if (!std::isnan(cache[(b * kCacheRows + row) * kvDim + i]))
+        return false;
+    return true;
+  }
+
+  std::string cacheDir;
+  std::unique_ptr<Runtime> runtime;
+  std::vector<std::shared_ptr<Kernel>> kernels;
+  Kernel *full = nullptr, *prefill = nullptr, *step = nullptr;
+  int64_t kvDim = 0;
+  std::vector<float> x = randomValues(kBatch * kSequence * kModel, 1),
+                     wq = randomValues(kModel * kModel, 2),
+                     wk = randomValues(kModel * kModel, 3),
+                     wv = randomValues(kModel * kModel, 4),
+                     wo = randomValues(kModel * kModel, 5),
+                     bq = randomValues(kModel, 6), bk = randomValues(kModel, 7),
+                     bv = randomValues(kModel, 8), bo = randomValues(kModel, 9);
+  std::vector<float> kCache, vCache, expected;
+};
+
+TEST_P(KvCacheTest, PrefillThenStepsEqualCausalAttentionOverTheSequence) {
+  std::vector<float> y;
+  ASSERT_EQ(run(prefill, kPrefill, {0, 0}, y), "");
+  expectRows(y, kPrefill, {0, 0});
+  for (int64_t b = 0; b < kBatch; ++b)
+    for (int64_t row = 0; row < kCacheRows; ++row)
+      EXPECT_EQ(untouched(kCache, b, row), row >= kPrefill) << b << ", " << row;
+  for (int32_t p = kPrefill; p < kSequence; ++p) {
+    ASSERT_EQ(run(step, 1, {p, p}, y), "");
+    expectRows(y, 1, {p, p});
+  }
+  for (int64_t b = 0; b < kBatch; ++b)
+    for (int64_t row = 0; row < kCacheRows; ++row) {
+      EXPECT_EQ(untouched(kCache, b, row), row >= kSequence);
+      EXPECT_EQ(untouched(vCache, b, row), row >= kSequence);
+    }
+}
+
+TEST_P(KvCacheTest, EntriesOfOneBatchMayBeAtDifferentPositions) {
+  std::vector<float> y;
+  ASSERT_EQ(run(prefill, kPrefill, {0, 0}, y), "");
+  // Entry 1 goes back to position 2 (rewriting its own row 2): it sees
+  // rows 0..2 only, whatever rows 3.. hold.
+  ASSERT_EQ(run(step, 1, {kPrefill, 2}, y), "");
+  expectRows(y, 1, {kPrefill, 2});
+  // A prefill chunk at ragged offsets.
+  ASSERT_EQ(run(prefill, kPrefill, {3, 0}, y), "");
+  expectRows(y, kPrefill, {3, 0});
+}
+
+TEST_P(KvCacheTest, APositionOutOfRangeIsAnErrorThatWritesNothing) {
+  std::vector<float> y;
+  ASSERT_EQ(run(prefill, kPrefill, {0, 0}, y), "");
+  std::vector<float> kBefore = kCache, vBefore = vCache;
+  for (std::vector<int32_t> pos : {std::vector<int32_t>{0, -1},
+                                   {kCacheRows, 0},
+                                   {0, kCacheRows - kPrefill + 1}}) {
+    int64_t tokens = pos[1] == kCacheRows - kPrefill + 1 ? kPrefill : 1;
+    EXPECT_EQ(run(tokens == 1 ? step : prefill, tokens, pos, y),
+              std::string("kernel '") + (tokens == 1 ? "step" : "prefill") +
+                  "': a KV cache position is out of range (some "
+                  "cache_pos[b] < 0, or cache_pos[b] + T > L, the cache's "
+                  "rows); nothing was written to the caches");
+    EXPECT_EQ(std::memcmp(kBefore.data(), kCache.data(),
+                          kCache.size() * sizeof(float)),
+              0);
+    EXPECT_EQ(std::memcmp(vBefore.data(), vCache.data(),
+                          vCache.size() * sizeof(float)),
+              0);
+  }
+  // The last rows are in range.
+  EXPECT_EQ(run(step, 1, {kCacheRows - 1, 0}, y), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Variants, KvCacheTest,
+    ::testing::Values(Variant{"mha", kHeads, false, 0, false},
+                      Variant{"gqa_rope", 2, true, 0, false},
+                      Variant{"mqa_window_biases", 1, false, 3, true},
+                      Variant{"gqa_rope_window", 2, true, 4, true}),
+    [](const ::testing::TestParamInfo<Variant> &info) {
+      return std::string(info.param.name);
+    });
+
+} // namespace
