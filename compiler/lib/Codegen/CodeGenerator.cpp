@@ -75,8 +75,14 @@ llvm::Error checkObjectSymbols(llvm::StringRef object,
 
 } // namespace
 
+llvm::Error CodeGenerator::checkModule(mlir::ModuleOp) const {
+  return llvm::Error::success();
+}
+
 llvm::Expected<CompiledKernels> CodeGenerator::compile(mlir::ModuleOp module,
                                                        OutputKind kind) const {
+  if (llvm::Error error = checkModule(module))
+    return std::move(error);
   auto compiled = generate(module, kind);
   if (compiled && kind == OutputKind::Object)
     if (llvm::Error error = checkObjectSymbols(

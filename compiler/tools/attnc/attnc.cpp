@@ -493,6 +493,10 @@ int emitCode(LoadedSpec &spec, unsigned optLevelValue, Progress &progress) {
     progress.stage(stage);
   };
   std::unique_ptr<CodeGenerator> generator = createCodeGenerator(options);
+  if (llvm::Error bad = generator->checkModule(*module)) {
+    error() << llvm::toString(std::move(bad)) << "\n";
+    return kUserError;
+  }
   auto internal = [](llvm::Error error) {
     llvm::errs() << "attnc: internal error: "
                  << llvm::toString(std::move(error)) << "\n";

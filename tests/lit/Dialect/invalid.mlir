@@ -895,3 +895,41 @@ func.func @fused_products_f16(%q: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
   %0 = attn.fused_attention %q, %q, %q outs(%q) scale(1.0) products(f16) : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   return %0 : tensor<2x4x8xf32>
 }
+
+// -----
+
+// multihead_attention: a cache adds exactly two results
+func.func @cache_results(%t: tensor<1x1x8xf32>, %w: tensor<8x8xf32>, %c: tensor<1x4x8xf32>, %pos: tensor<1xi32>) {
+  // expected-error @+1 {{'attn.multihead_attention' op with a cache has three results, the output and the updated cache_k and cache_v}}
+  %0 = attn.multihead_attention %t, %t, %t heads(2) weights(%w, %w, %w, %w) cache(%c, %c, %pos) causal
+      : (tensor<1x1x8xf32>, tensor<1x1x8xf32>, tensor<1x1x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<1x4x8xf32>, tensor<1x4x8xf32>, tensor<1xi32>) -> tensor<1x1x8xf32>
+  return
+}
+
+// -----
+
+// multihead_attention: a cache is causal (the rules' message, as in the DSL)
+func.func @cache_not_causal(%t: tensor<1x1x8xf32>, %w: tensor<8x8xf32>, %c: tensor<1x4x8xf32>, %pos: tensor<1xi32>) {
+  // expected-error @+1 {{a cache implies causal attention: causal=false is an error}}
+  %0:3 = attn.multihead_attention %t, %t, %t heads(2) weights(%w, %w, %w, %w) cache(%c, %c, %pos)
+      : (tensor<1x1x8xf32>, tensor<1x1x8xf32>, tensor<1x1x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<1x4x8xf32>, tensor<1x4x8xf32>, tensor<1xi32>) -> (tensor<1x1x8xf32>, tensor<1x4x8xf32>, tensor<1x4x8xf32>)
+  return
+}
+
+// -----
+
+// cache_update: more rows than the cache holds
+func.func @cache_update_rows(%r: tensor<2x5x4xf32>, %c: tensor<2x4x4xf32>, %pos: tensor<2xi32>) {
+  // expected-error @+1 {{'attn.cache_update' op rows must be [B, T <= L, E] and positions [B] for a cache 'tensor<2x4x4xf32>', got 'tensor<2x5x4xf32>', 'tensor<2xi32>'}}
+  %0 = attn.cache_update %r into %c at %pos : tensor<2x5x4xf32>, tensor<2xi32> into tensor<2x4x4xf32>
+  return
+}
+
+// -----
+
+// cache_update: rows in the cache's element type
+func.func @cache_update_type(%r: tensor<2x1x4xf32>, %c: tensor<2x4x4xbf16>, %pos: tensor<2xi32>) {
+  // expected-error @+1 {{'attn.cache_update' op rows must have the cache's element type 'bf16', got 'f32'}}
+  %0 = attn.cache_update %r into %c at %pos : tensor<2x1x4xf32>, tensor<2xi32> into tensor<2x4x4xbf16>
+  return
+}

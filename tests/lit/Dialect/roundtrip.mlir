@@ -215,3 +215,15 @@ func.func @fused_attention_v2(%q: tensor<2x64x64xf32>, %kv: tensor<2x64x32xf32>,
       : (tensor<2x64x64xf32>, tensor<2x64x32xf32>, tensor<2x64x32xf32>, tensor<64x8xf32>, tensor<64x8xf32>, tensor<2x64x64xf32>) -> tensor<2x64x64xf32>
   return %0 : tensor<2x64x64xf32>
 }
+
+// multihead_attention with a KV cache (two more results: the updated
+// caches, here bf16), and the cache_update it decomposes into.
+// CHECK-LABEL: func.func @kv_cache
+func.func @kv_cache(%t: tensor<1x1x32xf32>, %wq: tensor<32x32xf32>, %wk: tensor<16x32xf32>, %kc: tensor<1x64x16xbf16>, %pos: tensor<1xi32>, %rows: tensor<1x1x16xbf16>) -> (tensor<1x1x32xf32>, tensor<1x64x16xbf16>, tensor<1x64x16xbf16>, tensor<1x64x16xbf16>) {
+  // CHECK: %{{.*}}, %{{.*}}:2 = attn.multihead_attention %{{.*}}, %{{.*}}, %{{.*}} heads(4) kv_heads(2) weights(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) cache(%{{.*}}, %{{.*}}, %{{.*}}) causal window(8) rope : ({{.*}}, tensor<1x64x16xbf16>, tensor<1x64x16xbf16>, tensor<1xi32>) -> (tensor<1x1x32xf32>, tensor<1x64x16xbf16>, tensor<1x64x16xbf16>)
+  %y, %k2, %v2 = attn.multihead_attention %t, %t, %t heads(4) kv_heads(2) weights(%wq, %wk, %wk, %wq) cache(%kc, %kc, %pos) causal window(8) rope
+      : (tensor<1x1x32xf32>, tensor<1x1x32xf32>, tensor<1x1x32xf32>, tensor<32x32xf32>, tensor<16x32xf32>, tensor<16x32xf32>, tensor<32x32xf32>, tensor<1x64x16xbf16>, tensor<1x64x16xbf16>, tensor<1xi32>) -> (tensor<1x1x32xf32>, tensor<1x64x16xbf16>, tensor<1x64x16xbf16>)
+  // CHECK: attn.cache_update %{{.*}} into %{{.*}} at %{{.*}} : tensor<1x1x16xbf16>, tensor<1xi32> into tensor<1x64x16xbf16>
+  %c = attn.cache_update %rows into %kc at %pos : tensor<1x1x16xbf16>, tensor<1xi32> into tensor<1x64x16xbf16>
+  return %y, %k2, %v2, %c : tensor<1x1x32xf32>, tensor<1x64x16xbf16>, tensor<1x64x16xbf16>, tensor<1x64x16xbf16>
+}

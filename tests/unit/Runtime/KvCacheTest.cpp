@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attnc/Codegen/TargetMachine.h"
 #include "attnc/Runtime/Runtime.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -33,6 +34,15 @@ struct Variant {
   bool rope;
   int64_t window; // 0: none
   bool biases;
+};
+
+/// How the three blocks are compiled.
+struct Pipeline {
+  const char *name;
+  unsigned optLevel;
+  const char *cpu;
+  bool parallel;
+  bool gpuEmulation;
 };
 
 std::string mhaCall(const Variant &v, const char *cacheArgs) {
@@ -92,21 +102,30 @@ std::string message(llvm::Error error) {
   return error ? llvm::toString(std::move(error)) : std::string();
 }
 
-class KvCacheTest : public ::testing::TestWithParam<Variant> {
+class KvCacheTest
+    : public ::testing::TestWithParam<std::tuple<Variant, Pipeline>> {
 protected:
   void SetUp() override {
     llvm::SmallString<128> dir;
     ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("attnc-cache", dir));
     cacheDir = std::string(dir);
     runtime = std::make_unique<Runtime>(cacheDir);
-    const Variant &v = GetParam();
+    const auto &[v, pipeline] = GetParam();
+    CompileOptions options = Runtime::defaultOptions();
+    options.setOptLevel(pipeline.optLevel);
+    options.target.cpu = pipeline.cpu;
+    if (llvm::Error lacks = checkRunsOnHost(options.target))
+      GTEST_SKIP() << "this machine cannot run " << pipeline.cpu
+                   << " code: " << llvm::toString(std::move(lacks));
+    options.pipeline.parallel = pipeline.parallel;
+    options.pipeline.gpuEmulation = pipeline.gpuEmulation;
     kvDim = kModel / kHeads * v.kvHeads;
     std::string text = spec(v);
     for (auto [name, kernel] :
          {std::pair<const char *, Kernel **>{"full", &full},
           {"prefill", &prefill},
           {"step", &step}}) {
-      auto compiled = runtime->compile(text, "kv.attn", name);
+      auto compiled = runtime->compile(text, "kv.attn", name, options);
       ASSERT_TRUE(!!compiled) << llvm::toString(compiled.takeError());
       kernels.push_back(*compiled);
       *kernel = compiled->get();
@@ -247,14 +266,43 @@ TEST_P(KvCacheTest, APositionOutOfRangeIsAnErrorThatWritesNothing) {
   EXPECT_EQ(run(step, 1, {kCacheRows - 1, 0}, y), "");
 }
 
+TEST_P(KvCacheTest, OneAndTwoThreadsGiveTheSameBits) {
+  const Pipeline &pipeline = std::get<1>(GetParam());
+  if (!pipeline.parallel)
+    GTEST_SKIP() << "a serial kernel runs on the calling thread";
+  std::vector<float> y1, y2;
+  std::vector<float> kStart = kCache, vStart = vCache;
+  unsigned threads = runtime->numThreads();
+  runtime->setNumThreads(1);
+  ASSERT_EQ(run(prefill, kPrefill, {0, 3}, y1), "");
+  std::vector<float> k1 = kCache, v1 = vCache;
+  kCache = kStart;
+  vCache = vStart;
+  runtime->setNumThreads(2);
+  ASSERT_EQ(run(prefill, kPrefill, {0, 3}, y2), "");
+  runtime->setNumThreads(threads);
+  EXPECT_EQ(std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(k1.data(), kCache.data(), k1.size() * sizeof(float)),
+            0);
+  EXPECT_EQ(std::memcmp(v1.data(), vCache.data(), v1.size() * sizeof(float)),
+            0);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Variants, KvCacheTest,
-    ::testing::Values(Variant{"mha", kHeads, false, 0, false},
-                      Variant{"gqa_rope", 2, true, 0, false},
-                      Variant{"mqa_window_biases", 1, false, 3, true},
-                      Variant{"gqa_rope_window", 2, true, 4, true}),
-    [](const ::testing::TestParamInfo<Variant> &info) {
-      return std::string(info.param.name);
+    ::testing::Combine(
+        ::testing::Values(Variant{"mha", kHeads, false, 0, false},
+                          Variant{"gqa_rope", 2, true, 0, false},
+                          Variant{"mqa_window_biases", 1, false, 3, true},
+                          Variant{"gqa_rope_window", 2, true, 4, true}),
+        ::testing::Values(Pipeline{"O2", 2, "native", false, false},
+                          Pipeline{"O2_parallel", 2, "native", true, false},
+                          Pipeline{"O0", 0, "native", false, false},
+                          Pipeline{"O2_avx2", 2, "x86-64-v3", false, false},
+                          Pipeline{"gpu_emulation", 2, "native", false, true})),
+    [](const ::testing::TestParamInfo<std::tuple<Variant, Pipeline>> &info) {
+      return std::string(std::get<0>(info.param).name) + "_" +
+             std::get<1>(info.param).name;
     });
 
 } // namespace

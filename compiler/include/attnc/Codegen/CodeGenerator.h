@@ -88,6 +88,11 @@ public:
   /// `module` (attn level), as lines; "" where nothing depends on the ops.
   virtual std::string describeKernels(mlir::ModuleOp module) const;
 
+  /// An error when the generator cannot build what the (checked) attn-level
+  /// `module` uses: a limit of this backend, the user's to work around
+  /// (compile() checks it too).
+  virtual llvm::Error checkModule(mlir::ModuleOp module) const;
+
   /// Everything that changes the generated code, for cache keys.
   virtual std::string fingerprint() const = 0;
 
