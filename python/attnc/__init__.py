@@ -127,6 +127,7 @@ def _register(kernel):
     signature = kernel.signature
     kernel._key = f"{kernel.name}#{next(_keys)}"
     kernel._inputs = tuple(n for n, role, _, _ in signature if role == "input")
+    kernel._states = tuple(n for n, role, _, _ in signature if role == "state")
     kernel._arguments = tuple(n for n, role, _, _ in signature
                               if role != "output")
     kernel._outputs = tuple((n, dtype, tuple(shape))
@@ -186,16 +187,20 @@ def _repr(self):
     def typed(name, dtype, shape):
         return f"{name}: {dtype}[{', '.join(str(x) for x in shape)}]"
 
-    inputs, params, outputs = [], [], []
+    inputs, states, params, outputs = [], [], [], []
     for name, role, dtype, shape in self.signature:
         text = typed(name, dtype, shape)
         if role == "input":
             inputs.append(text)
         elif role == "output":
             outputs.append(text)
+        elif role == "state":
+            states.append(text)
         else:
             params.append(text + (" (bound)" if self.is_bound(name) else ""))
     arguments = ", ".join(inputs)
+    if states:
+        arguments += "; states " + ", ".join(states)
     if params:
         arguments += "; params " + ", ".join(params)
     return f"<attnc.Kernel {self.name}({arguments}) -> {', '.join(outputs)}>"

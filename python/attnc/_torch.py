@@ -143,9 +143,39 @@ def operator_call(kernel, arrays):
             t = t.to(torch.float32)
         return t
 
+    if kernel._states:
+        return _call_with_states(kernel, arrays, tensor)
     names = [n for n in kernel._arguments if n in arrays]
     results = _run(kernel._key, names, [tensor(arrays[n]) for n in names])
     return results[0] if len(results) == 1 else tuple(results)
+
+
+def _call_with_states(kernel, arrays, tensor):
+    """A keyword call of a kernel with states: through its own operator,
+    whose schema says that it updates them in place (attnc::run's list of
+    tensors cannot say which it mutates, so torch.compile could reorder or
+    drop the update)."""
+    op = getattr(kernel, "_op", None)
+    name = kernel._key.rsplit("#", 1)[0]  # plain Python, unlike kernel.name
+    if op is None and torch.compiler.is_compiling():
+        raise ValueError(
+            f"attnc kernel '{name}' updates its states "
+            f"({', '.join(kernel._states)}) in place, which torch.compile "
+            "must be told: make its operator outside torch.compile "
+            "(kernel.op) before compiling a function that calls it")
+    op = op or torch_op(kernel)
+    names = kernel._op_names
+    missing = [n for n in names if n not in arrays]
+    if missing:
+        raise ValueError(f"kernel '{name}' is missing argument "
+                         f"'{missing[0]}'")
+    extra = [n for n in arrays if n != "cast" and n not in names]
+    if extra:
+        raise ValueError(
+            f"attnc kernel '{name}': '{extra[0]}' is a bound param; "
+            "its operator takes the inputs, the states and the params not "
+            "bound when it was made")
+    return op(*(tensor(arrays[n]) for n in names))
 
 
 def torch_op(kernel):
@@ -167,7 +197,12 @@ def torch_op(kernel):
     outputs = kernel._outputs
     returns = "Tensor" if len(outputs) == 1 else \
         "(" + ", ".join("Tensor" for _ in outputs) + ")"
-    schema = "(" + ", ".join(f"Tensor {n}" for n in names) + ") -> " + returns
+    # A state is updated in place: the schema's alias annotation (a!) says
+    # so, and torch.compile keeps the update.
+    states = [n for n in names if n in kernel._states]
+    schema = "(" + ", ".join(
+        f"Tensor(a{i}!) {n}" if n in states else f"Tensor {n}"
+        for i, n in enumerate(names)) + ") -> " + returns
     qualname = f"attnc::{kernel.name}_{next(_op_counter)}"
 
     def impl(*tensors):
@@ -187,11 +222,15 @@ def torch_op(kernel):
     def backward(ctx, *grads):
         return tuple(_input_gradients(kernel.name, grads, ctx.inputs))
 
-    op = torch.library.custom_op(qualname, impl, mutates_args=(),
+    op = torch.library.custom_op(qualname, impl, mutates_args=tuple(states),
                                  schema=schema, device_types="cpu")
     op.register_fake(fake)
-    op.register_autograd(backward, setup_context=setup_context)
+    # torch registers no autograd formula for an operator that mutates
+    # (states are not differentiated through anyway).
+    if not states:
+        op.register_autograd(backward, setup_context=setup_context)
     kernel._op = op
+    kernel._op_names = tuple(names)  # plain Python, for traced calls
     return op
 
 
@@ -209,7 +248,8 @@ def _traced_op_call(kernel, *tensors):
 def _op_arguments(kernel):
     """The names the kernel's torch operator takes, in order."""
     return [n for n in kernel._arguments
-            if n in kernel._inputs or not kernel.is_bound(n)]
+            if n in kernel._inputs or n in kernel._states
+            or not kernel.is_bound(n)]
 
 
 class _BoundKernel:

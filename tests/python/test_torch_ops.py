@@ -177,3 +177,55 @@ def test_modules_calling_self_k_compile_into_one_graph(how, rng):
     with torch.no_grad():
         torch.testing.assert_close(compiled(X, vl), module(X, vl),
                                    rtol=1e-5, atol=1e-5)
+
+
+DECODE_STEP = """
+block step {
+  dim B = 2, T = 1, D = 8, L = 4
+  input  X: f32[B, T, D]
+  input  pos: i32[B]
+  state  K: f32[B, L, D]
+  state  V: f32[B, L, D]
+  param  W: f32[D, D]
+  Y = multihead_attention(X, X, X, heads=2, w_q=W, w_k=W, w_v=W, w_o=W,
+                          cache_k=K, cache_v=V, cache_pos=pos)
+  output Y
+}
+"""
+
+
+def test_a_states_operator_declares_it_mutated(rng):
+    # A state (a KV cache) is updated in place: the operator's schema says
+    # so (Tensor(a!)), so torch.compile keeps the update; a keyword call goes
+    # through that operator, never through attnc::run (whose list of
+    # tensors cannot say what it mutates).
+    k = attnc.compile(DECODE_STEP)
+    W = torch.from_numpy(rng.standard_normal((8, 8)).astype(np.float32))
+    k.bind(W=W)
+    X = torch.from_numpy(rng.standard_normal((2, 1, 8)).astype(np.float32))
+    pos = torch.tensor([0, 2], dtype=torch.int32)
+
+    def caches():
+        return torch.zeros((2, 4, 8)), torch.zeros((2, 4, 8))
+
+    K, V = caches()
+    expected = k(X=X, pos=pos, K=K, V=V)
+    assert K[0, 0].abs().sum() > 0 and K[1, 2].abs().sum() > 0
+    assert "Tensor(a2!) K, Tensor(a3!) V" in str(k.op._opoverload._schema)
+    torch.library.opcheck(k.op, (X, pos, *caches()))
+
+    def step(X, pos, K, V):
+        return k(X=X, pos=pos, K=K, V=V) + 1
+
+    K2, V2 = caches()
+    y = torch.compile(step, fullgraph=True)(X, pos, K2, V2)
+    torch.testing.assert_close(y, expected + 1, rtol=0, atol=0)
+    assert torch.equal(K2, K) and torch.equal(V2, V)
+
+    fresh = attnc.compile(DECODE_STEP)
+    fresh.bind(W=W)
+    with pytest.raises(Exception, match="updates its states \\(K, V\\) in "
+                       "place, which torch.compile must be told: make its "
+                       "operator outside torch.compile"):
+        torch.compile(lambda *a: fresh(X=a[0], pos=a[1], K=a[2], V=a[3]),
+                      fullgraph=True)(X, pos, *caches())

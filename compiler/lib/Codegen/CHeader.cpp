@@ -34,6 +34,9 @@ private:
   /// The bf16/f16 rounding points, for a kernel with such buffers.
   void writeRoundingPoints();
   void writeStatuses();
+  /// What the caller keeps between calls, for a kernel with states.
+  bool hasStates() const;
+  void writeStates();
   /// The comment above `entry`'s prototype, or nothing where the previous
   /// comment covers it.
   void writeEntryComment(Entry entry);
@@ -155,7 +158,9 @@ void HeaderWriter::writePreamble() {
           "the\n"
           "   --mcpu list, if the machine can run it). Safe to call from "
           "many\n"
-          "   threads. */\n";
+          "   threads"
+       << (hasStates() ? " (each with states of its own)" : "") << ". */\n";
+    writeStates();
     writeRoundingPoints();
     if (target.parallel)
       os << "\n/* Compiled with --parallel: its loops run on attnc's thread "
@@ -186,7 +191,29 @@ void HeaderWriter::writePreamble() {
         "   the CUDA driver (libcuda.so.1) is opened at the first call. "
         "One call\n"
         "   enqueues at a time per object; the GPU work itself overlaps. */\n";
+  writeStates();
   writeRoundingPoints();
+}
+
+bool HeaderWriter::hasStates() const {
+  return llvm::is_contained(roles, abi::ArgumentRole::State);
+}
+
+void HeaderWriter::writeStates() {
+  if (!hasStates())
+    return;
+  std::string names;
+  for (const KernelArgument &argument : signature.arguments)
+    if (argument.role == abi::ArgumentRole::State)
+      names += (names.empty() ? "" : ", ") + argument.name;
+  os << "\n/* States (" << names
+     << "): read and updated in place by each call; the caller\n"
+        "   keeps them between calls (a KV cache: rows cache_pos[b] .. "
+        "cache_pos[b]+T-1\n"
+        "   are written, rows past them never read). "
+     << prefix
+     << "_STATUS_CACHE_POSITION: a position\n"
+        "   out of range, nothing written. */\n";
 }
 
 void HeaderWriter::writeRoundingPoints() {
