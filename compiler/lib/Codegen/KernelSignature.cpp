@@ -132,6 +132,9 @@ static void collectArgumentUses(mlir::func::FuncOp kernel,
                      mlir::dyn_cast<mlir::attn::MultiheadAttentionOp>(op)) {
         if (auto arg = argumentOf(mha.getValidLens()))
           signature.validLens.push_back({*arg, keysOf(mha.getK(), 1)});
+        if (auto arg = argumentOf(mha.getCachePos()))
+          signature.validLens.push_back(
+              {*arg, keysOf(mha.getCacheK(), 1) - keysOf(mha.getQ(), 1)});
       } else if (auto attention = mlir::dyn_cast<mlir::attn::AttentionOp>(op)) {
         if (auto arg = argumentOf(attention.getValidLens()))
           signature.validLens.push_back({*arg, keysOf(attention.getK(), 1)});

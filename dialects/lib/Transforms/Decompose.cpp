@@ -667,9 +667,13 @@ mlir::attn::attentionLoweringOf(Operation *op, AttentionLowering lowering,
   int64_t tq, tk;
   bool returnWeights;
   if (auto mha = dyn_cast<MultiheadAttentionOp>(op)) {
+    // Not the flash kernels: their last key block multiplies the rows
+    // past a row's end by a zero weight, and a cache's unwritten rows may
+    // hold NaN (docs/language.md: rows past pos[b] + T may hold anything).
     if (mha.hasCache())
       return AttentionLoweringChoice{
-          false, "a KV cache: step by step over the whole cache"};
+          false, "a KV cache: step by step, its rows past each position "
+                 "masked out of both products"};
     tq = dimOf(mha.getQ(), 1);
     tk = dimOf(mha.getK(), 1);
     returnWeights = mha.getReturnWeights();

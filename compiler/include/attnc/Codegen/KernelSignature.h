@@ -54,7 +54,9 @@ struct EmbeddingIds {
   int64_t vocabSize = 0;
 };
 
-/// An input used as attention lengths: meaningful values are [0, keys].
+/// An i32 input whose meaningful values are [0, keys]: attention lengths
+/// (keys: the keys attended), or a KV cache's positions (keys: L - T, the
+/// last position where the T new rows still fit).
 struct ValidLens {
   unsigned argument = 0;
   int64_t keys = 0;

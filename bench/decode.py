@@ -1,0 +1,165 @@
+"""One decode step of a KV-cached attention layer (issue 30): attnc against
+PyTorch with a static cache (gpt-fast's way: index_copy_ into a
+max-length cache, then SDPA with the cache's mask), in one run, with the
+machine's read bandwidth beside them.
+
+    python bench/decode.py [--layers N] [--lengths 1024,8192] [--threads T]
+                           [--dtype f32|bf16] [--model gpt2|llama]
+
+Each step is timed over `--layers` independent layers (weights and caches
+of their own, called in turn, as a model's layers are), so that no layer's
+working set stays in the L3 cache between its calls; the figure is the
+median time of one layer's step. Every entry's cache holds `L - 1` tokens
+(the step writes row L - 1 and reads all L rows). The roofline is the
+bytes one step must read (its weights and its caches' first L rows) over
+attnc-memory-bandwidth's median read rate on the same threads.
+"""
+
+import argparse
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import attnc
+
+MODELS = {
+    # (D, heads, kv_heads)
+    "gpt2": (768, 12, 12),
+    "llama": (2048, 32, 8),
+}
+
+
+def spec(model, length, dtype):
+    d, heads, kv = MODELS[model]
+    kv_dim = d // heads * kv
+    extra = f", kv_heads={kv}, rope=true" if kv != heads else ""
+    return f"""
+block step {{
+  dim B = 1, T = 1, D = {d}, L = {length}
+  input  X: {dtype}[B, T, D]
+  input  pos: i32[B]
+  state  K: {dtype}[B, L, {kv_dim}]
+  state  V: {dtype}[B, L, {kv_dim}]
+  param  W_q: {dtype}[D, D]
+  param  W_k: {dtype}[{kv_dim}, D]
+  param  W_v: {dtype}[{kv_dim}, D]
+  param  W_o: {dtype}[D, D]
+  Y = multihead_attention(X, X, X, heads={heads}, w_q=W_q, w_k=W_k,
+                          w_v=W_v, w_o=W_o, cache_k=K, cache_v=V,
+                          cache_pos=pos{extra})
+  output Y
+}}
+"""
+
+
+def median_ms(fn, layers, min_time=1.0, max_rounds=200):
+    for i in range(layers):  # warm-up: every layer once
+        fn(i)
+    times = []
+    start = time.perf_counter()
+    while len(times) < max_rounds and (len(times) < 5 or
+                                       time.perf_counter() - start < min_time):
+        for i in range(layers):
+            t0 = time.perf_counter()
+            fn(i)
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+def bandwidth(threads):
+    tool = os.path.join(os.path.dirname(__file__), "..", "build", "bin",
+                        "attnc-memory-bandwidth")
+    out = subprocess.run([tool, "--threads", str(threads), "--mib", "512",
+                          "--passes", "9"], capture_output=True, text=True,
+                         check=True).stdout
+    return float(re.search(r"median ([0-9.]+) GB/s", out).group(1))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--layers", type=int, default=12)
+    parser.add_argument("--lengths", default="1024,8192")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
+    parser.add_argument("--model", choices=sorted(MODELS), default="gpt2")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    attnc.set_num_threads(args.threads)
+    torch_dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[args.dtype]
+    size = {"f32": 4, "bf16": 2}[args.dtype]
+    d, heads, kv = MODELS[args.model]
+    kv_dim = d // heads * kv
+    gbps = bandwidth(args.threads)
+    flags = open("/proc/cpuinfo").read()
+    isa = "AVX-512" if " avx512f " in flags else "AVX2"
+    print(f"{platform.processor() or platform.machine()}, {isa}, "
+          f"{args.threads} thread(s), {args.model} (D={d}, {heads} heads, "
+          f"{kv} kv heads), {args.dtype}, {args.layers} layers; read "
+          f"bandwidth {gbps:.1f} GB/s")
+    print(f"{'L':>6} {'bytes/step':>11} {'roofline':>9} {'attnc':>9} "
+          f"{'torch':>9} {'attnc/roof':>10} {'torch/attnc':>11}")
+    for length in (int(x) for x in args.lengths.split(",")):
+        rng = np.random.default_rng(0)
+
+        def tensor(*shape, scale=1.0):
+            return (torch.from_numpy(rng.standard_normal(shape, np.float32))
+                    * scale).to(torch_dtype)
+
+        layers = []
+        for _ in range(args.layers):
+            w = {"W_q": tensor(d, d, scale=d ** -0.5),
+                 "W_k": tensor(kv_dim, d, scale=d ** -0.5),
+                 "W_v": tensor(kv_dim, d, scale=d ** -0.5),
+                 "W_o": tensor(d, d, scale=d ** -0.5)}
+            layers.append({"w": w, "K": tensor(1, length, kv_dim),
+                           "V": tensor(1, length, kv_dim)})
+        x = tensor(1, 1, d)
+        pos = torch.tensor([length - 1], dtype=torch.int32)
+        ops = [attnc.compile(spec(args.model, length, args.dtype)).bind(
+            **layer["w"]) for layer in layers]
+
+        def attnc_step(i):
+            ops[i](X=x, pos=pos, K=layers[i]["K"], V=layers[i]["V"])
+
+        # PyTorch, gpt-fast style: caches [B, G, L, d]; write the new row,
+        # then SDPA over the whole cache with a boolean mask of the rows
+        # written so far (PyTorch has no cache API).
+        caches = [(torch.zeros(1, kv, length, d // heads, dtype=torch_dtype),
+                   torch.zeros(1, kv, length, d // heads, dtype=torch_dtype))
+                  for _ in layers]
+        mask = torch.ones(1, 1, 1, length, dtype=torch.bool)
+        index = torch.tensor([length - 1])
+
+        def torch_step(i):
+            w = layers[i]["w"]
+            k_cache, v_cache = caches[i]
+            q = F.linear(x, w["W_q"]).view(1, 1, heads, -1).transpose(1, 2)
+            k = F.linear(x, w["W_k"]).view(1, 1, kv, -1).transpose(1, 2)
+            v = F.linear(x, w["W_v"]).view(1, 1, kv, -1).transpose(1, 2)
+            k_cache.index_copy_(2, index, k)
+            v_cache.index_copy_(2, index, v)
+            o = F.scaled_dot_product_attention(q, k_cache, v_cache,
+                                               attn_mask=mask,
+                                               enable_gqa=kv != heads)
+            F.linear(o.transpose(1, 2).reshape(1, 1, d), w["W_o"])
+
+        with torch.inference_mode():
+            t_attnc = median_ms(attnc_step, args.layers)
+            t_torch = median_ms(torch_step, args.layers)
+        step_bytes = size * (2 * d * d + 2 * kv_dim * d + 2 * length * kv_dim)
+        roof = step_bytes / (gbps * 1e9) * 1e3
+        print(f"{length:>6} {step_bytes / 1e6:>9.1f}MB {roof:>8.3f}ms "
+              f"{t_attnc:>7.3f}ms {t_torch:>7.3f}ms {roof / t_attnc:>10.2f} "
+              f"{t_torch / t_attnc:>11.2f}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
