@@ -132,28 +132,38 @@ Value regroup(PatternRewriter &rewriter, Location loc, Value x, int64_t groups,
                                          intoGroups ? byGroup : byHead);
 }
 
+/// A value of x's shape, element [n, i, j] = `element(x[n, i, j])` (the
+/// body reads linalg.index 0..2 as it needs): one linalg.generic on x.
+Value mapElements(PatternRewriter &rewriter, Location loc, Value x,
+                  function_ref<Value(OpBuilder &, Location, Value)> element) {
+  auto type = cast<RankedTensorType>(x.getType());
+  MLIRContext *context = rewriter.getContext();
+  SmallVector<AffineMap> maps = {
+      AffineMap::getMultiDimIdentityMap(type.getRank(), context)};
+  SmallVector<utils::IteratorType> iterators(type.getRank(),
+                                             utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             rewriter, loc, TypeRange{type}, ValueRange{}, ValueRange{x}, maps,
+             iterators,
+             [&](OpBuilder &b, Location l, ValueRange args) {
+               linalg::YieldOp::create(b, l,
+                                       ValueRange{element(b, l, args[0])});
+             })
+      .getResult(0);
+}
+
 /// s[n, i, j] = -1e6 where key j is before query i's sliding window
 /// (attn/IR/AttentionMask.h's begin(i)), D2L's replacement; the lengths
 /// mask the rest.
 Value maskOutsideWindow(PatternRewriter &rewriter, Location loc, Value scores,
                         int64_t window) {
-  auto type = cast<RankedTensorType>(scores.getType());
-  MLIRContext *context = rewriter.getContext();
-  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(3, context)};
-  SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
-  return linalg::GenericOp::create(
-             rewriter, loc, TypeRange{type}, ValueRange{}, ValueRange{scores},
-             maps, iterators,
-             [&](OpBuilder &b, Location l, ValueRange args) {
-               Value i = linalg::IndexOp::create(b, l, 1);
-               Value j = linalg::IndexOp::create(b, l, 2);
-               Value begin = visibleBegin(b, l, i, window);
-               linalg::YieldOp::create(
-                   b, l,
-                   ValueRange{maskScore(
-                       b, l, isKeyVisible(b, l, j, begin, Value()), args[0])});
-             })
-      .getResult(0);
+  return mapElements(
+      rewriter, loc, scores, [&](OpBuilder &b, Location l, Value score) {
+        Value i = linalg::IndexOp::create(b, l, 1);
+        Value j = linalg::IndexOp::create(b, l, 2);
+        Value begin = visibleBegin(b, l, i, window);
+        return maskScore(b, l, isKeyVisible(b, l, j, begin, Value()), score);
+      });
 }
 
 /// The entry b = n / perEntry of split-head row n, and its cache position
@@ -172,27 +182,17 @@ Value cachePositionOf(OpBuilder &b, Location l, Value pos, int64_t perEntry) {
 /// p).
 Value maskBeyondCache(PatternRewriter &rewriter, Location loc, Value scores,
                       Value pos, int64_t heads, std::optional<int64_t> window) {
-  auto type = cast<RankedTensorType>(scores.getType());
-  int64_t keys = type.getDimSize(2);
-  MLIRContext *context = rewriter.getContext();
-  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(3, context)};
-  SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
-  return linalg::GenericOp::create(
-             rewriter, loc, TypeRange{type}, ValueRange{}, ValueRange{scores},
-             maps, iterators,
-             [&](OpBuilder &b, Location l, ValueRange args) {
-               Value row = arith::AddIOp::create(
-                   b, l, cachePositionOf(b, l, pos, heads),
-                   linalg::IndexOp::create(b, l, 1));
-               Value j = linalg::IndexOp::create(b, l, 2);
-               Value end = visibleEnd(b, l, Value(), row, keys, true);
-               Value begin = visibleBegin(b, l, row, window);
-               linalg::YieldOp::create(
-                   b, l,
-                   ValueRange{maskScore(b, l, isKeyVisible(b, l, j, begin, end),
-                                        args[0])});
-             })
-      .getResult(0);
+  int64_t keys = cast<RankedTensorType>(scores.getType()).getDimSize(2);
+  return mapElements(
+      rewriter, loc, scores, [&](OpBuilder &b, Location l, Value score) {
+        Value row =
+            arith::AddIOp::create(b, l, cachePositionOf(b, l, pos, heads),
+                                  linalg::IndexOp::create(b, l, 1));
+        Value j = linalg::IndexOp::create(b, l, 2);
+        Value end = visibleEnd(b, l, Value(), row, keys, true);
+        Value begin = visibleBegin(b, l, row, window);
+        return maskScore(b, l, isKeyVisible(b, l, j, begin, end), score);
+      });
 }
 
 /// v[n, j, :] = 0 for cache rows j >= pos[b] + newTokens of entry
@@ -200,28 +200,18 @@ Value maskBeyondCache(PatternRewriter &rewriter, Location loc, Value scores,
 /// included) while their weight is 0.
 Value zeroRowsBeyondCache(PatternRewriter &rewriter, Location loc, Value v,
                           Value pos, int64_t kvHeads, int64_t newTokens) {
-  auto type = cast<RankedTensorType>(v.getType());
-  MLIRContext *context = rewriter.getContext();
-  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(3, context)};
-  SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
-  return linalg::GenericOp::create(
-             rewriter, loc, TypeRange{type}, ValueRange{}, ValueRange{v}, maps,
-             iterators,
-             [&](OpBuilder &b, Location l, ValueRange args) {
-               Value end = arith::AddIOp::create(
-                   b, l, cachePositionOf(b, l, pos, kvHeads),
-                   arith::ConstantIndexOp::create(b, l, newTokens));
-               Value j = linalg::IndexOp::create(b, l, 1);
-               Value kept = arith::CmpIOp::create(
-                   b, l, arith::CmpIPredicate::slt, j, end);
-               Value zero = arith::ConstantOp::create(
-                   b, l, b.getZeroAttr(args[0].getType()));
-               linalg::YieldOp::create(
-                   b, l,
-                   ValueRange{arith::SelectOp::create(b, l, kept, args[0], zero)
-                                  .getResult()});
-             })
-      .getResult(0);
+  return mapElements(
+      rewriter, loc, v, [&](OpBuilder &b, Location l, Value x) -> Value {
+        Value end = arith::AddIOp::create(
+            b, l, cachePositionOf(b, l, pos, kvHeads),
+            arith::ConstantIndexOp::create(b, l, newTokens));
+        Value j = linalg::IndexOp::create(b, l, 1);
+        Value kept =
+            arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, j, end);
+        Value zero =
+            arith::ConstantOp::create(b, l, b.getZeroAttr(x.getType()));
+        return arith::SelectOp::create(b, l, kept, x, zero);
+      });
 }
 
 /// The cos and sin tables of the rotary embedding (attn/IR/Rope.h) for
