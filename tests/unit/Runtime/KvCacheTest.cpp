@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../../e2e/TestSupport.h"
 #include "attn/Target/FloatConversions.h"
 #include "attnc/Codegen/TargetMachine.h"
 #include "attnc/Runtime/Runtime.h"
@@ -112,10 +113,6 @@ class KvCacheTest
     : public ::testing::TestWithParam<std::tuple<Variant, Pipeline>> {
 protected:
   void SetUp() override {
-    llvm::SmallString<128> dir;
-    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("attnc-cache", dir));
-    cacheDir = std::string(dir);
-    runtime = std::make_unique<Runtime>(cacheDir);
     const auto &[v, pipeline] = GetParam();
     CompileOptions options = Runtime::defaultOptions();
     options.setOptLevel(pipeline.optLevel);
@@ -152,7 +149,6 @@ protected:
               {kBatch, kSequence, kModel}}})),
         "");
   }
-  void TearDown() override { llvm::sys::fs::remove_directories(cacheDir); }
 
   /// The weights (and biases) every block binds.
   std::vector<HostBuffer> params() {
@@ -211,8 +207,10 @@ protected:
     return true;
   }
 
-  std::string cacheDir;
-  std::unique_ptr<Runtime> runtime;
+  /// The build's shared test cache: the test bodies of one variant and
+  /// pipeline (each a process of its own under ctest) compile its blocks
+  /// once.
+  Runtime *runtime = &test::sharedTestRuntime();
   std::vector<std::shared_ptr<Kernel>> kernels;
   Kernel *full = nullptr, *prefill = nullptr, *step = nullptr;
   int64_t kvDim = 0;
@@ -363,6 +361,21 @@ TEST_P(KvCacheTest, OneAndTwoThreadsGiveTheSameBits) {
             0);
 }
 
+/// Every pipeline in the default tier; in the sanitize tier (which
+/// instruments attnc, not its kernels) one per compiler path: the CPU's
+/// with threads, and the GPU's.
+const Pipeline kPipelines[] = {
+#ifndef ATTNC_SANITIZE_TIER
+    Pipeline{"O2", 2, "native", false, false},
+    Pipeline{"O0", 0, "native", false, false},
+    Pipeline{"O2_avx2", 2, "x86-64-v3", false, false},
+    Pipeline{"O2_fused_parallel", 2, "native", true, false, "fused"},
+    Pipeline{"gpu_emulation_fused", 2, "native", false, true, "fused"},
+#endif
+    Pipeline{"O2_parallel", 2, "native", true, false},
+    Pipeline{"gpu_emulation", 2, "native", false, true},
+};
+
 INSTANTIATE_TEST_SUITE_P(
     Variants, KvCacheTest,
     ::testing::Combine(
@@ -370,16 +383,7 @@ INSTANTIATE_TEST_SUITE_P(
                           Variant{"gqa_rope", 2, true, 0, false},
                           Variant{"mqa_window_biases", 1, false, 3, true},
                           Variant{"gqa_rope_window", 2, true, 4, true}),
-        ::testing::Values(
-            Pipeline{"O2", 2, "native", false, false},
-            Pipeline{"O2_parallel", 2, "native", true, false},
-            Pipeline{"O0", 0, "native", false, false},
-            Pipeline{"O2_avx2", 2, "x86-64-v3", false, false},
-            Pipeline{"gpu_emulation", 2, "native", false, true},
-            Pipeline{"O2_fused", 2, "native", false, false, "fused"},
-            Pipeline{"O2_fused_parallel", 2, "native", true, false, "fused"},
-            Pipeline{"gpu_emulation_fused", 2, "native", false, true,
-                     "fused"})),
+        ::testing::ValuesIn(kPipelines)),
     [](const ::testing::TestParamInfo<std::tuple<Variant, Pipeline>> &info) {
       return std::string(std::get<0>(info.param).name) + "_" +
              std::get<1>(info.param).name;
