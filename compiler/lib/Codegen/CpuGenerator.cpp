@@ -89,7 +89,8 @@ public:
 
   std::string describeKernels(mlir::ModuleOp module) const override {
     return describeAttentionLowerings(
-        module, cpuAttentionLowering(compileOptions.pipeline));
+        module, cpuAttentionLowering(compileOptions.pipeline),
+        cpuDecodeKernel(compileOptions.pipeline));
   }
 
 protected:

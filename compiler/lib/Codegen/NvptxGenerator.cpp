@@ -111,8 +111,8 @@ public:
 
   // The GPU passes read their description from the chip, not the module.
   std::string describeKernels(mlir::ModuleOp module) const override {
-    return describeAttentionLowerings(module,
-                                      compileOptions.pipeline.attention);
+    return describeAttentionLowerings(module, compileOptions.pipeline.attention,
+                                      /*decodeKernel=*/false);
   }
 
   llvm::Error annotate(mlir::ModuleOp) const override {

@@ -28,11 +28,13 @@ using namespace mlir;
 
 /// attn -> linalg/tensor/arith/math on tensors, with `attention` lowered
 /// as attn-decompose's option says. Shared by every target.
-static void addAttnToLinalg(OpPassManager &pm, const std::string &attention) {
+static void addAttnToLinalg(OpPassManager &pm, const std::string &attention,
+                            bool decodeKernel) {
   // bf16/f16 ops compute in f32 between casts (docs/spec.md §2, v3).
   pm.addPass(attn::createAttnComputeInF32());
   attn::AttnDecomposeOptions decompose;
   decompose.attentionLowering = attention;
+  decompose.decodeKernel = decodeKernel;
   pm.addPass(attn::createAttnDecompose(decompose));
   pm.addPass(attn::createAttnLowerToLinalg());
   // Elementwise arith on tensors (the causal lengths' minsi) -> linalg.
@@ -81,6 +83,10 @@ std::string attnc::cpuAttentionLowering(const CpuPipelineOptions &options) {
   return options.vectorize ? options.attention : std::string("decomposed");
 }
 
+bool attnc::cpuDecodeKernel(const CpuPipelineOptions &options) {
+  return !options.gpuEmulation;
+}
+
 /// `FILE:LINE:COL` of a spec's op, or empty.
 static std::string placeOf(Operation *op) {
   auto at = dyn_cast<FileLineColLoc>(op->getLoc());
@@ -101,7 +107,8 @@ static void printOpAndPlace(llvm::raw_ostream &os, Operation *op) {
 }
 
 std::string attnc::describeAttentionLowerings(ModuleOp module,
-                                              const std::string &attention) {
+                                              const std::string &attention,
+                                              bool decodeKernel) {
   std::optional<attn::AttentionLowering> lowering =
       attn::parseAttentionLowering(attention);
   if (!lowering)
@@ -110,7 +117,8 @@ std::string attnc::describeAttentionLowerings(ModuleOp module,
   llvm::raw_string_ostream os(text);
   module.walk([&](Operation *op) {
     std::optional<attn::AttentionLoweringChoice> choice =
-        attn::attentionLoweringOf(op, *lowering);
+        attn::attentionLoweringOf(op, *lowering, /*fuseThreshold=*/4096,
+                                  decodeKernel);
     if (!choice)
       return;
     if (text.empty())
@@ -169,7 +177,7 @@ std::string attnc::describeRoundingPoints(ModuleOp module) {
 
 void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
                                      const CpuPipelineOptions &options) {
-  addAttnToLinalg(pm, cpuAttentionLowering(options));
+  addAttnToLinalg(pm, cpuAttentionLowering(options), cpuDecodeKernel(options));
   // GEMMs of two bf16 operands read them as bf16, k in pairs, B packed in
   // pairs by NAME_prepare (not the GPU's: its emulation stays the GPU's
   // code).
@@ -266,7 +274,7 @@ void attnc::buildGpuLoweringPipeline(OpPassManager &pm,
   // On buffers, as loops: one kernel per loop nest; fused attention and
   // the large GEMMs as launches of their own through shared memory, row
   // reductions as launches of a warp per row.
-  addAttnToLinalg(pm, options.attention);
+  addAttnToLinalg(pm, options.attention, /*decodeKernel=*/false);
   addBufferization(pm);
   attn::AttnGpuLowerFusedAttentionOptions attention;
   attention.chip = options.chip;

@@ -1,7 +1,8 @@
 //===- LowerFusedAttention.cpp - Flash-style attention on buffers ---------===//
 //
 // attn-lower-fused-attention: each attn.fused_attention (on memrefs, after
-// bufferization) becomes the loop nest FlashEmitter.h describes.
+// bufferization) becomes the loop nest FlashEmitter.h describes, each
+// attn.decode_attention DecodeEmitter.h's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -9,6 +10,7 @@
 #include "attn/IR/AttnOps.h"
 #include "attn/Target/CpuTarget.h"
 
+#include "DecodeEmitter.h"
 #include "FlashEmitter.h"
 
 #include "mlir/Dialect/AMX/AMXDialect.h"
@@ -38,7 +40,9 @@ struct AttnLowerFusedAttentionPass
   void runOnOperation() override {
     SmallVector<FusedAttentionOp> ops;
     getOperation().walk([&](FusedAttentionOp op) { ops.push_back(op); });
-    if (ops.empty())
+    SmallVector<DecodeAttentionOp> decodes;
+    getOperation().walk([&](DecodeAttentionOp op) { decodes.push_back(op); });
+    if (ops.empty() && decodes.empty())
       return;
     // The target's schedule; row-block, key-block and softmax-blocks
     // override it.
@@ -58,6 +62,15 @@ struct AttnLowerFusedAttentionPass
       }
       OpBuilder builder(op);
       FlashEmitter(builder, op.getLoc(), op, *schedule, parallel).emit();
+      op.erase();
+    }
+    for (DecodeAttentionOp op : decodes) {
+      if (!op.hasBufferSemantics()) {
+        op.emitOpError("must be bufferized before attn-lower-fused-attention");
+        return signalPassFailure();
+      }
+      OpBuilder builder(op);
+      DecodeEmitter(builder, op.getLoc(), op, *schedule, parallel).emit();
       op.erase();
     }
   }

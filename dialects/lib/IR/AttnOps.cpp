@@ -526,6 +526,118 @@ FusedAttentionOp::bufferize(RewriterBase &rewriter,
 }
 
 //===----------------------------------------------------------------------===//
+// DecodeAttentionOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult DecodeAttentionOp::verify() {
+  bool buffers = hasBufferSemantics();
+  for (Value operand : getOperation()->getOperands())
+    if (isa<MemRefType>(operand.getType()) != buffers)
+      return emitOpError("operands must be all tensors or all memrefs");
+  if (buffers != getResult().empty())
+    return emitOpError(buffers ? "on memrefs has no result"
+                               : "on tensors has one result");
+  if (!buffers && getResult()[0].getType() != getInit().getType())
+    return emitOpError("result type must be the type of 'init'");
+  int64_t heads = getHeads();
+  int64_t kvHeads = getNumKvHeads();
+  if (heads < 1 || kvHeads < 1 || heads % kvHeads != 0)
+    return emitOpError("kv_heads(")
+           << kvHeads << ") must be positive and divide heads(" << heads << ")";
+  if (std::optional<uint64_t> window = getWindow();
+      window && static_cast<int64_t>(*window) < 1)
+    return emitOpError("window(")
+           << static_cast<int64_t>(*window) << ") must be at least 1";
+  auto q = cast<ShapedType>(getQ().getType());
+  auto k = cast<ShapedType>(getK().getType());
+  auto v = cast<ShapedType>(getV().getType());
+  auto pos = cast<ShapedType>(getPos().getType());
+  if (q.getRank() != 3 || k.getRank() != 3 || pos.getRank() != 1)
+    return emitOpError("takes q [B, T, H*d], caches [B, L, G*d] and "
+                       "positions [B], got ")
+           << q << ", " << k << ", " << pos;
+  int64_t batch = q.getDimSize(0);
+  if (q.getDimSize(2) % heads != 0)
+    return emitOpError("q's last dimension (")
+           << q.getDimSize(2) << ") must be heads(" << heads << ") x d";
+  int64_t depth = q.getDimSize(2) / heads;
+  SmallVector<int64_t> cacheShape = {batch, k.getDimSize(1), kvHeads * depth};
+  if (k.getShape() != ArrayRef<int64_t>(cacheShape) ||
+      v.getShape() != k.getShape() || v.getElementType() != k.getElementType())
+    return emitOpError("the caches must be one type [")
+           << batch << ", L, " << kvHeads * depth << "] (B, the cache length, "
+           << "kv_heads x d), got " << k << " and " << v;
+  if (k.getDimSize(1) < q.getDimSize(1))
+    return emitOpError("the caches hold ")
+           << k.getDimSize(1) << " rows, fewer than the " << q.getDimSize(1)
+           << " new tokens";
+  if (pos.getDimSize(0) != batch)
+    return emitOpError("'pos' must be [") << batch << "], got " << pos;
+  if (cast<ShapedType>(getInit().getType()).getShape() != q.getShape())
+    return emitOpError("'init' must have q's shape, got ")
+           << getInit().getType();
+  if (std::optional<Type> products = getProducts();
+      products && !products->isBF16())
+    return emitOpError("products must be bf16, got ") << *products;
+  return success();
+}
+
+void DecodeAttentionOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  if (!hasBufferSemantics())
+    return;
+  for (OpOperand &operand : getOperation()->getOpOperands()) {
+    if (&operand == &getInitMutable())
+      effects.emplace_back(MemoryEffects::Write::get(), &operand);
+    else
+      effects.emplace_back(MemoryEffects::Read::get(), &operand);
+  }
+}
+
+bool DecodeAttentionOp::bufferizesToMemoryRead(
+    OpOperand &operand, const bufferization::AnalysisState &) {
+  // `init` keeps its rows when a position is out of range: it is read.
+  return true;
+}
+
+bool DecodeAttentionOp::bufferizesToMemoryWrite(
+    OpOperand &operand, const bufferization::AnalysisState &) {
+  return &operand == &getInitMutable();
+}
+
+bufferization::AliasingValueList
+DecodeAttentionOp::getAliasingValues(OpOperand &operand,
+                                     const bufferization::AnalysisState &) {
+  if (&operand != &getInitMutable() || getResult().empty())
+    return {};
+  return {{getResult()[0], bufferization::BufferRelation::Equivalent}};
+}
+
+LogicalResult
+DecodeAttentionOp::bufferize(RewriterBase &rewriter,
+                             const bufferization::BufferizationOptions &options,
+                             bufferization::BufferizationState &state) {
+  if (hasBufferSemantics())
+    return success();
+  SmallVector<Value> buffers;
+  for (Value operand : getOperation()->getOperands()) {
+    FailureOr<Value> buffer =
+        bufferization::getBuffer(rewriter, operand, options, state);
+    if (failed(buffer))
+      return failure();
+    buffers.push_back(*buffer);
+  }
+  rewriter.setInsertionPoint(*this);
+  DecodeAttentionOp::create(rewriter, getLoc(), TypeRange{}, buffers[0],
+                            buffers[1], buffers[2], buffers[3], buffers[4],
+                            getWindowAttr(), getHeadsAttr(), getKvHeadsAttr(),
+                            getScaleAttr(), getProductsAttr());
+  bufferization::replaceOpWithBufferizedValues(rewriter, *this, buffers[4]);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Folders
 //===----------------------------------------------------------------------===//
 

@@ -54,6 +54,7 @@ std::string CpuSchedule::format() const {
   line("attention-chunk-lanes", attentionChunkLanes);
   line("attention-row-blocks-per-sweep", attentionRowBlocksPerSweep);
   line("attention-softmax-blocks", attentionSoftmaxBlocks);
+  line("decode-keys", decodeKeys);
   line("parallel-flops", parallelFlops);
   line("parallel-elements", parallelElements);
   line("packed-alignment-floats", packedAlignmentFloats);
@@ -121,6 +122,10 @@ CpuSchedule attn::deriveCpuSchedule(const CpuTargetDescription &target) {
   // 64: 32, 64 and 128 keys per step gave 193, 183 and 191 ms on
   // (1, 2048, 512, 8), 16 keys 209).
   s.attentionSoftmaxBlocks = std::max<int64_t>(1, 64 / s.attentionKeys);
+  // A decode step's chunk of keys: enough chunks at L = 1024 for two
+  // threads even with one kv head, few enough that each one's rows of k
+  // and v (64 KiB each for d = 64 in f32) stream from memory in long runs.
+  s.decodeKeys = 256;
   s.parallelFlops = int64_t(1) << 20;
   s.parallelElements = int64_t(1) << 18;
   s.packedAlignmentFloats = std::max<int64_t>(1, target.cacheLineBytes / 4);

@@ -390,14 +390,17 @@ std::pair<Value, Value> decomposedAttention(
 /// [B*H, Tq, Tk] in split_heads' order (row b*H + h).
 struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
   DecomposeMultiheadAttention(MLIRContext *context, AttentionLowering lowering,
-                              int64_t fuseThreshold)
+                              int64_t fuseThreshold, bool decodeKernel)
       : OpRewritePattern(context), lowering(lowering),
-        fuseThreshold(fuseThreshold) {}
+        fuseThreshold(fuseThreshold), decodeKernel(decodeKernel) {}
 
   LogicalResult matchAndRewrite(MultiheadAttentionOp op,
                                 PatternRewriter &rewriter) const override {
     if (op.hasCache())
-      return decomposeWithCache(op, rewriter);
+      return decomposeWithCache(
+          op, rewriter,
+          attentionLoweringOf(op, lowering, fuseThreshold, decodeKernel)
+              ->fused);
     Location loc = op.getLoc();
     IntegerAttr heads = op.getHeadsAttr();
     int64_t numHeads = op.getHeads();
@@ -478,12 +481,15 @@ struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
     return success();
   }
 
-  /// With a KV cache, step by step: the T new tokens' keys and values
-  /// projected (rotated at positions pos[b] + t), rounded to the cache's
-  /// type and written at those rows (attn.cache_update, in place), then
-  /// the queries attend over the whole updated cache with its mask.
+  /// With a KV cache: the T new tokens' keys and values projected (rotated
+  /// at positions pos[b] + t), rounded to the cache's type and written at
+  /// those rows (attn.cache_update, in place), then the queries attend over
+  /// the updated cache: one attn.decode_attention (`fused`: each row's
+  /// cache rows only, read where they are) or step by step over the whole
+  /// cache with its mask.
   static LogicalResult decomposeWithCache(MultiheadAttentionOp op,
-                                          PatternRewriter &rewriter) {
+                                          PatternRewriter &rewriter,
+                                          bool fused) {
     Location loc = op.getLoc();
     IntegerAttr heads = op.getHeadsAttr();
     int64_t numHeads = op.getHeads();
@@ -516,6 +522,26 @@ struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
     };
     Value newK = store(k, op.getCacheK());
     Value newV = store(v, op.getCacheV());
+    if (fused) {
+      auto type = cast<RankedTensorType>(q.getType());
+      Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
+                                           type.getElementType());
+      std::optional<int64_t> window = op.getSlidingWindow();
+      Value attention =
+          DecodeAttentionOp::create(
+              rewriter, loc, TypeRange{type}, q, newK, newV, pos, init,
+              window ? rewriter.getI64IntegerAttr(*window) : IntegerAttr(),
+              heads,
+              kvHeads != numHeads ? rewriter.getI64IntegerAttr(kvHeads)
+                                  : IntegerAttr(),
+              attentionScale(rewriter, headDim), productsAttr(op))
+              .getResult()[0];
+      attention = roundedThrough(rewriter, loc, attention, innerRoundingOf(op));
+      Value output =
+          LinearOp::create(rewriter, loc, attention, op.getWO(), op.getBO());
+      rewriter.replaceOp(op, ValueRange{output, newK, newV});
+      return success();
+    }
     IntegerAttr kvHeadsAttr = rewriter.getI64IntegerAttr(kvHeads);
     Value keys = SplitHeadsOp::create(rewriter, loc, convert(newK, computed),
                                       kvHeadsAttr);
@@ -536,6 +562,7 @@ struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
 
   AttentionLowering lowering;
   int64_t fuseThreshold;
+  bool decodeKernel;
 };
 
 /// D2L DotProductAttention.forward, either step by step or as one
@@ -622,7 +649,7 @@ struct AttnDecomposePass
       return signalPassFailure();
     }
     RewritePatternSet patterns(&getContext());
-    populateDecomposePatterns(patterns, *lowering, fuseThreshold);
+    populateDecomposePatterns(patterns, *lowering, fuseThreshold, decodeKernel);
     // Only decompose: folding (dropout, scale by 1) is canonicalize's job.
     GreedyRewriteConfig config;
     config.enableFolding(false);
@@ -636,10 +663,13 @@ struct AttnDecomposePass
 
 void mlir::attn::populateDecomposePatterns(RewritePatternSet &patterns,
                                            AttentionLowering attention,
-                                           int64_t fuseThreshold) {
+                                           int64_t fuseThreshold,
+                                           bool decodeKernel) {
   patterns.add<DecomposeAddNorm, DecomposeFfn>(patterns.getContext());
-  patterns.add<DecomposeMultiheadAttention, DecomposeAttention>(
-      patterns.getContext(), attention, fuseThreshold);
+  patterns.add<DecomposeMultiheadAttention>(patterns.getContext(), attention,
+                                            fuseThreshold, decodeKernel);
+  patterns.add<DecomposeAttention>(patterns.getContext(), attention,
+                                   fuseThreshold);
 }
 
 std::optional<AttentionLowering>
@@ -653,17 +683,29 @@ mlir::attn::parseAttentionLowering(llvm::StringRef name) {
 
 std::optional<AttentionLoweringChoice>
 mlir::attn::attentionLoweringOf(Operation *op, AttentionLowering lowering,
-                                int64_t fuseThreshold) {
+                                int64_t fuseThreshold, bool decodeKernel) {
   int64_t tq, tk;
   bool returnWeights;
   if (auto mha = dyn_cast<MultiheadAttentionOp>(op)) {
     // Not the flash kernels: their last key block multiplies the rows
     // past a row's end by a zero weight, and a cache's unwritten rows may
     // hold NaN (docs/language.md: rows past pos[b] + T may hold anything).
-    if (mha.hasCache())
+    // The decode kernel reads no row past a row's end.
+    if (mha.hasCache()) {
+      if (mha.getReturnWeights())
+        return AttentionLoweringChoice{false,
+                                       "return_weights needs the weights"};
+      if (lowering == AttentionLowering::Decomposed)
+        return AttentionLoweringChoice{false, "attention=decomposed"};
+      if (decodeKernel)
+        return AttentionLoweringChoice{
+            true, "a KV cache: the decode kernel, each row's cache rows "
+                  "only, in fixed chunks of keys"};
       return AttentionLoweringChoice{
-          false, "a KV cache: step by step, its rows past each position "
-                 "masked out of both products"};
+          false, "a KV cache: step by step (this target has no decode "
+                 "kernel), its rows past each position masked out of both "
+                 "products"};
+    }
     tq = dimOf(mha.getQ(), 1);
     tk = dimOf(mha.getK(), 1);
     returnWeights = mha.getReturnWeights();

@@ -980,8 +980,10 @@ struct AttnLowerToLinalgPass
       return signalPassFailure();
 
     WalkResult leftover = module.walk([](Operation *op) {
-      // fused_attention stays: it bufferizes and has its own lowering.
-      if (isa<AttnDialect>(op->getDialect()) && !isa<FusedAttentionOp>(op)) {
+      // fused_attention and decode_attention stay: they bufferize and have
+      // their own lowerings.
+      if (isa<AttnDialect>(op->getDialect()) &&
+          !isa<FusedAttentionOp, DecodeAttentionOp>(op)) {
         op->emitOpError("is a composite op; run attn-decompose before "
                         "attn-lower-to-linalg");
         return WalkResult::interrupt();

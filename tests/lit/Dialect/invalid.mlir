@@ -933,3 +933,36 @@ func.func @cache_update_type(%r: tensor<2x1x4xf32>, %c: tensor<2x4x4xbf16>, %pos
   %0 = attn.cache_update %r into %c at %pos : tensor<2x1x4xf32>, tensor<2xi32> into tensor<2x4x4xbf16>
   return
 }
+
+// -----
+
+// decode_attention: the caches are [B, L, kv_heads * d] of one type
+func.func @decode_cache_shape(%q: tensor<2x1x32xf32>, %k: tensor<2x64x32xf32>, %pos: tensor<2xi32>) {
+  %init = tensor.empty() : tensor<2x1x32xf32>
+  // expected-error @+1 {{'attn.decode_attention' op the caches must be one type [2, L, 16] (B, the cache length, kv_heads x d)}}
+  %0 = attn.decode_attention %q, %k, %k at %pos outs(%init) heads(4) kv_heads(2) scale(2.500000e-01)
+      : (tensor<2x1x32xf32>, tensor<2x64x32xf32>, tensor<2x64x32xf32>, tensor<2xi32>, tensor<2x1x32xf32>) -> tensor<2x1x32xf32>
+  return
+}
+
+// -----
+
+// decode_attention: more new tokens than the cache holds
+func.func @decode_cache_rows(%q: tensor<1x8x8xf32>, %k: tensor<1x4x8xbf16>, %pos: tensor<1xi32>) {
+  %init = tensor.empty() : tensor<1x8x8xf32>
+  // expected-error @+1 {{'attn.decode_attention' op the caches hold 4 rows, fewer than the 8 new tokens}}
+  %0 = attn.decode_attention %q, %k, %k at %pos outs(%init) heads(2) scale(5.000000e-01)
+      : (tensor<1x8x8xf32>, tensor<1x4x8xbf16>, tensor<1x4x8xbf16>, tensor<1xi32>, tensor<1x8x8xf32>) -> tensor<1x8x8xf32>
+  return
+}
+
+// -----
+
+// decode_attention: kv_heads divides heads
+func.func @decode_kv_heads(%q: tensor<1x1x8xf32>, %k: tensor<1x4x6xf32>, %pos: tensor<1xi32>) {
+  %init = tensor.empty() : tensor<1x1x8xf32>
+  // expected-error @+1 {{'attn.decode_attention' op kv_heads(3) must be positive and divide heads(4)}}
+  %0 = attn.decode_attention %q, %k, %k at %pos outs(%init) heads(4) kv_heads(3) scale(5.000000e-01)
+      : (tensor<1x1x8xf32>, tensor<1x4x6xf32>, tensor<1x4x6xf32>, tensor<1xi32>, tensor<1x1x8xf32>) -> tensor<1x1x8xf32>
+  return
+}

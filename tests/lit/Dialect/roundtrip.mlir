@@ -227,3 +227,17 @@ func.func @kv_cache(%t: tensor<1x1x32xf32>, %wq: tensor<32x32xf32>, %wk: tensor<
   %c = attn.cache_update %rows into %kc at %pos : tensor<1x1x16xbf16>, tensor<1xi32> into tensor<1x64x16xbf16>
   return %y, %k2, %v2, %c : tensor<1x1x32xf32>, tensor<1x64x16xbf16>, tensor<1x64x16xbf16>, tensor<1x64x16xbf16>
 }
+
+// decode_attention (internal): a step's queries over bf16 caches, on tensors
+// and on buffers.
+// CHECK-LABEL: func.func @decode_attention
+func.func @decode_attention(%q: tensor<2x1x32xf32>, %k: tensor<2x64x16xbf16>, %pos: tensor<2xi32>, %qb: memref<2x1x32xf32>, %kb: memref<2x64x16xbf16>, %pb: memref<2xi32>) -> tensor<2x1x32xf32> {
+  %init = tensor.empty() : tensor<2x1x32xf32>
+  // CHECK: attn.decode_attention %{{.*}}, %{{.*}}, %{{.*}} at %{{.*}} outs(%{{.*}}) window(8) heads(4) kv_heads(2) scale(2.500000e-01) products(bf16) : (tensor<2x1x32xf32>, tensor<2x64x16xbf16>, tensor<2x64x16xbf16>, tensor<2xi32>, tensor<2x1x32xf32>) -> tensor<2x1x32xf32>
+  %o = attn.decode_attention %q, %k, %k at %pos outs(%init) window(8) heads(4) kv_heads(2) scale(2.500000e-01) products(bf16)
+      : (tensor<2x1x32xf32>, tensor<2x64x16xbf16>, tensor<2x64x16xbf16>, tensor<2xi32>, tensor<2x1x32xf32>) -> tensor<2x1x32xf32>
+  // CHECK: attn.decode_attention %{{.*}}, %{{.*}}, %{{.*}} at %{{.*}} outs(%{{.*}}) heads(4) kv_heads(2) scale(2.500000e-01) : (memref<2x1x32xf32>, memref<2x64x16xbf16>, memref<2x64x16xbf16>, memref<2xi32>, memref<2x1x32xf32>) -> ()
+  attn.decode_attention %qb, %kb, %kb at %pb outs(%qb) heads(4) kv_heads(2) scale(2.500000e-01)
+      : (memref<2x1x32xf32>, memref<2x64x16xbf16>, memref<2x64x16xbf16>, memref<2xi32>, memref<2x1x32xf32>) -> ()
+  return %o : tensor<2x1x32xf32>
+}

@@ -46,10 +46,16 @@ void buildCpuLoweringPipeline(mlir::OpPassManager &pm,
 /// vectorization) decomposes, whatever `options.attention` says.
 std::string cpuAttentionLowering(const CpuPipelineOptions &options);
 
+/// attn-decompose's `decode-kernel` option in the CPU pipeline: the CPU's
+/// decode kernel, except in the GPU emulation (which runs the GPU's code).
+bool cpuDecodeKernel(const CpuPipelineOptions &options);
+
 /// --print-schedule's lines for the attention ops of `module` (attn level):
-/// where each is, and what attn-decompose makes of it under `attention`.
+/// where each is, and what attn-decompose makes of it under `attention`
+/// (and `decodeKernel`: whether the target has attn.decode_attention).
 std::string describeAttentionLowerings(mlir::ModuleOp module,
-                                       const std::string &attention);
+                                       const std::string &attention,
+                                       bool decodeKernel);
 
 /// --print-schedule's lines for the rounding points of `module` (attn
 /// level): each op whose result is bf16 or f16, where it is. Empty for a

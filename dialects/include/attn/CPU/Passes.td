@@ -265,7 +265,7 @@ def AttnExpandFloatConversions : Pass<"attn-expand-float-conversions"> {
 def AttnLowerFusedAttention
     : Pass<"attn-lower-fused-attention", "::mlir::func::FuncOp"> {
   let summary = "Lower attn.fused_attention on buffers to a flash-style loop "
-                "nest";
+                "nest, attn.decode_attention to a split-key one";
   let description = [{
     For each batch entry, the keys are transposed into a scratch buffer in
     blocks of `key-block` keys (`[Tk / W, d, W]`: one block's vectors are
@@ -291,6 +291,16 @@ def AttnLowerFusedAttention
     values.
 
     Extra memory: about `d * Tk + dv` floats per thread, whatever Tq.
+
+    `attn.decode_attention` (a block's attention over its KV cache) gets a
+    loop nest of its own (DecodeEmitter.h): the work items are (batch x kv
+    heads) x chunks of `decode-keys` cache rows, an `scf.parallel` with
+    `parallel`; each reads its visible key rows once for all the query rows
+    of its kv head (scores, masked to -inf, in a `[rows, decode-keys]`
+    scratch), takes the chunk's max, weights and sum, then reads its value
+    rows once; a second loop reduces each row's chunks in order. No cache
+    row past a token's position is read. Extra memory: the partials, `(d +
+    2)` floats per row and chunk.
   }];
   let options = [
     Option<"rowBlock", "row-block", "int64_t", /*default=*/"0",

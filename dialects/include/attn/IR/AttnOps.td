@@ -933,4 +933,83 @@ def Attn_FusedAttentionOp : Op<Attn_Dialect, "fused_attention", [
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// DecodeAttentionOp (internal: produced by attn-decompose, not in the DSL)
+//===----------------------------------------------------------------------===//
+
+def Attn_ShapedFloat : AnyTypeOf<[StaticShapeTensorOf<[F32, BF16, F16]>,
+                                   StaticShapeMemRefOf<[F32, BF16, F16]>]>;
+
+def Attn_DecodeAttentionOp : Op<Attn_Dialect, "decode_attention", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+    DeclareOpInterfaceMethods<BufferizableOpInterface,
+        ["bufferizesToMemoryRead", "bufferizesToMemoryWrite",
+         "getAliasingValues", "bufferize"]>]> {
+  let summary = "the attention of new tokens over a KV cache, in destination "
+                "style";
+  let description = [{
+    The attention core of `multihead_attention` with a KV cache, on the
+    projections as they are: `q` `[B, T, H*d]` (the `T` new tokens' queries,
+    rotated when the block has `rope`), the caches `k` and `v`
+    `[B, L, G*d]` (`G` = `kv_heads`, else `H`; f32, bf16 or f16, the new
+    rows already written), `pos` `i32[B]` and `init` `[B, T, H*d]`.
+
+    New token `t` of entry `b` sees exactly the cache rows
+    `[lo, pos[b] + t]`, `lo = max(0, pos[b] + t + 1 - window)` with
+    `window(W)`, else 0; query head `h` reads kv head `h / (H / G)`. Its
+    output is `softmax(q kᵀ * scale) @ v` over those rows: no other row is
+    read (rows past `pos[b] + T` may hold anything, NaN included), and none
+    counts in the softmax, as in D2L's decoder at prediction, whose state
+    holds only the past tokens. Positions out of range (`pos[b] < 0` or
+    `pos[b] + T > L`) read nothing and leave `init` as it is
+    (`attn.cache_update` then wrote nothing and the kernel reports it).
+
+    `products(bf16)`: `q`, `k`, `v` and the weights `exp(s - m)` are
+    rounded to bf16 before the two products (as `attn.fused_attention`).
+
+    The CPU lowering (`attn-lower-fused-attention`) splits the keys into
+    chunks of a fixed, compile-time size (the target's `decodeKeys`), each
+    giving a partial (max, sum, output) per row, reduced in chunk order: the
+    same bits on any number of threads.
+
+    Example:
+
+    ```mlir
+    %o = attn.decode_attention %q, %k, %v at %pos outs(%init) window(8)
+        heads(4) kv_heads(2) scale(1.250000e-01)
+        : (tensor<2x1x256xf32>, tensor<2x128x128xbf16>,
+           tensor<2x128x128xbf16>, tensor<2xi32>, tensor<2x1x256xf32>)
+        -> tensor<2x1x256xf32>
+    ```
+  }];
+  let arguments = (ins Attn_ShapedF32:$q, Attn_ShapedFloat:$k,
+                       Attn_ShapedFloat:$v, Attn_ShapedI32:$pos,
+                       Attn_ShapedF32:$init,
+                       OptionalAttr<I64Attr>:$window,
+                       I64Attr:$heads,
+                       OptionalAttr<I64Attr>:$kv_heads,
+                       F32Attr:$scale,
+                       OptionalAttr<TypeAttr>:$products);
+  let results = (outs Variadic<Attn_FloatTensor>:$result);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `at` $pos `outs` `(` $init `)`
+    (`window` `(` $window^ `)`)? `heads` `(` $heads `)`
+    (`kv_heads` `(` $kv_heads^ `)`)? `scale` `(` $scale `)`
+    (`products` `(` $products^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// True after bufferization: operands are memrefs, no result.
+    bool hasBufferSemantics() {
+      return ::llvm::isa<::mlir::MemRefType>(getInit().getType());
+    }
+    /// The key/value heads: kv_heads, or heads when it is not given.
+    int64_t getNumKvHeads() {
+      ::std::optional<uint64_t> given = getKvHeads();
+      return given ? static_cast<int64_t>(*given) : getHeads();
+    }
+  }];
+}
+
 #endif // ATTN_OPS_TD

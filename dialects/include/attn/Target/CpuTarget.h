@@ -92,6 +92,10 @@ struct CpuSchedule {
   /// Key blocks per step of the online softmax: each step rescales the
   /// output rows and reduces the maxima and sums once.
   int64_t attentionSoftmaxBlocks = 1;
+  /// attn.decode_attention: keys per chunk, the unit of its split over
+  /// threads (fixed at compile time, so any number of threads gives the
+  /// same bits).
+  int64_t decodeKeys = 256;
   /// Loops of less work than this stay on one thread.
   int64_t parallelFlops = int64_t(1) << 20;
   int64_t parallelElements = int64_t(1) << 18;

@@ -32,10 +32,12 @@ struct AttentionLoweringChoice {
   std::string reason;
 };
 
-/// The choice for `op`, or nullopt when it is not an attention op.
+/// The choice for `op`, or nullopt when it is not an attention op. A
+/// multihead_attention with a KV cache is fused into attn.decode_attention
+/// when the target has that kernel (`decodeKernel`).
 std::optional<AttentionLoweringChoice>
 attentionLoweringOf(Operation *op, AttentionLowering lowering,
-                    int64_t fuseThreshold = 4096);
+                    int64_t fuseThreshold = 4096, bool decodeKernel = false);
 
 /// Whether attn-compute-in-f32 keeps the bf16/f16 `result` of an attn op in
 /// f32 instead of rounding it: its one use is an elementwise op (add, sub,
@@ -69,7 +71,7 @@ void recordInnerRounding(Operation *op);
 void populateDecomposePatterns(
     RewritePatternSet &patterns,
     AttentionLowering attention = AttentionLowering::Decomposed,
-    int64_t fuseThreshold = 4096);
+    int64_t fuseThreshold = 4096, bool decodeKernel = false);
 
 /// Adds the patterns of `attn-lower-to-linalg` (primitives -> linalg).
 void populateLowerToLinalgPatterns(RewritePatternSet &patterns);

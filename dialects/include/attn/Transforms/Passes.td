@@ -95,7 +95,12 @@ def AttnDecompose : Pass<"attn-decompose"> {
            "`return_weights` is always decomposed: its weights are the "
            "scores' softmax">,
     Option<"fuseThreshold", "fuse-threshold", "int64_t", /*default=*/"4096",
-           "With attention=auto: Tq * Tk from which attention is fused">
+           "With attention=auto: Tq * Tk from which attention is fused">,
+    Option<"decodeKernel", "decode-kernel", "bool", /*default=*/"false",
+           "Whether the target lowers attn.decode_attention (the CPU's): a "
+           "multihead_attention with a KV cache then becomes one (unless "
+           "attention=decomposed) instead of step-by-step ops over the whole "
+           "cache">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -1,0 +1,84 @@
+// attn.decode_attention on buffers (DecodeEmitter.h): items (batch x kv
+// heads) x chunks of decode-keys (256) cache rows, each reading only its
+// visible rows [max(chunk start, window begin), min(chunk end, pos + T)) of
+// k and then of v (bf16, widened), for all query rows of its kv head; a
+// second loop reduces each row's chunks in order, from the window's chunk
+// to the last chunk holding pos + T - 1. No loop runs to the cache length.
+// RUN: attn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(attn-lower-fused-attention),canonicalize,cse)' | FileCheck %s
+// RUN: attn-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(attn-lower-fused-attention{parallel=true}),canonicalize,cse)' | FileCheck %s --check-prefix=THREADS
+
+// CHECK-LABEL: func.func @step
+// CHECK-SAME: (%[[Q:.*]]: memref<2x1x64xf32>, %[[K:.*]]: memref<2x600x32xbf16>, %[[V:.*]]: memref<2x600x32xbf16>, %[[POS:.*]]: memref<2xi32>, %[[OUT:.*]]: memref<2x1x64xf32>)
+// CHECK-NOT: to %c600
+// CHECK-DAG: %[[MAX:.*]] = memref.alloc() : memref<4x3x2xf32>
+// CHECK-DAG: %[[SUM:.*]] = memref.alloc() : memref<4x3x2xf32>
+// CHECK-DAG: %[[PART:.*]] = memref.alloc() : memref<4x3x2x16xf32>
+// CHECK: scf.for %[[ITEM:.*]] = %c0 to %c12 step %c1 {
+// CHECK:   %[[N:.*]] = arith.divui %[[ITEM]], %c3
+// CHECK:   %[[C:.*]] = arith.remui %[[ITEM]], %c3
+// CHECK:   %[[P:.*]] = memref.load %[[POS]]
+// CHECK:   %[[END:.*]] = arith.addi %{{.*}}, %c1 : index
+// CHECK:   %[[IN:.*]] = arith.cmpi sle, %[[END]], %c600
+// CHECK:   %[[FROM:.*]] = arith.addi %{{.*}}, %c-299 : index
+// CHECK:   %[[BEGIN:.*]] = arith.maxsi %[[FROM]], %c0
+// CHECK:   %[[J0:.*]] = arith.muli %[[C]], %c256
+// CHECK:   %[[JB:.*]] = arith.maxsi %[[J0]], %[[BEGIN]]
+// CHECK:   %[[J1:.*]] = arith.addi %[[J0]], %c256
+// CHECK:   %[[JE:.*]] = arith.minsi %[[J1]], %[[END]]
+// CHECK:   scf.if
+// CHECK:     memref.alloc() : memref<2x16xf32>
+// CHECK:     %[[SCORES:.*]] = memref.alloc() : memref<2x256xf32>
+// CHECK:     scf.for %[[J:.*]] = %[[JB]] to %[[JE]] step %c1 {
+// CHECK:       vector.load %[[K]][%{{.*}}, %[[J]], %{{.*}}] : memref<2x600x32xbf16>, vector<16xbf16>
+// CHECK:       arith.extf %{{.*}} : vector<16xbf16> to vector<16xf32>
+// CHECK:       scf.for %{{.*}} = %c0 to %c2 step %c1 {
+// CHECK:         vector.reduction <add>
+// CHECK:     vector.reduction <maximumf>
+// CHECK:     math.exp
+// CHECK:     memref.store %{{.*}}, %[[MAX]][%[[N]], %[[C]], %{{.*}}]
+// CHECK:     memref.store %{{.*}}, %[[SUM]][%[[N]], %[[C]], %{{.*}}]
+// CHECK:     scf.for %[[J:.*]] = %[[JB]] to %[[JE]] step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>) {
+// CHECK:       vector.load %[[V]][%{{.*}}, %[[J]], %{{.*}}] : memref<2x600x32xbf16>, vector<16xbf16>
+// CHECK-COUNT-2: vector.fma
+// CHECK:     vector.store %{{.*}}, %[[PART]][%[[N]], %[[C]], %c0, %c0]
+// CHECK:     vector.store %{{.*}}, %[[PART]][%[[N]], %[[C]], %c1, %c0]
+// CHECK: scf.for %[[N2:.*]] = %c0 to %c4 step %c1 {
+// CHECK:   scf.if
+// CHECK:     %[[FIRST:.*]] = arith.divui %{{.*}}, %c256
+// CHECK:     %[[LAST:.*]] = arith.divui %{{.*}}, %c256
+// CHECK:     scf.for %[[R:.*]] = %c0 to %c2 step %c1 {
+// CHECK:       scf.for %{{.*}} = %[[FIRST]] to %[[LAST]] step %c1 iter_args(%{{.*}} = %cst{{.*}}) -> (f32) {
+// CHECK:         arith.maximumf
+// CHECK:       scf.for %{{.*}} = %[[FIRST]] to %[[LAST]] step %c1 iter_args({{.*}}) -> (f32, vector<16xf32>) {
+// CHECK:         math.exp
+// CHECK:       arith.divf
+// CHECK:       vector.store %{{.*}}, %[[OUT]]
+// CHECK-DAG: memref.dealloc %[[MAX]]
+// CHECK-DAG: memref.dealloc %[[PART]]
+func.func @step(%q: memref<2x1x64xf32>, %k: memref<2x600x32xbf16>, %v: memref<2x600x32xbf16>, %pos: memref<2xi32>, %out: memref<2x1x64xf32>) {
+  attn.decode_attention %q, %k, %v at %pos outs(%out) window(300) heads(4) kv_heads(2) scale(2.500000e-01)
+      : (memref<2x1x64xf32>, memref<2x600x32xbf16>, memref<2x600x32xbf16>, memref<2xi32>, memref<2x1x64xf32>) -> ()
+  return
+}
+
+// -----
+
+// A chunk of 3 new tokens on threads: each token's own mask (-inf past
+// pos + t), the items as an scf.parallel (the reduction, little work,
+// on one thread), and
+// products(bf16): q, k, v and the weights rounded.
+// THREADS-LABEL: func.func @prefill
+// THREADS: scf.parallel (%{{.*}}) = (%c0) to (%c32) step (%c1) {
+// THREADS:   arith.truncf %{{.*}} : vector<16xf32> to vector<16xbf16>
+// THREADS:   scf.for %[[J:.*]] = %{{[0-9]+}} to %{{[0-9]+}} step %c1 {
+// THREADS:     arith.truncf
+// THREADS:     scf.for %[[R:.*]] = %c0 to %c6 step %c1 {
+// THREADS:       %[[T:.*]] = arith.remui %[[R]], %c3
+// THREADS:       arith.cmpi
+// THREADS:       arith.select %{{.*}}, %{{.*}}, %cst
+// THREADS: scf.for %{{.*}} = %c0 to %c4 step %c1 {
+func.func @prefill(%q: memref<2x3x256xf32>, %k: memref<2x2048x128xf32>, %v: memref<2x2048x128xf32>, %pos: memref<2xi32>, %out: memref<2x3x256xf32>) {
+  attn.decode_attention %q, %k, %v at %pos outs(%out) heads(4) kv_heads(2) scale(1.250000e-01) products(bf16)
+      : (memref<2x3x256xf32>, memref<2x2048x128xf32>, memref<2x2048x128xf32>, memref<2xi32>, memref<2x3x256xf32>) -> ()
+  return
+}

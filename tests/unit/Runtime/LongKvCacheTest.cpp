@@ -1,0 +1,199 @@
+//===- LongKvCacheTest.cpp - The decode kernel over many chunks of keys ---===//
+//
+// A step (or a chunk of a prefill) over a cache of several of the decode
+// kernel's chunks of keys (attn.decode_attention, the target's decodeKeys:
+// its partial results reduced across chunks), against the same block
+// compiled step by step (attention=decomposed: the masked softmax over the
+// whole cache). Rows past the new tokens hold NaN and must not matter;
+// 1 and 2 threads give the same bits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../../e2e/TestSupport.h"
+#include "attn/Target/FloatConversions.h"
+#include "attnc/Runtime/Runtime.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+
+using namespace attnc;
+
+namespace {
+
+constexpr int64_t kBatch = 2, kModel = 128, kHeads = 4, kCacheRows = 1100;
+
+struct LongCase {
+  const char *name;
+  int64_t kvHeads;
+  int64_t tokens;
+  int64_t window; // 0: none
+  bool rope;
+  ElementType cache;
+  /// Each entry's position (the rows before it hold the history).
+  int32_t pos[kBatch];
+};
+
+std::string spec(const LongCase &c) {
+  int64_t kvDim = kModel / kHeads * c.kvHeads;
+  const char *type = c.cache == ElementType::BF16  ? "bf16"
+                     : c.cache == ElementType::F16 ? "f16"
+                                                   : "f32";
+  std::string call =
+      "multihead_attention(X, X, X, heads=" + std::to_string(kHeads) +
+      ", w_q=W_q, w_k=W_k, w_v=W_v, w_o=W_o, cache_k=K, "
+      "cache_v=V, cache_pos=pos";
+  if (c.kvHeads != kHeads)
+    call += ", kv_heads=" + std::to_string(c.kvHeads);
+  if (c.window)
+    call += ", window=" + std::to_string(c.window);
+  if (c.rope)
+    call += ", rope=true";
+  return "block step {\n  dim B = " + std::to_string(kBatch) +
+         ", T = " + std::to_string(c.tokens) +
+         ", D = " + std::to_string(kModel) +
+         ", L = " + std::to_string(kCacheRows) +
+         ", E = " + std::to_string(kvDim) +
+         "\n  input X: f32[B, T, D]\n  input pos: i32[B]\n  state K: " + type +
+         "[B, L, E]\n  state V: " + type +
+         "[B, L, E]\n  param W_q: f32[D, D]\n  param W_k: f32[E, D]\n"
+         "  param W_v: f32[E, D]\n  param W_o: f32[D, D]\n  Y = " +
+         call + ")\n  output Y\n}\n";
+}
+
+std::vector<float> randomValues(size_t n, unsigned seed, float bound) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-bound, bound);
+  std::vector<float> values(n);
+  for (float &x : values)
+    x = dist(rng);
+  return values;
+}
+
+std::string message(llvm::Error error) {
+  return error ? llvm::toString(std::move(error)) : std::string();
+}
+
+class LongKvCacheTest : public ::testing::TestWithParam<LongCase> {
+protected:
+  void SetUp() override {
+    const LongCase &c = GetParam();
+    kvDim = kModel / kHeads * c.kvHeads;
+    std::string text = spec(c);
+    CompileOptions options = Runtime::defaultOptions();
+    options.pipeline.parallel = true;
+    auto kernel = runtime->compile(text, "long.attn", "step", options);
+    ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+    options.pipeline.parallel = false;
+    options.pipeline.attention = "decomposed";
+    auto reference = runtime->compile(text, "long.attn", "step", options);
+    ASSERT_TRUE(!!reference) << llvm::toString(reference.takeError());
+    decode = *kernel;
+    stepByStep = *reference;
+    std::vector<HostBuffer> params = {
+        {"W_q", wq.data(), ElementType::F32, {kModel, kModel}},
+        {"W_k", wk.data(), ElementType::F32, {kvDim, kModel}},
+        {"W_v", wv.data(), ElementType::F32, {kvDim, kModel}},
+        {"W_o", wo.data(), ElementType::F32, {kModel, kModel}}};
+    for (Kernel *k : {decode.get(), stepByStep.get()})
+      ASSERT_EQ(message(k->bindParams(params)), "");
+  }
+
+  /// The caches as the kernel's element type (bytes): the history rows
+  /// before each entry's position random, the rest NaN (never written).
+  std::vector<uint8_t> history(unsigned seed) {
+    const LongCase &c = GetParam();
+    std::vector<float> values =
+        randomValues(kBatch * kCacheRows * kvDim, seed, 1.0f);
+    for (int64_t b = 0; b < kBatch; ++b)
+      for (int64_t row = c.pos[b]; row < kCacheRows; ++row)
+        for (int64_t i = 0; i < kvDim; ++i)
+          values[(b * kCacheRows + row) * kvDim + i] = NAN;
+    size_t width = c.cache == ElementType::F32 ? 4 : 2;
+    std::vector<uint8_t> bytes(values.size() * width);
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (width == 4) {
+        std::memcpy(&bytes[4 * i], &values[i], 4);
+        continue;
+      }
+      uint16_t narrow = c.cache == ElementType::BF16
+                            ? mlir::attn::narrowToBf16(values[i])
+                            : mlir::attn::narrowToF16(values[i]);
+      std::memcpy(&bytes[2 * i], &narrow, 2);
+    }
+    return bytes;
+  }
+
+  /// One call of `kernel` on fresh copies of the caches: its output.
+  std::vector<float> run(Kernel *kernel) {
+    const LongCase &c = GetParam();
+    std::vector<uint8_t> k = history(10), v = history(11);
+    std::vector<int32_t> pos(c.pos, c.pos + kBatch);
+    std::vector<float> y(kBatch * c.tokens * kModel, NAN);
+    EXPECT_EQ(
+        message(kernel->run(
+            {{"X", x.data(), ElementType::F32, {kBatch, c.tokens, kModel}},
+             {"pos", pos.data(), ElementType::I32, {kBatch}},
+             {"K", k.data(), c.cache, {kBatch, kCacheRows, kvDim}},
+             {"V", v.data(), c.cache, {kBatch, kCacheRows, kvDim}},
+             {"Y", y.data(), ElementType::F32, {kBatch, c.tokens, kModel}}})),
+        "");
+    return y;
+  }
+
+  Runtime *runtime = &test::sharedTestRuntime();
+  std::shared_ptr<Kernel> decode, stepByStep;
+  int64_t kvDim = 0;
+  std::vector<float> x = randomValues(kBatch * 4 * kModel, 1, 1.0f),
+                     wq = randomValues(kModel * kModel, 2, 0.3f),
+                     wk = randomValues(kModel * kModel, 3, 0.3f),
+                     wv = randomValues(kModel * kModel, 4, 0.3f),
+                     wo = randomValues(kModel * kModel, 5, 0.3f);
+};
+
+TEST_P(LongKvCacheTest, EqualsTheStepByStepAttentionOverTheWholeCache) {
+  std::vector<float> want = run(stepByStep.get());
+  std::vector<float> got = run(decode.get());
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], 2e-5f * (1.0f + std::fabs(want[i])))
+        << "element " << i;
+}
+
+TEST_P(LongKvCacheTest, OneAndTwoThreadsGiveTheSameBits) {
+  int threads = runtime->numThreads();
+  runtime->setNumThreads(1);
+  std::vector<float> one = run(decode.get());
+  runtime->setNumThreads(2);
+  std::vector<float> two = run(decode.get());
+  runtime->setNumThreads(threads);
+  EXPECT_EQ(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, LongKvCacheTest,
+    ::testing::Values(
+        // One token at the cache's last row and in its second chunk.
+        LongCase{
+            "mha_step", kHeads, 1, 0, false, ElementType::F32, {1099, 300}},
+        // A chunk of three tokens across a chunk boundary, GQA, rope and a
+        // window that starts inside an earlier chunk.
+        LongCase{"gqa_rope_window_prefill",
+                 2,
+                 3,
+                 300,
+                 true,
+                 ElementType::F32,
+                 {510, 1000}},
+        // MQA on a bf16 cache, a window of one chunk's size.
+        LongCase{
+            "mqa_bf16_window", 1, 1, 256, false, ElementType::BF16, {767, 0}},
+        LongCase{
+            "gqa_f16_prefill", 2, 4, 0, false, ElementType::F16, {254, 1096}}),
+    [](const ::testing::TestParamInfo<LongCase> &info) {
+      return std::string(info.param.name);
+    });
+
+} // namespace
