@@ -8,8 +8,9 @@ machine's read bandwidth beside them.
 
 Each step is timed over `--layers` independent layers (weights and caches
 of their own, called in turn, as a model's layers are), so that no layer's
-working set stays in the L3 cache between its calls; the figure is the
-median time of one layer's step. Every entry's cache holds `L - 1` tokens
+working set stays in the L3 cache between its calls: by default as many
+layers as make twice the L3 cache (sysfs; 300 MiB on Emerald Rapids), at
+least 12. The figure is the median time of one layer's step. Every entry's cache holds `L - 1` tokens
 (the step writes row L - 1 and reads all L rows). The roofline is the
 bytes one step must read (its weights and its caches' first L rows) over
 attnc-memory-bandwidth's median read rate on the same threads.
@@ -74,6 +75,20 @@ def median_ms(fn, layers, min_time=1.0, max_rounds=200):
     return statistics.median(times) * 1e3
 
 
+def l3_bytes():
+    """The largest cache's size from sysfs (0 when unknown)."""
+    best = 0
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    for index in os.listdir(base) if os.path.isdir(base) else []:
+        try:
+            text = open(os.path.join(base, index, "size")).read().strip()
+        except OSError:
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        best = max(best, int(text.rstrip("KMG")) * scale)
+    return best
+
+
 def bandwidth(threads):
     tool = os.path.join(os.path.dirname(__file__), "..", "build", "bin",
                         "attnc-memory-bandwidth")
@@ -85,7 +100,9 @@ def bandwidth(threads):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--layers", type=int, default=12)
+    parser.add_argument("--layers", type=int, default=0,
+                        help="layers called in turn (0: twice the L3 cache's "
+                             "worth, at least 12)")
     parser.add_argument("--lengths", default="1024,8192")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
@@ -102,10 +119,10 @@ def main():
     isa = "AVX-512" if " avx512f " in flags else "AVX2"
     print(f"{platform.processor() or platform.machine()}, {isa}, "
           f"{args.threads} thread(s), {args.model} (D={d}, {heads} heads, "
-          f"{kv} kv heads), {args.dtype}, {args.layers} layers; read "
+          f"{kv} kv heads), {args.dtype}; L3 {l3_bytes() >> 20} MiB; read "
           f"bandwidth {gbps:.1f} GB/s")
-    print(f"{'L':>6} {'bytes/step':>11} {'roofline':>9} {'attnc':>9} "
-          f"{'torch':>9} {'attnc/roof':>10} {'torch/attnc':>11}")
+    print(f"{'L':>6} {'layers':>6} {'bytes/step':>11} {'roofline':>9} "
+          f"{'attnc':>9} {'torch':>9} {'attnc/roof':>10} {'torch/attnc':>11}")
     for length in (int(x) for x in args.lengths.split(",")):
         rng = np.random.default_rng(0)
 
@@ -113,8 +130,10 @@ def main():
             return (torch.from_numpy(rng.standard_normal(shape, np.float32))
                     * scale).to(torch_dtype)
 
+        step_bytes = size * (2 * d * d + 2 * kv_dim * d + 2 * length * kv_dim)
+        count = args.layers or max(12, -(-2 * l3_bytes() // step_bytes))
         layers = []
-        for _ in range(args.layers):
+        for _ in range(count):
             w = {"W_q": tensor(d, d, scale=d ** -0.5),
                  "W_k": tensor(kv_dim, d, scale=d ** -0.5),
                  "W_v": tensor(kv_dim, d, scale=d ** -0.5),
@@ -152,11 +171,10 @@ def main():
             F.linear(o.transpose(1, 2).reshape(1, 1, d), w["W_o"])
 
         with torch.inference_mode():
-            t_attnc = median_ms(attnc_step, args.layers)
-            t_torch = median_ms(torch_step, args.layers)
-        step_bytes = size * (2 * d * d + 2 * kv_dim * d + 2 * length * kv_dim)
+            t_attnc = median_ms(attnc_step, count)
+            t_torch = median_ms(torch_step, count)
         roof = step_bytes / (gbps * 1e9) * 1e3
-        print(f"{length:>6} {step_bytes / 1e6:>9.1f}MB {roof:>8.3f}ms "
+        print(f"{length:>6} {count:>6} {step_bytes / 1e6:>9.1f}MB {roof:>8.3f}ms "
               f"{t_attnc:>7.3f}ms {t_torch:>7.3f}ms {roof / t_attnc:>10.2f} "
               f"{t_torch / t_attnc:>11.2f}")
 

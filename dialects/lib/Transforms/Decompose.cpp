@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <tuple>
 
 namespace mlir::attn {
@@ -176,10 +177,12 @@ Value cachePositionOf(OpBuilder &b, Location l, Value pos, int64_t perEntry) {
       b, l, b.getIndexType(), tensor::ExtractOp::create(b, l, pos, entry));
 }
 
-/// s[n, i, j] = -1e6 where key j is not visible from new token i of entry
+/// s[n, i, j] = -inf where key j is not visible from new token i of entry
 /// b = n / heads at absolute position p = pos[b] + i: the causal mask with
 /// that offset, and the sliding window (attn/IR/AttentionMask.h with row
-/// p).
+/// p). Not D2L's -1e6: a token's rows are exactly the ones it sees (its
+/// own among them, so the softmax has a finite max), the others weigh 0,
+/// as in attn.decode_attention.
 Value maskBeyondCache(PatternRewriter &rewriter, Location loc, Value scores,
                       Value pos, int64_t heads, std::optional<int64_t> window) {
   int64_t keys = cast<RankedTensorType>(scores.getType()).getDimSize(2);
@@ -191,7 +194,12 @@ Value maskBeyondCache(PatternRewriter &rewriter, Location loc, Value scores,
         Value j = linalg::IndexOp::create(b, l, 2);
         Value end = visibleEnd(b, l, Value(), row, keys, true);
         Value begin = visibleBegin(b, l, row, window);
-        return maskScore(b, l, isKeyVisible(b, l, j, begin, end), score);
+        Value minusInf = arith::ConstantOp::create(
+            b, l,
+            b.getFloatAttr(score.getType(),
+                           -std::numeric_limits<double>::infinity()));
+        return arith::SelectOp::create(b, l, isKeyVisible(b, l, j, begin, end),
+                                       score, minusInf);
       });
 }
 

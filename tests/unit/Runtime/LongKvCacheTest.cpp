@@ -15,6 +15,7 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -35,6 +36,10 @@ struct LongCase {
   ElementType cache;
   /// Each entry's position (the rows before it hold the history).
   int32_t pos[kBatch];
+  /// W_k = -W_q, scaled up: every visible score far below -1e6 (D2L's
+  /// masked score), where only exact exclusion of the other rows keeps
+  /// them out of the softmax.
+  bool hugeNegativeScores = false;
 };
 
 std::string spec(const LongCase &c) {
@@ -91,6 +96,13 @@ protected:
     options.pipeline.attention = "decomposed";
     auto reference = runtime->compile(text, "long.attn", "step", options);
     ASSERT_TRUE(!!reference) << llvm::toString(reference.takeError());
+    if (c.hugeNegativeScores) {
+      ASSERT_EQ(kvDim, kModel);
+      for (size_t i = 0; i < wq.size(); ++i) {
+        wq[i] *= 500.0f;
+        wk[i] = -wq[i];
+      }
+    }
     decode = *kernel;
     stepByStep = *reference;
     std::vector<HostBuffer> params = {
@@ -157,6 +169,13 @@ protected:
 TEST_P(LongKvCacheTest, EqualsTheStepByStepAttentionOverTheWholeCache) {
   std::vector<float> want = run(stepByStep.get());
   std::vector<float> got = run(decode.get());
+  if (GetParam().hugeNegativeScores) {
+    // Each token's rows only: not the mean of the others' (zeroed) values.
+    double largest = 0;
+    for (float y : want)
+      largest = std::max(largest, double(std::fabs(y)));
+    ASSERT_GT(largest, 1e-2);
+  }
   for (size_t i = 0; i < want.size(); ++i)
     ASSERT_NEAR(got[i], want[i], 2e-5f * (1.0f + std::fabs(want[i])))
         << "element " << i;
@@ -191,7 +210,17 @@ INSTANTIATE_TEST_SUITE_P(
         LongCase{
             "mqa_bf16_window", 1, 1, 256, false, ElementType::BF16, {767, 0}},
         LongCase{
-            "gqa_f16_prefill", 2, 4, 0, false, ElementType::F16, {254, 1096}}),
+            "gqa_f16_prefill", 2, 4, 0, false, ElementType::F16, {254, 1096}},
+        // Each token sees only its own row (window 1), at a score below
+        // -1e6: the other rows still weigh 0.
+        LongCase{"huge_negative_scores_window",
+                 kHeads,
+                 2,
+                 1,
+                 false,
+                 ElementType::F32,
+                 {800, 20},
+                 true}),
     [](const ::testing::TestParamInfo<LongCase> &info) {
       return std::string(info.param.name);
     });
