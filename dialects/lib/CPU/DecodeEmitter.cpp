@@ -153,7 +153,9 @@ SmallVector<Value> DecodeEmitter::cacheRow(Value cache, Value batchIndex,
     if (!element.isF32())
       x = arith::ExtFOp::create(b, loc,
                                 VectorType::get({count}, b.getF32Type()), x);
-    values.push_back(productOperand(b, loc, x, products));
+    // A bf16 cache's rows are products(bf16)'s operands as they are.
+    values.push_back(element == products ? x
+                                         : productOperand(b, loc, x, products));
   }
   return values;
 }
@@ -227,15 +229,27 @@ void DecodeEmitter::chunk(Value n, Value c) {
                               ValueRange{r, index(j)});
   });
   // Pass 1: each key row once, against every query row of the kv head.
+  // The query rows stay in registers when they fit beside a key row (a
+  // decode step's few rows): the scratch's loads could not be hoisted by
+  // LLVM past the stores of the scores (both come from the allocator).
+  auto queryRow = [&](Value r) {
+    SmallVector<Value> query;
+    for (auto [offset, count] : pieces)
+      query.push_back(vector::LoadOp::create(b, loc,
+                                             VectorType::get({count}, f32Type),
+                                             qs, ValueRange{r, index(offset)}));
+    return query;
+  };
+  int64_t registerRows =
+      rows * static_cast<int64_t>(pieces.size()) <= maxAccumulators / 2 ? rows
+                                                                        : 0;
+  SmallVector<SmallVector<Value>> heldQueries;
+  for (int64_t r = 0; r < registerRows; ++r)
+    heldQueries.push_back(queryRow(index(r)));
   forRange(jb, je, [&](Value j) {
     SmallVector<Value> key = cacheRow(k, entry.batch, j, column);
     Value slot = arith::SubIOp::create(b, loc, j, j0);
-    forRange(index(0), index(rows), [&](Value r) {
-      SmallVector<Value> query;
-      for (auto [offset, count] : pieces)
-        query.push_back(
-            vector::LoadOp::create(b, loc, VectorType::get({count}, f32Type),
-                                   qs, ValueRange{r, index(offset)}));
+    auto scoreRow = [&](Value r, ArrayRef<Value> query) {
       Value score = arith::MulFOp::create(b, loc, dot(query, key), f32(scale));
       // With T = 1 every key of [jb, je) is the token's; otherwise token t
       // sees [begin(p + t), p + t].
@@ -247,7 +261,13 @@ void DecodeEmitter::chunk(Value n, Value c) {
         score = arith::SelectOp::create(b, loc, visible, score, minusInf);
       }
       memref::StoreOp::create(b, loc, score, scores, ValueRange{r, slot});
-    });
+    };
+    if (registerRows) {
+      for (int64_t r = 0; r < registerRows; ++r)
+        scoreRow(index(r), heldQueries[r]);
+      return;
+    }
+    forRange(index(0), index(rows), [&](Value r) { scoreRow(r, queryRow(r)); });
   });
   // Pass 2: each row's max, weights and sum over the chunk.
   forRange(index(0), index(rows), [&](Value r) {

@@ -26,13 +26,21 @@
 // CHECK:   %[[J1:.*]] = arith.addi %[[J0]], %c256
 // CHECK:   %[[JE:.*]] = arith.minsi %[[J1]], %[[END]]
 // CHECK:   scf.if
-// CHECK:     memref.alloc() : memref<2x16xf32>
+// CHECK:     %[[QS:.*]] = memref.alloc() : memref<2x16xf32>
 // CHECK:     %[[SCORES:.*]] = memref.alloc() : memref<2x256xf32>
+// The two query rows (of the kv head's two query heads) held in registers.
+// CHECK:     %[[Q0:.*]] = vector.load %[[QS]][%c0, %c0]
+// CHECK:     %[[Q1:.*]] = vector.load %[[QS]][%c1, %c0]
 // CHECK:     scf.for %[[J:.*]] = %[[JB]] to %[[JE]] step %c1 {
-// CHECK:       vector.load %[[K]][%{{.*}}, %[[J]], %{{.*}}] : memref<2x600x32xbf16>, vector<16xbf16>
-// CHECK:       arith.extf %{{.*}} : vector<16xbf16> to vector<16xf32>
-// CHECK:       scf.for %{{.*}} = %c0 to %c2 step %c1 {
-// CHECK:         vector.reduction <add>
+// CHECK:       %[[KEY16:.*]] = vector.load %[[K]][%{{.*}}, %[[J]], %{{.*}}] : memref<2x600x32xbf16>, vector<16xbf16>
+// CHECK-NEXT:  %[[KEY:.*]] = arith.extf %[[KEY16]] : vector<16xbf16> to vector<16xf32>
+// CHECK-NOT:   arith.truncf
+// CHECK:       arith.mulf %[[Q0]], %[[KEY]]
+// CHECK:       vector.reduction <add>
+// CHECK:       memref.store %{{.*}}, %[[SCORES]][%c0,
+// CHECK:       arith.mulf %[[Q1]], %[[KEY]]
+// CHECK:       vector.reduction <add>
+// CHECK:       memref.store %{{.*}}, %[[SCORES]][%c1,
 // CHECK:     vector.reduction <maximumf>
 // CHECK:     math.exp
 // CHECK:     memref.store %{{.*}}, %[[MAX]][%[[N]], %[[C]], %{{.*}}]
