@@ -291,10 +291,12 @@ void rewriteMatmul(linalg::MatmulOp matmul, const CpuSchedule &schedule) {
   // other shapes join them.
   bool tiles =
       lhsType.getDimSize(0) % 16 == 0 && columns % 16 == 0 && depth % 32 == 0;
-  Bf16PairForm form = schedule.bf16Amx && tiles ? Bf16PairForm::Tiles
-                      : schedule.bf16Dot != CpuSchedule::Bf16Dot::None
-                          ? Bf16PairForm::Slots
-                          : Bf16PairForm::Widened;
+  bool memoryBound = lhsType.getDimSize(0) < schedule.memoryBoundRows;
+  Bf16PairForm form =
+      schedule.bf16Amx && tiles ? Bf16PairForm::Tiles
+      : schedule.bf16Dot != CpuSchedule::Bf16Dot::None || memoryBound
+          ? Bf16PairForm::Slots
+          : Bf16PairForm::Widened;
   OpBuilder b(matmul);
   Location loc = matmul.getLoc();
   Value result;

@@ -183,6 +183,35 @@ Value DecodeEmitter::dot(ArrayRef<Value> query, ArrayRef<Value> key) {
   return sum;
 }
 
+Value DecodeEmitter::sumLanes(ArrayRef<Value> vectors) {
+  // Each step pairs the vectors (keys in order) and halves the partial
+  // lanes per key: a key's `width` lanes become width / 2, lane by lane
+  // sums of its two halves, until each key has one lane.
+  SmallVector<Value> level(vectors.begin(), vectors.end());
+  int64_t n = static_cast<int64_t>(level.size());
+  for (int64_t width = n; width > 1; width /= 2) {
+    int64_t keysPer = n / width, half = width / 2;
+    SmallVector<Value> next;
+    for (size_t v = 0; v + 1 < level.size(); v += 2) {
+      SmallVector<int64_t> low, high;
+      for (int64_t slot = 0; slot < 2 * keysPer; ++slot) {
+        int64_t source = slot < keysPer ? 0 : n;
+        int64_t key = slot % keysPer;
+        for (int64_t p = 0; p < half; ++p) {
+          low.push_back(source + key * width + p);
+          high.push_back(source + key * width + half + p);
+        }
+      }
+      Value lo = vector::ShuffleOp::create(b, loc, level[v], level[v + 1], low);
+      Value hi =
+          vector::ShuffleOp::create(b, loc, level[v], level[v + 1], high);
+      next.push_back(arith::AddFOp::create(b, loc, lo, hi));
+    }
+    level = std::move(next);
+  }
+  return level.front();
+}
+
 void DecodeEmitter::copyQueries(const Entry &entry) {
   int64_t perGroup = heads / kvHeads;
   Value firstHead = mul(entry.group, index(perGroup));
@@ -246,28 +275,80 @@ void DecodeEmitter::chunk(Value n, Value c) {
   SmallVector<SmallVector<Value>> heldQueries;
   for (int64_t r = 0; r < registerRows; ++r)
     heldQueries.push_back(queryRow(index(r)));
-  forRange(jb, je, [&](Value j) {
+  auto queryOf = [&](Value r, int64_t held) -> SmallVector<Value> {
+    return registerRows ? heldQueries[held] : queryRow(r);
+  };
+  // Token t of row r sees [begin(p + t), p + t]; with T = 1 every key of
+  // [jb, je) is the token's.
+  auto rowPosition = [&](Value r) {
+    return add(entry.pos, arith::RemUIOp::create(b, loc, r, index(tokens)));
+  };
+  auto eachRow = [&](function_ref<void(Value, ArrayRef<Value>)> body) {
+    if (registerRows) {
+      for (int64_t r = 0; r < registerRows; ++r)
+        body(index(r), heldQueries[r]);
+      return;
+    }
+    forRange(index(0), index(rows), [&](Value r) { body(r, queryOf(r, 0)); });
+  };
+  // Blocks of `lanes` keys when the head is whole vectors: each key's
+  // products stay a vector, and one tree of shuffles sums the block's
+  // vectors into a vector of its scores, instead of a horizontal sum per
+  // key.
+  bool blocks =
+      llvm::isPowerOf2_64(lanes) &&
+      llvm::all_of(pieces, [&](auto piece) { return piece.second == lanes; });
+  Value tailBegin = jb;
+  if (blocks) {
+    Value count = arith::DivUIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, je, jb), index(lanes));
+    tailBegin = add(jb, mul(count, index(lanes)));
+    forRange(index(0), count, [&](Value block) {
+      Value first = add(jb, mul(block, index(lanes)));
+      Value slot = arith::SubIOp::create(b, loc, first, j0);
+      eachRow([&](Value r, ArrayRef<Value> query) {
+        SmallVector<Value> products;
+        for (int64_t i = 0; i < lanes; ++i) {
+          SmallVector<Value> key =
+              cacheRow(k, entry.batch, add(first, index(i)), column);
+          Value sum;
+          for (auto [x, y] : llvm::zip(query, key))
+            sum = sum ? vector::FMAOp::create(b, loc, x, y, sum)
+                      : arith::MulFOp::create(b, loc, x, y).getResult();
+          products.push_back(sum);
+        }
+        Value score = arith::MulFOp::create(b, loc, sumLanes(products),
+                                            splat(f32(scale), lanes));
+        if (tokens > 1) {
+          Value row = rowPosition(r);
+          auto indexVector = VectorType::get({lanes}, b.getIndexType());
+          Value keys = arith::AddIOp::create(
+              b, loc, vector::StepOp::create(b, loc, indexVector),
+              splat(first, lanes));
+          Value visible = isKeyVisible(
+              b, loc, keys, visibleBegin(b, loc, row, window),
+              add(row, index(1)), [&](Value x) { return splat(x, lanes); });
+          score = arith::SelectOp::create(b, loc, visible, score,
+                                          splat(minusInf, lanes));
+        }
+        vector::StoreOp::create(b, loc, score, scores, ValueRange{r, slot});
+      });
+    });
+  }
+  // The other keys one at a time.
+  forRange(tailBegin, je, [&](Value j) {
     SmallVector<Value> key = cacheRow(k, entry.batch, j, column);
     Value slot = arith::SubIOp::create(b, loc, j, j0);
-    auto scoreRow = [&](Value r, ArrayRef<Value> query) {
+    eachRow([&](Value r, ArrayRef<Value> query) {
       Value score = arith::MulFOp::create(b, loc, dot(query, key), f32(scale));
-      // With T = 1 every key of [jb, je) is the token's; otherwise token t
-      // sees [begin(p + t), p + t].
       if (tokens > 1) {
-        Value row =
-            add(entry.pos, arith::RemUIOp::create(b, loc, r, index(tokens)));
+        Value row = rowPosition(r);
         Value visible = isKeyVisible(
             b, loc, j, visibleBegin(b, loc, row, window), add(row, index(1)));
         score = arith::SelectOp::create(b, loc, visible, score, minusInf);
       }
       memref::StoreOp::create(b, loc, score, scores, ValueRange{r, slot});
-    };
-    if (registerRows) {
-      for (int64_t r = 0; r < registerRows; ++r)
-        scoreRow(index(r), heldQueries[r]);
-      return;
-    }
-    forRange(index(0), index(rows), [&](Value r) { scoreRow(r, queryRow(r)); });
+    });
   });
   // Pass 2: each row's max, weights and sum over the chunk.
   forRange(index(0), index(rows), [&](Value r) {

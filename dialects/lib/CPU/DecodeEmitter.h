@@ -86,6 +86,11 @@ private:
   /// order.
   Value dot(ArrayRef<Value> query, ArrayRef<Value> key);
 
+  /// `lanes` vectors of `lanes` lanes (a power of two), each a key's
+  /// products: the vector of their sums, key i in lane i (a tree of
+  /// shuffles, in a fixed order).
+  Value sumLanes(ArrayRef<Value> vectors);
+
   /// for (i = begin; i < end; ++i) body(i) at the builder's point.
   void forRange(Value begin, Value end, function_ref<void(Value)> body);
 

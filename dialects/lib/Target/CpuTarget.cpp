@@ -55,6 +55,7 @@ std::string CpuSchedule::format() const {
   line("attention-row-blocks-per-sweep", attentionRowBlocksPerSweep);
   line("attention-softmax-blocks", attentionSoftmaxBlocks);
   line("decode-keys", decodeKeys);
+  line("memory-bound-rows", memoryBoundRows);
   line("parallel-flops", parallelFlops);
   line("parallel-elements", parallelElements);
   line("packed-alignment-floats", packedAlignmentFloats);

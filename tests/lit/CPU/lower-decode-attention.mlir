@@ -31,14 +31,27 @@
 // The two query rows (of the kv head's two query heads) held in registers.
 // CHECK:     %[[Q0:.*]] = vector.load %[[QS]][%c0, %c0]
 // CHECK:     %[[Q1:.*]] = vector.load %[[QS]][%c1, %c0]
-// CHECK:     scf.for %[[J:.*]] = %[[JB]] to %[[JE]] step %c1 {
-// CHECK:       %[[KEY16:.*]] = vector.load %[[K]][%{{.*}}, %[[J]], %{{.*}}] : memref<2x600x32xbf16>, vector<16xbf16>
+// Blocks of 16 keys: per row, each key's products a vector, summed by a
+// tree of shuffles into the block's 16 scores, stored at once.
+// CHECK:     %[[SPAN:.*]] = arith.subi %[[JE]], %[[JB]]
+// CHECK:     %[[BLOCKS:.*]] = arith.divui %[[SPAN]], %c16
+// CHECK:     %[[FULL:.*]] = arith.muli %[[BLOCKS]], %c16
+// CHECK:     %[[TAIL:.*]] = arith.addi %[[JB]], %[[FULL]]
+// CHECK:     scf.for %{{.*}} = %c0 to %[[BLOCKS]] step %c1 {
+// CHECK:       %[[KEY16:.*]] = vector.load %[[K]][%{{.*}}] : memref<2x600x32xbf16>, vector<16xbf16>
 // CHECK-NEXT:  %[[KEY:.*]] = arith.extf %[[KEY16]] : vector<16xbf16> to vector<16xf32>
 // CHECK-NOT:   arith.truncf
 // CHECK:       arith.mulf %[[Q0]], %[[KEY]]
+// CHECK-COUNT-15: vector.load %[[K]]
+// CHECK:       vector.shuffle
+// CHECK:       %[[S0:.*]] = arith.mulf %{{.*}}, %cst{{.*}} : vector<16xf32>
+// CHECK:       vector.store %[[S0]], %[[SCORES]][%c0, %{{.*}}] : memref<2x256xf32>, vector<16xf32>
+// CHECK:       vector.store %{{.*}}, %[[SCORES]][%c1, %{{.*}}] : memref<2x256xf32>, vector<16xf32>
+// The keys past the last whole block one at a time.
+// CHECK:     scf.for %[[J:.*]] = %[[TAIL]] to %[[JE]] step %c1 {
+// CHECK:       vector.load %[[K]][%{{.*}}, %[[J]], %{{.*}}] : memref<2x600x32xbf16>, vector<16xbf16>
 // CHECK:       vector.reduction <add>
 // CHECK:       memref.store %{{.*}}, %[[SCORES]][%c0,
-// CHECK:       arith.mulf %[[Q1]], %[[KEY]]
 // CHECK:       vector.reduction <add>
 // CHECK:       memref.store %{{.*}}, %[[SCORES]][%c1,
 // CHECK:     vector.reduction <maximumf>

@@ -116,6 +116,11 @@ struct CpuSchedule {
   /// An AMX GEMM takes A in chunks of rows whose tiles fit in this many
   /// bytes (half the L2), each read by every column block from L2.
   int64_t amxPanelBytes = 512 * 1024;
+  /// A bf16 pair GEMM of fewer rows than this (a decode step's
+  /// projections) is bound by reading B, not by its k steps: B stays bf16
+  /// pairs in f32 slots (half the bytes of widened pairs) even where the k
+  /// step widens them for FMAs.
+  int64_t memoryBoundRows = 8;
 
   /// One `name = value` per line.
   std::string format() const;
