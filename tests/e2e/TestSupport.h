@@ -9,8 +9,12 @@
 
 #include "attnc/Runtime/Runtime.h"
 
+#include "llvm/Support/Error.h"
+
 #include <cstddef>
+#include <random>
 #include <string>
+#include <vector>
 
 namespace attnc::test {
 
@@ -45,6 +49,23 @@ inline std::string testCacheDirectory() { return ATTNC_TEST_CACHE_DIR; }
 inline Runtime &sharedTestRuntime() {
   static Runtime *runtime = new Runtime(testCacheDirectory());
   return *runtime;
+}
+
+/// `n` values drawn uniformly from [-bound, bound] with std::mt19937(seed):
+/// the same values on every machine.
+inline std::vector<float> randomValues(size_t n, unsigned seed,
+                                       float bound = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-bound, bound);
+  std::vector<float> values(n);
+  for (float &x : values)
+    x = dist(rng);
+  return values;
+}
+
+/// The message of `error`, or "" for success (it is consumed).
+inline std::string errorMessage(llvm::Error error) {
+  return error ? llvm::toString(std::move(error)) : std::string();
 }
 
 } // namespace attnc::test

@@ -80,6 +80,19 @@ void DecodeEmitter::forRange(Value begin, Value end,
   body(loop.getInductionVar());
 }
 
+SmallVector<Value> DecodeEmitter::forWithValues(
+    Value begin, Value end, ValueRange init,
+    function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+  auto loop = scf::ForOp::create(b, loc, begin, end, index(1), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    scf::YieldOp::create(
+        b, loc, body(loop.getInductionVar(), loop.getRegionIterArgs()));
+  }
+  return SmallVector<Value>(loop.getResults());
+}
+
 void DecodeEmitter::forEach(int64_t count, bool threads,
                             function_ref<void(Value)> body) {
   if (!threads) {
@@ -389,29 +402,25 @@ void DecodeEmitter::chunk(Value n, Value c) {
     for (int64_t i = 0; i < count; ++i)
       for (auto [offset, width] : pieces)
         zeros.push_back(splat(f32(0), width));
-    auto loop = scf::ForOp::create(b, loc, jb, je, index(1), zeros);
-    {
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(loop.getBody());
-      Value j = loop.getInductionVar();
-      SmallVector<Value> value = cacheRow(v, entry.batch, j, column);
-      Value slot = arith::SubIOp::create(b, loc, j, j0);
-      SmallVector<Value> next;
-      for (int64_t i = 0; i < count; ++i) {
-        Value weight = memref::LoadOp::create(
-            b, loc, scores, ValueRange{add(r0, index(i)), slot});
-        for (auto [p, piece] : llvm::enumerate(pieces)) {
-          Value acc = loop.getRegionIterArgs()[i * pieces.size() + p];
-          next.push_back(vector::FMAOp::create(
-              b, loc, splat(weight, piece.second), value[p], acc));
-        }
-      }
-      scf::YieldOp::create(b, loc, next);
-    }
+    SmallVector<Value> sums =
+        forWithValues(jb, je, zeros, [&](Value j, ValueRange acc) {
+          SmallVector<Value> value = cacheRow(v, entry.batch, j, column);
+          Value slot = arith::SubIOp::create(b, loc, j, j0);
+          SmallVector<Value> next;
+          for (int64_t i = 0; i < count; ++i) {
+            Value weight = memref::LoadOp::create(
+                b, loc, scores, ValueRange{add(r0, index(i)), slot});
+            for (auto [p, piece] : llvm::enumerate(pieces))
+              next.push_back(
+                  vector::FMAOp::create(b, loc, splat(weight, piece.second),
+                                        value[p], acc[i * pieces.size() + p]));
+          }
+          return next;
+        });
     for (int64_t i = 0; i < count; ++i)
       for (auto [p, piece] : llvm::enumerate(pieces))
         vector::StoreOp::create(
-            b, loc, loop.getResult(i * pieces.size() + p), partOut,
+            b, loc, sums[i * pieces.size() + p], partOut,
             ValueRange{n, c, add(r0, index(i)), index(piece.first)});
   };
   int64_t fullBlocks = rows / perBlock;
@@ -439,50 +448,43 @@ void DecodeEmitter::reduce(Value n) {
   forRange(index(0), index(rows), [&](Value r) {
     // The row's max over its chunks (each chunk holds a visible key of some
     // row; this row sees itself, so the max is finite).
-    auto maxLoop =
-        scf::ForOp::create(b, loc, first, last, index(1), ValueRange{minusInf});
-    {
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(maxLoop.getBody());
-      Value m = memref::LoadOp::create(
-          b, loc, partMax, ValueRange{n, maxLoop.getInductionVar(), r});
-      scf::YieldOp::create(b, loc,
-                           ValueRange{arith::MaximumFOp::create(
-                               b, loc, maxLoop.getRegionIterArgs()[0], m)});
-    }
-    Value rowMax = maxLoop.getResult(0);
+    Value rowMax =
+        forWithValues(first, last, ValueRange{minusInf},
+                      [&](Value c, ValueRange most) -> SmallVector<Value> {
+                        Value m = memref::LoadOp::create(b, loc, partMax,
+                                                         ValueRange{n, c, r});
+                        return {arith::MaximumFOp::create(b, loc, most[0], m)};
+                      })
+            .front();
     SmallVector<Value> init = {f32(0)};
     for (auto [offset, width] : pieces)
       init.push_back(splat(f32(0), width));
-    auto sumLoop = scf::ForOp::create(b, loc, first, last, index(1), init);
-    {
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(sumLoop.getBody());
-      Value c = sumLoop.getInductionVar();
-      Value m = memref::LoadOp::create(b, loc, partMax, ValueRange{n, c, r});
-      Value scaleBy =
-          math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, m, rowMax));
-      Value l = memref::LoadOp::create(b, loc, partSum, ValueRange{n, c, r});
-      SmallVector<Value> next = {arith::AddFOp::create(
-          b, loc, arith::MulFOp::create(b, loc, l, scaleBy),
-          sumLoop.getRegionIterArgs()[0])};
-      for (auto [p, piece] : llvm::enumerate(pieces)) {
-        Value o = vector::LoadOp::create(
-            b, loc, VectorType::get({piece.second}, b.getF32Type()), partOut,
-            ValueRange{n, c, r, index(piece.first)});
-        next.push_back(
-            vector::FMAOp::create(b, loc, splat(scaleBy, piece.second), o,
-                                  sumLoop.getRegionIterArgs()[1 + p]));
-      }
-      scf::YieldOp::create(b, loc, next);
-    }
-    Value rowSum = sumLoop.getResult(0);
+    SmallVector<Value> sums =
+        forWithValues(first, last, init, [&](Value c, ValueRange acc) {
+          Value m =
+              memref::LoadOp::create(b, loc, partMax, ValueRange{n, c, r});
+          Value scaleBy = math::ExpOp::create(
+              b, loc, arith::SubFOp::create(b, loc, m, rowMax));
+          Value l =
+              memref::LoadOp::create(b, loc, partSum, ValueRange{n, c, r});
+          SmallVector<Value> next = {arith::AddFOp::create(
+              b, loc, arith::MulFOp::create(b, loc, l, scaleBy), acc[0])};
+          for (auto [p, piece] : llvm::enumerate(pieces)) {
+            Value o = vector::LoadOp::create(
+                b, loc, VectorType::get({piece.second}, b.getF32Type()),
+                partOut, ValueRange{n, c, r, index(piece.first)});
+            next.push_back(vector::FMAOp::create(
+                b, loc, splat(scaleBy, piece.second), o, acc[1 + p]));
+          }
+          return next;
+        });
+    Value rowSum = sums[0];
     Value t = arith::RemUIOp::create(b, loc, r, index(tokens));
     Value head = add(mul(entry.group, index(perGroup)),
                      arith::DivUIOp::create(b, loc, r, index(tokens)));
     Value column = mul(head, index(depth));
     for (auto [p, piece] : llvm::enumerate(pieces)) {
-      Value o = arith::DivFOp::create(b, loc, sumLoop.getResult(1 + p),
+      Value o = arith::DivFOp::create(b, loc, sums[1 + p],
                                       splat(rowSum, piece.second));
       vector::StoreOp::create(
           b, loc, o, out,

@@ -94,6 +94,12 @@ private:
   /// for (i = begin; i < end; ++i) body(i) at the builder's point.
   void forRange(Value begin, Value end, function_ref<void(Value)> body);
 
+  /// for (i = begin; i < end; ++i) values = body(i, values), from `init`:
+  /// the last values.
+  SmallVector<Value>
+  forWithValues(Value begin, Value end, ValueRange init,
+                function_ref<SmallVector<Value>(Value, ValueRange)> body);
+
   /// A loop over [0, count) on threads (`parallel`) or on one.
   void forEach(int64_t count, bool threads, function_ref<void(Value)> body);
 

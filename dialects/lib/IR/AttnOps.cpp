@@ -344,6 +344,47 @@ LogicalResult CacheUpdateOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Destination-style attention ops (fused_attention, decode_attention)
+//===----------------------------------------------------------------------===//
+
+/// On buffers, `init` is written and every other operand read.
+static void destinationEffects(
+    Operation *op, OpOperand &init,
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (&operand == &init)
+      effects.emplace_back(MemoryEffects::Write::get(), &operand);
+    else
+      effects.emplace_back(MemoryEffects::Read::get(), &operand);
+  }
+}
+
+/// On tensors, the result is `init`'s buffer.
+static bufferization::AliasingValueList
+initAliasing(OpOperand &operand, OpOperand &init, ResultRange results) {
+  if (&operand != &init || results.empty())
+    return {};
+  return {{results[0], bufferization::BufferRelation::Equivalent}};
+}
+
+/// The buffers of `op`'s operands, in order.
+static FailureOr<SmallVector<Value>>
+operandBuffers(Operation *op, RewriterBase &rewriter,
+               const bufferization::BufferizationOptions &options,
+               bufferization::BufferizationState &state) {
+  SmallVector<Value> buffers;
+  for (Value operand : op->getOperands()) {
+    FailureOr<Value> buffer =
+        bufferization::getBuffer(rewriter, operand, options, state);
+    if (failed(buffer))
+      return failure();
+    buffers.push_back(*buffer);
+  }
+  return buffers;
+}
+
+//===----------------------------------------------------------------------===//
 // FusedAttentionOp
 //===----------------------------------------------------------------------===//
 
@@ -457,14 +498,8 @@ LogicalResult FusedAttentionOp::verify() {
 void FusedAttentionOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
-  if (!hasBufferSemantics())
-    return;
-  for (OpOperand &operand : getOperation()->getOpOperands()) {
-    if (&operand == &getInitMutable())
-      effects.emplace_back(MemoryEffects::Write::get(), &operand);
-    else
-      effects.emplace_back(MemoryEffects::Read::get(), &operand);
-  }
+  if (hasBufferSemantics())
+    destinationEffects(*this, getInitMutable(), effects);
 }
 
 bool FusedAttentionOp::bufferizesToMemoryRead(
@@ -490,9 +525,7 @@ bool FusedAttentionOp::bufferizesToElementwiseAccess(
 bufferization::AliasingValueList
 FusedAttentionOp::getAliasingValues(OpOperand &operand,
                                     const bufferization::AnalysisState &) {
-  if (&operand != &getInitMutable() || getResult().empty())
-    return {};
-  return {{getResult()[0], bufferization::BufferRelation::Equivalent}};
+  return initAliasing(operand, getInitMutable(), getResult());
 }
 
 LogicalResult
@@ -501,14 +534,11 @@ FusedAttentionOp::bufferize(RewriterBase &rewriter,
                             bufferization::BufferizationState &state) {
   if (hasBufferSemantics())
     return success();
-  SmallVector<Value> buffers;
-  for (Value operand : getOperation()->getOperands()) {
-    FailureOr<Value> buffer =
-        bufferization::getBuffer(rewriter, operand, options, state);
-    if (failed(buffer))
-      return failure();
-    buffers.push_back(*buffer);
-  }
+  FailureOr<SmallVector<Value>> operands =
+      operandBuffers(*this, rewriter, options, state);
+  if (failed(operands))
+    return failure();
+  SmallVector<Value> &buffers = *operands;
   rewriter.setInsertionPoint(*this);
   // Operands in order: q, k, v, then the optional valid_lens and rope
   // tables, then init.
@@ -585,14 +615,8 @@ LogicalResult DecodeAttentionOp::verify() {
 void DecodeAttentionOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
-  if (!hasBufferSemantics())
-    return;
-  for (OpOperand &operand : getOperation()->getOpOperands()) {
-    if (&operand == &getInitMutable())
-      effects.emplace_back(MemoryEffects::Write::get(), &operand);
-    else
-      effects.emplace_back(MemoryEffects::Read::get(), &operand);
-  }
+  if (hasBufferSemantics())
+    destinationEffects(*this, getInitMutable(), effects);
 }
 
 bool DecodeAttentionOp::bufferizesToMemoryRead(
@@ -609,9 +633,7 @@ bool DecodeAttentionOp::bufferizesToMemoryWrite(
 bufferization::AliasingValueList
 DecodeAttentionOp::getAliasingValues(OpOperand &operand,
                                      const bufferization::AnalysisState &) {
-  if (&operand != &getInitMutable() || getResult().empty())
-    return {};
-  return {{getResult()[0], bufferization::BufferRelation::Equivalent}};
+  return initAliasing(operand, getInitMutable(), getResult());
 }
 
 LogicalResult
@@ -620,14 +642,11 @@ DecodeAttentionOp::bufferize(RewriterBase &rewriter,
                              bufferization::BufferizationState &state) {
   if (hasBufferSemantics())
     return success();
-  SmallVector<Value> buffers;
-  for (Value operand : getOperation()->getOperands()) {
-    FailureOr<Value> buffer =
-        bufferization::getBuffer(rewriter, operand, options, state);
-    if (failed(buffer))
-      return failure();
-    buffers.push_back(*buffer);
-  }
+  FailureOr<SmallVector<Value>> operands =
+      operandBuffers(*this, rewriter, options, state);
+  if (failed(operands))
+    return failure();
+  SmallVector<Value> &buffers = *operands;
   rewriter.setInsertionPoint(*this);
   DecodeAttentionOp::create(rewriter, getLoc(), TypeRange{}, buffers[0],
                             buffers[1], buffers[2], buffers[3], buffers[4],

@@ -96,17 +96,10 @@ std::string spec(const Variant &v) {
          block("step", 1, true);
 }
 
-std::vector<float> randomValues(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> values(n);
-  for (float &x : values)
-    x = dist(rng);
-  return values;
-}
+using test::randomValues;
 
 std::string message(llvm::Error error) {
-  return error ? llvm::toString(std::move(error)) : std::string();
+  return test::errorMessage(std::move(error));
 }
 
 class KvCacheTest

@@ -69,17 +69,10 @@ std::string spec(const LongCase &c) {
          call + ")\n  output Y\n}\n";
 }
 
-std::vector<float> randomValues(size_t n, unsigned seed, float bound) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-bound, bound);
-  std::vector<float> values(n);
-  for (float &x : values)
-    x = dist(rng);
-  return values;
-}
+using test::randomValues;
 
 std::string message(llvm::Error error) {
-  return error ? llvm::toString(std::move(error)) : std::string();
+  return test::errorMessage(std::move(error));
 }
 
 class LongKvCacheTest : public ::testing::TestWithParam<LongCase> {

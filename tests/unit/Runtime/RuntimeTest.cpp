@@ -1,6 +1,7 @@
 //===- RuntimeTest.cpp - Compiling, checking, running and caching kernels -===//
 
 #include "attnc/Runtime/Runtime.h"
+#include "../../e2e/TestSupport.h"
 #include "attnc/Codegen/GpuCompile.h"
 #include "attnc/Halide/HalideBackend.h"
 
@@ -46,14 +47,7 @@ block small {
 }
 )";
 
-std::vector<float> randomValues(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> values(n);
-  for (float &v : values)
-    v = dist(rng);
-  return values;
-}
+using test::randomValues;
 
 /// A fresh cache directory per test.
 class RuntimeTest : public ::testing::Test {
@@ -92,7 +86,7 @@ protected:
   }
 
   std::string message(llvm::Error error) {
-    return error ? llvm::toString(std::move(error)) : "";
+    return test::errorMessage(std::move(error));
   }
 };
 
