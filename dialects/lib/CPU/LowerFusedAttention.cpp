@@ -38,11 +38,12 @@ struct AttnLowerFusedAttentionPass
   using AttnLowerFusedAttentionBase::AttnLowerFusedAttentionBase;
 
   void runOnOperation() override {
-    SmallVector<FusedAttentionOp> ops;
-    getOperation().walk([&](FusedAttentionOp op) { ops.push_back(op); });
-    SmallVector<DecodeAttentionOp> decodes;
-    getOperation().walk([&](DecodeAttentionOp op) { decodes.push_back(op); });
-    if (ops.empty() && decodes.empty())
+    SmallVector<Operation *> ops;
+    getOperation().walk([&](Operation *op) {
+      if (isa<FusedAttentionOp, DecodeAttentionOp>(op))
+        ops.push_back(op);
+    });
+    if (ops.empty())
       return;
     // The target's schedule; row-block, key-block and softmax-blocks
     // override it.
@@ -55,23 +56,20 @@ struct AttnLowerFusedAttentionPass
       schedule->attentionKeys = keyBlock;
     if (softmaxBlocks)
       schedule->attentionSoftmaxBlocks = softmaxBlocks;
-    for (FusedAttentionOp op : ops) {
-      if (!op.hasBufferSemantics()) {
-        op.emitOpError("must be bufferized before attn-lower-fused-attention");
+    for (Operation *op : ops) {
+      auto fused = dyn_cast<FusedAttentionOp>(op);
+      auto decode = dyn_cast<DecodeAttentionOp>(op);
+      if (fused ? !fused.hasBufferSemantics() : !decode.hasBufferSemantics()) {
+        op->emitOpError("must be bufferized before attn-lower-fused-attention");
         return signalPassFailure();
       }
       OpBuilder builder(op);
-      FlashEmitter(builder, op.getLoc(), op, *schedule, parallel).emit();
-      op.erase();
-    }
-    for (DecodeAttentionOp op : decodes) {
-      if (!op.hasBufferSemantics()) {
-        op.emitOpError("must be bufferized before attn-lower-fused-attention");
-        return signalPassFailure();
-      }
-      OpBuilder builder(op);
-      DecodeEmitter(builder, op.getLoc(), op, *schedule, parallel).emit();
-      op.erase();
+      if (fused)
+        FlashEmitter(builder, op->getLoc(), fused, *schedule, parallel).emit();
+      else
+        DecodeEmitter(builder, op->getLoc(), decode, *schedule, parallel)
+            .emit();
+      op->erase();
     }
   }
 };
