@@ -37,6 +37,7 @@ __all__ = [
     "Kernel",
     "compile",
     "from_torch",
+    "DecoderBlock",
     "show_heatmaps",
     "set_num_threads",
     "get_num_threads",
@@ -229,6 +230,9 @@ def __getattr__(name):
     if name == "from_torch":
         from ._torch import from_torch
         return from_torch
+    if name == "DecoderBlock":
+        from ._hf import DecoderBlock
+        return DecoderBlock
     if name == "show_heatmaps":
         from ._heatmaps import show_heatmaps
         return show_heatmaps

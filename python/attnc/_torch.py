@@ -12,7 +12,9 @@ with the module's forward signature and result. Supported (eval mode):
   pos_encoding, blks; P) or, for DotProductAttention, which has none, its
   class name, as the book defines them;
 - torch.nn.MultiheadAttention and torch.nn.TransformerEncoderLayer
-  (batch_first either way, norm_first either way, relu).
+  (batch_first either way, norm_first either way, relu);
+- Hugging Face transformers' GPT2Block, LlamaDecoderLayer and BertLayer,
+  the first two also as decoding layers with a KV cache (_hf.py).
 
 Anything else raises NotImplementedError or ValueError naming the module's
 attribute that attnc cannot express.
@@ -353,6 +355,11 @@ class _Spec:
     def input(self, name, shape, dtype=None):
         self.inputs.append(
             f"  input  {name}: {_type(shape, dtype or self.dtype)}")
+        return name
+
+    def state(self, name, shape, dtype=None):
+        self.inputs.append(
+            f"  state  {name}: {_type(shape, dtype or self.dtype)}")
         return name
 
     def param(self, name, value):
@@ -933,15 +940,23 @@ def _batch_major(x, batch_first):
 
 
 class _Variants:
-    """Kernels of one module compiled on demand, by the call's settings."""
+    """Kernels of one module compiled on demand, by the call's settings, in
+    the module's float type (from_torch's, kept for the calls after it)."""
 
     def __init__(self, make):
         self.make = make
+        self.dtype = _spec_dtype
         self.kernels = {}
 
     def get(self, *key):
         if key not in self.kernels:
-            self.kernels[key] = self.make(*key)
+            global _spec_dtype
+            previous, _spec_dtype = _spec_dtype, self.dtype
+            try:
+                with torch.no_grad():
+                    self.kernels[key] = self.make(*key)
+            finally:
+                _spec_dtype = previous
         return self.kernels[key]
 
 
@@ -1108,12 +1123,16 @@ def _from_nn_encoder_layer(m, inputs, return_weights, options):
     return TorchBlock(spec, kernel, call)
 
 
-def from_torch(module, example_inputs, return_weights=False, **options):
+def from_torch(module, example_inputs, return_weights=False,
+               cache_length=None, **options):
     """Compiles `module` (eval mode) for the shapes of `example_inputs` (its
     forward's positional arguments) and returns a TorchBlock that computes
     what the module computes. With return_weights=True, a D2L block's call
     also stores the attention weights ([B*heads, Tq, Tk], D2L's
     attention.attention_weights) in the TorchBlock's .attention_weights.
+    With cache_length=L, a Hugging Face GPT2Block or LlamaDecoderLayer
+    becomes a DecoderBlock: a layer of decoding with a KV cache of L rows,
+    called as block(hidden_states, pos) (attnc/_hf.py).
     `options` go to attnc.compile (mcpu, opt_level, ...)."""
     if not isinstance(module, nn.Module):
         raise TypeError(
@@ -1127,9 +1146,21 @@ def from_torch(module, example_inputs, return_weights=False, **options):
     global _spec_dtype
     _spec_dtype = _float_type_of(module, inputs)
     try:
-        block = _from_module(module, inputs, return_weights, options)
+        if _hf.is_hf_block(module):
+            with torch.no_grad():
+                block = _hf.from_hf(module, inputs, return_weights,
+                                    cache_length, options)
+        elif cache_length is not None:
+            raise ValueError(
+                f"attnc.from_torch: cache_length is for decoder blocks "
+                f"(Hugging Face GPT2Block, LlamaDecoderLayer), not "
+                f"{type(module).__name__}")
+        else:
+            block = _from_module(module, inputs, return_weights, options)
     finally:
         _spec_dtype = "f32"
+    if isinstance(block, _hf.DecoderBlock):
+        return block
     if block is not None:
         block.float64 = any(p.dtype == torch.float64
                             for p in module.parameters())
@@ -1138,7 +1169,8 @@ def from_torch(module, example_inputs, return_weights=False, **options):
         f"attnc.from_torch: {type(module).__name__} is not a block attnc "
         "knows: D2L's DotProductAttention, MultiHeadAttention, "
         "PositionalEncoding, TransformerEncoderBlock or TransformerEncoder, "
-        "nn.MultiheadAttention, nn.TransformerEncoderLayer")
+        "nn.MultiheadAttention, nn.TransformerEncoderLayer, Hugging Face "
+        "GPT2Block, LlamaDecoderLayer, BertLayer")
 
 
 def _from_module(module, inputs, return_weights, options):
@@ -1165,3 +1197,6 @@ def _from_module(module, inputs, return_weights, options):
         elif _is_d2l_mha(module):
             block = _from_d2l_mha(module, inputs, return_weights, options)
     return block
+
+
+from . import _hf  # noqa: E402  (it uses this module's spec writers)
