@@ -244,3 +244,20 @@ def test_d2l_positional_encoding_and_dot_product_attention():
     close(f.attention_weights, dpa.attention_weights, atol=1e-6)
     g = attnc.from_torch(dpa, (q, k, v))
     close(g(q, k, v), dpa(q, k, v))
+
+
+def test_a_variant_compiled_at_a_call_keeps_the_modules_dtype():
+    # A bf16 layer compiled without a padding mask, then called with one:
+    # the masked kernel, compiled at that call, is bf16 too (it was f32:
+    # from_torch's float type was gone by then).
+    torch.manual_seed(0)
+    m = nn.TransformerEncoderLayer(32, 4, 64, batch_first=True).eval()
+    m = m.to(torch.bfloat16)
+    x = torch.randn(2, 5, 32).to(torch.bfloat16)
+    mask = torch.tensor([[False] * 5, [False] * 3 + [True] * 2])
+    y = attnc.from_torch(m, (x,))(x, src_key_padding_mask=mask)
+    assert y.dtype == torch.bfloat16
+    with torch.no_grad():
+        expected = m(x, src_key_padding_mask=mask)
+    # Entry 0 (no padding); torch zeroes padded rows of entry 1.
+    assert (y.float() - expected.float())[0].abs().max() < 0.1
