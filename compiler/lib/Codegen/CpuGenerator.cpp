@@ -159,6 +159,7 @@ std::string CpuGenerator::fingerprint() const {
          " cols=" + std::to_string(pipeline.columnTile) +
          " attention=" + pipeline.attention +
          " parallel=" + std::to_string(pipeline.parallel) +
+         " parallelWork=" + std::to_string(pipeline.parallelWork) +
          " gpuEmulation=" + std::to_string(pipeline.gpuEmulation) +
          " tf32=" + std::to_string(pipeline.tf32) + " objectBlockCache=" +
          std::to_string(compileOptions.objectBlockCache) + backendFingerprint();

@@ -217,12 +217,14 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
   // Register tiles and vectors.
   attn::AttnLowerFusedAttentionOptions flash;
   flash.parallel = options.parallel;
+  flash.parallelWork = options.parallelWork;
   pm.addNestedPass<func::FuncOp>(attn::createAttnLowerFusedAttention(flash));
   if (options.vectorize && !options.gpuEmulation) {
     attn::AttnTileAndVectorizeOptions tiling;
     tiling.rowTile = options.rowTile;
     tiling.columnTile = options.columnTile;
     tiling.parallel = options.parallel;
+    tiling.parallelWork = options.parallelWork;
     pm.addNestedPass<func::FuncOp>(attn::createAttnTileAndVectorize(tiling));
     // The blocked transposes' scf.forall -> scf.parallel -> OpenMP.
     if (options.parallel)
@@ -356,6 +358,11 @@ struct CpuPipelineCLOptions : public PassPipelineOptions<CpuPipelineCLOptions> {
   Option<bool> parallel{*this, "parallel",
                         llvm::cl::desc("OpenMP parallel loops (attnc_rt)"),
                         llvm::cl::init(false)};
+  Option<int64_t> parallelWork{
+      *this, "parallel-work",
+      llvm::cl::desc("With parallel: loops of at least this much work run on "
+                     "threads (-1: the target's thresholds; 0: every loop)"),
+      llvm::cl::init(-1)};
   Option<std::string> attention{
       *this, "attention",
       llvm::cl::desc("Attention lowering: decomposed, fused or auto"),
@@ -379,6 +386,7 @@ void attnc::registerCpuLoweringPipeline() {
         options.vectorize = cl.vectorize;
         options.attention = cl.attention;
         options.parallel = cl.parallel;
+        options.parallelWork = cl.parallelWork;
         options.gpuEmulation = cl.gpuEmulation;
         buildCpuLoweringPipeline(pm, options);
       });

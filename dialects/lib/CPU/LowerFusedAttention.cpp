@@ -56,6 +56,7 @@ struct AttnLowerFusedAttentionPass
       schedule->attentionKeys = keyBlock;
     if (softmaxBlocks)
       schedule->attentionSoftmaxBlocks = softmaxBlocks;
+    schedule->overrideParallelWork(parallelWork);
     for (Operation *op : ops) {
       auto fused = dyn_cast<FusedAttentionOp>(op);
       auto decode = dyn_cast<DecodeAttentionOp>(op);

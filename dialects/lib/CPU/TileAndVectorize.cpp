@@ -548,6 +548,7 @@ struct AttnTileAndVectorizePass
     FailureOr<attn::CpuSchedule> schedule = attn::cpuScheduleOf(func);
     if (failed(schedule))
       return signalPassFailure();
+    schedule->overrideParallelWork(parallelWork);
     int64_t rows = rowTile ? rowTile : schedule->gemmRows;
     int64_t columns = columnTile ? columnTile : schedule->gemmColumns;
     int64_t depth = depthTile ? depthTile : schedule->gemmDepth;

@@ -52,6 +52,11 @@ struct CpuPipelineOptions {
   /// Emit OpenMP parallel loops (GEMM blocks, attention batch entries) that
   /// run on attnc_rt's thread pool; the object then needs libattnc_rt.
   bool parallel = false;
+  /// With `parallel`: loops of at least this much work run on threads,
+  /// overriding the schedule's thresholds (CpuSchedule::parallelFlops and
+  /// parallelElements); -1: the schedule's; 0: every loop (the tests that 1
+  /// and 2 threads give the same bits, at the goldens' small sizes).
+  int64_t parallelWork = -1;
   /// A test of the GPU target without a GPU: the loop nests are mapped to
   /// GPU launches as for --target=nvptx (attn-gpu-map-loops), then each
   /// launch runs as loops over its blocks and threads on this CPU

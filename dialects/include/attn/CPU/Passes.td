@@ -199,7 +199,12 @@ def AttnTileAndVectorize
            "the target's gemm-depth)">,
     Option<"parallel", "parallel", "bool", /*default=*/"false",
            "Make the outermost GEMM block loop (batch, else columns, else "
-           "rows) an scf.parallel, for threads">
+           "rows) an scf.parallel, for threads">,
+    Option<"parallelWork", "parallel-work", "int64_t", /*default=*/"-1",
+           "With parallel: split loops of at least this much work (flops or "
+           "elements) over threads, for both of the schedule's thresholds "
+           "(-1: parallel-flops and parallel-elements; 0: every loop, as "
+           "the tests of the same bits on 1 and 2 threads compile)">
   ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect",
@@ -314,7 +319,12 @@ def AttnLowerFusedAttention
            "attention-softmax-blocks)">,
     Option<"parallel", "parallel", "bool", /*default=*/"false",
            "Make the loop over batch entries an scf.parallel (each iteration "
-           "with its own scratch), for threads">
+           "with its own scratch), for threads">,
+    Option<"parallelWork", "parallel-work", "int64_t", /*default=*/"-1",
+           "With parallel: split loops of at least this much work (flops or "
+           "elements) over threads, for both of the schedule's thresholds "
+           "(-1: parallel-flops and parallel-elements; 0: every loop, as "
+           "the tests of the same bits on 1 and 2 threads compile)">
   ];
   let dependentDialects = [
     "::mlir::amx::AMXDialect",

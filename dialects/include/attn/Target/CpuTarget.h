@@ -99,6 +99,13 @@ struct CpuSchedule {
   /// Loops of less work than this stay on one thread.
   int64_t parallelFlops = int64_t(1) << 20;
   int64_t parallelElements = int64_t(1) << 18;
+  /// The passes' `parallel-work` option: `work` >= 0 replaces both
+  /// thresholds (0 splits every loop that can be split: tests of the same
+  /// bits on any number of threads); -1 keeps the schedule's.
+  void overrideParallelWork(int64_t work) {
+    if (work >= 0)
+      parallelFlops = parallelElements = work;
+  }
   /// Alignment of packed params, in floats (a cache line).
   int64_t packedAlignmentFloats = 16;
   /// GEMM: floats between the prefetches of the next register block's C
