@@ -369,17 +369,16 @@ void packSliceOfB(OpBuilder &b, Location loc, Value rhs, ValueRange batch,
 }
 
 /// Replaces a linalg.matmul / linalg.batch_matmul on buffers (default maps,
-/// f32), or a bf16 pair GEMM (Bf16PairGemm.h; vdpbf16ps when `dot`), by
+/// f32), or a bf16 pair GEMM (Bf16PairGemm.h; the schedule's bf16-dot), by
 /// register blocks of at most rowTile x columnTile. Shapes are static, so the
-/// leftover rows and columns are blocks of static, smaller sizes: no masks,
-/// no partial vectors.
+/// leftover rows and columns are blocks of static, smaller sizes: no masks, no
+/// partial vectors.
 LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
                                     int64_t rowTile, int64_t columnTile,
                                     int64_t depthTile, bool parallel,
-                                    int64_t parallelFlops,
-                                    int64_t packRowBlocks,
-                                    int64_t prefetchStride,
-                                    attn::CpuSchedule::Bf16Dot dot) {
+                                    const attn::CpuSchedule &schedule) {
+  int64_t packRowBlocks = schedule.gemmPackRowBlocks;
+  int64_t prefetchStride = schedule.prefetchStrideFloats;
   if (!op.hasPureBufferSemantics())
     return failure();
   bool batched = isa<linalg::BatchMatmulOp>(op);
@@ -393,7 +392,7 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
     bool slots = pairs->form != attn::Bf16PairForm::Widened;
     kind = {/*pairs=*/true, slots,
             pairs->form == attn::Bf16PairForm::Slots
-                ? dot
+                ? schedule.bf16Dot
                 : attn::CpuSchedule::Bf16Dot::None};
     rows = pairs->rows;
     columns = pairs->columns;
@@ -431,9 +430,16 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
     rhs = op.getDpsInputs()[1];
     out = op.getDpsInits()[0];
   }
+  // A GEMM of fewer rows than a register block's (a decode step's
+  // projections: a row per sequence) takes wider blocks, about as many
+  // accumulators as a full block: one row of columnTile columns leaves too
+  // few independent FMA (or vdpbf16ps) chains to hide their latency. A
+  // power of two, as vectors of other lengths are (see the leftovers).
+  if (rows > 0 && rows < rowTile)
+    columnTile *= int64_t(1) << llvm::Log2_64(uint64_t(rowTile / rows));
   // Threads only pay off past a few microseconds of work.
   int64_t flops = 2 * rows * columns * depth * batches * (kind.pairs ? 2 : 1);
-  parallel = parallel && flops >= parallelFlops;
+  parallel = parallel && flops >= schedule.parallelFlops;
   Location loc = op.getLoc();
   // The fill or bias broadcast before it and an activation after it become
   // part of the register blocks (not batched ones).
@@ -577,10 +583,8 @@ struct AttnTileAndVectorizePass
           continue;
         }
       }
-      (void)lowerToRegisterBlocks(
-          rewriter, op, rows, columns, depth, parallel, schedule->parallelFlops,
-          schedule->gemmPackRowBlocks, schedule->prefetchStrideFloats,
-          schedule->bf16Dot);
+      (void)lowerToRegisterBlocks(rewriter, op, rows, columns, depth, parallel,
+                                  *schedule);
     }
 
     SmallVector<linalg::LinalgOp> candidates;

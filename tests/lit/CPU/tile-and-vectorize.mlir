@@ -335,3 +335,24 @@ func.func @matmul_packs_b(%a: memref<64x8xf32>, %b: memref<8x128xf32>, %c: memre
   linalg.matmul ins(%a, %b : memref<64x8xf32>, memref<8x128xf32>) outs(%c : memref<64x128xf32>)
   return
 }
+
+// -----
+
+// A GEMM of fewer rows than a register block's (a decode step's
+// projection) takes wider blocks: 1 row of 8 x 32 columns (as many
+// accumulators as an 8 x 32 block), 3 rows of 2 x 32.
+// CHECK-LABEL: func.func @one_row
+// CHECK: scf.for {{.*}} -> (vector<256xf32>)
+// CHECK: vector.fma {{.*}} : vector<256xf32>
+// CHECK: vector.store {{.*}} : memref<1x512xf32>, vector<256xf32>
+// CHECK-NOT: vector<32xf32>
+// CHECK-LABEL: func.func @three_rows
+// CHECK: scf.for {{.*}} -> (vector<64xf32>, vector<64xf32>, vector<64xf32>)
+func.func @one_row(%a: memref<1x16xf32>, %b: memref<16x512xf32>, %c: memref<1x512xf32>) {
+  linalg.matmul ins(%a, %b : memref<1x16xf32>, memref<16x512xf32>) outs(%c : memref<1x512xf32>)
+  return
+}
+func.func @three_rows(%a: memref<3x16xf32>, %b: memref<16x128xf32>, %c: memref<3x128xf32>) {
+  linalg.matmul ins(%a, %b : memref<3x16xf32>, memref<16x128xf32>) outs(%c : memref<3x128xf32>)
+  return
+}
