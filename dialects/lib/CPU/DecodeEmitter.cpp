@@ -16,8 +16,10 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 
 #include <limits>
+#include <numeric>
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -49,6 +51,11 @@ DecodeEmitter::DecodeEmitter(OpBuilder &b, Location loc, DecodeAttentionOp op,
     window = static_cast<int64_t>(*w);
   if (std::optional<Type> type = op.getProducts())
     products = cast<FloatType>(*type);
+  Type cacheElement = cast<MemRefType>(k.getType()).getElementType();
+  pairDot = products && products.isBF16() && cacheElement.isBF16() &&
+            (schedule.bf16Dot == CpuSchedule::Bf16Dot::Vdpbf16ps ||
+             schedule.bf16Amx) &&
+            lanes == 16 && depth % (2 * lanes) == 0;
 }
 
 Value DecodeEmitter::index(int64_t value) {
@@ -171,6 +178,18 @@ SmallVector<Value> DecodeEmitter::cacheRow(Value cache, Value batchIndex,
                                          : productOperand(b, loc, x, products));
   }
   return values;
+}
+
+SmallVector<Value> DecodeEmitter::bf16Pairs(ArrayRef<Value> query) {
+  SmallVector<int64_t> both(2 * lanes);
+  std::iota(both.begin(), both.end(), 0);
+  auto pairsType = VectorType::get({2 * lanes}, b.getBF16Type());
+  SmallVector<Value> pairs;
+  for (size_t i = 0; i + 1 < query.size(); i += 2)
+    pairs.push_back(arith::TruncFOp::create(
+        b, loc, pairsType,
+        vector::ShuffleOp::create(b, loc, query[i], query[i + 1], both)));
+  return pairs;
 }
 
 Value DecodeEmitter::dot(ArrayRef<Value> query, ArrayRef<Value> key) {
@@ -321,9 +340,29 @@ void DecodeEmitter::chunk(Value n, Value c) {
       Value slot = arith::SubIOp::create(b, loc, first, j0);
       eachRow([&](Value r, ArrayRef<Value> query) {
         SmallVector<Value> products;
+        // vdpbf16ps: lane i of a key's vector sums the products of d
+        // columns 2i and 2i + 1 of each 32 (exact: bf16 x bf16 fits f32),
+        // where the FMAs sum column i of each 16.
+        SmallVector<Value> queryPairs;
+        if (pairDot)
+          queryPairs = bf16Pairs(query);
+        auto pairsType = VectorType::get({2 * lanes}, b.getBF16Type());
         for (int64_t i = 0; i < lanes; ++i) {
-          SmallVector<Value> key =
-              cacheRow(k, entry.batch, add(first, index(i)), column);
+          Value row = add(first, index(i));
+          if (pairDot) {
+            Value sum = splat(f32(0.0f), lanes);
+            for (auto [m, pairs] : llvm::enumerate(queryPairs)) {
+              Value key = vector::LoadOp::create(
+                  b, loc, pairsType, k,
+                  ValueRange{entry.batch, row,
+                             add(column, index(int64_t(m) * 2 * lanes))});
+              sum = x86vector::DotBF16Op::create(b, loc, vectorType, sum, pairs,
+                                                 key);
+            }
+            products.push_back(sum);
+            continue;
+          }
+          SmallVector<Value> key = cacheRow(k, entry.batch, row, column);
           Value sum;
           for (auto [x, y] : llvm::zip(query, key))
             sum = sum ? vector::FMAOp::create(b, loc, x, y, sum)

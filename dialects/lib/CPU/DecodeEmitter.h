@@ -108,6 +108,8 @@ private:
   Value add(Value x, Value y);
   Value mul(Value x, Value y);
   Value splat(Value scalar, int64_t lanes);
+  /// A query row's f32 pieces as vectors of 2 x lanes bf16 (for pairDot).
+  SmallVector<Value> bf16Pairs(ArrayRef<Value> query);
 
   OpBuilder &b;
   Location loc;
@@ -128,6 +130,11 @@ private:
   int64_t maxAccumulators = 24;
   /// The (offset, lanes) pieces of a head's d columns.
   SmallVector<std::pair<int64_t, int64_t>> pieces;
+  /// Pass 1's blocks of keys on vdpbf16ps: a bf16 cache whose rows are
+  /// products(bf16) operands as they are, the query rows rounded to bf16
+  /// too, on a CPU with AVX512-BF16 (the schedule's bf16-dot, or its AMX
+  /// CPUs, which have it), heads of whole 32-element pairs of vectors.
+  bool pairDot = false;
 };
 
 } // namespace mlir::attn
