@@ -103,3 +103,24 @@ func.func @prefill(%q: memref<2x3x256xf32>, %k: memref<2x2048x128xf32>, %v: memr
       : (memref<2x3x256xf32>, memref<2x2048x128xf32>, memref<2x2048x128xf32>, memref<2xi32>, memref<2x3x256xf32>) -> ()
   return
 }
+
+// -----
+
+// A bf16 cache as products(bf16) operands on a CPU with AVX512-BF16: pass
+// 1's blocks of 16 keys take each key's products on vdpbf16ps, the query
+// row as bf16 pairs (two f32 pieces shuffled together and truncated), the
+// key row loaded as 32 bf16 (d = 64: two per key); the tail keys stay FMAs.
+// CHECK-LABEL: func.func @bf16_pairs
+// CHECK: %[[QP:.*]] = arith.truncf %{{.*}} : vector<32xf32> to vector<32xbf16>
+// CHECK: %[[K:.*]] = vector.load %{{.*}} : memref<1x600x64xbf16>, vector<32xbf16>
+// CHECK: x86vector.avx512.dot %{{.*}}, %[[QP]], %[[K]] : vector<32xbf16> -> vector<16xf32>
+// CHECK: vector.shuffle
+// CHECK-NOT: x86vector.avx512.dot
+// CHECK: vector.fma
+module attributes {dlti.target_system_spec = #dlti.target_system_spec<"CPU" = #dlti.target_device_spec<"arch" = "x86_64", "cpu" = "cooperlake", "max_vector_op_width" = 512 : i64, "vector_registers" = 32 : i64, "fma" = true, "fma_units" = 2 : i64, "cache_line_size_in_bytes" = 64 : i64, "L1_cache_size_in_bytes" = 32768 : i64, "L2_cache_size_in_bytes" = 1048576 : i64, "features" = "avx2,avx512bf16,avx512f,avx512vl,fma">>} {
+  func.func @bf16_pairs(%q: memref<1x1x64xf32>, %k: memref<1x600x64xbf16>, %v: memref<1x600x64xbf16>, %pos: memref<1xi32>, %out: memref<1x1x64xf32>) {
+    attn.decode_attention %q, %k, %v at %pos outs(%out) heads(1) scale(1.250000e-01) products(bf16)
+        : (memref<1x1x64xf32>, memref<1x600x64xbf16>, memref<1x600x64xbf16>, memref<1xi32>, memref<1x1x64xf32>) -> ()
+    return
+  }
+}
