@@ -118,7 +118,8 @@ def _gpt2_block(m, shape, cache_length):
 
     spec = _torch._Spec("hf_gpt2_block")
     x = spec.input("X", shape)
-    extra = ["causal=true"] + _cache_keywords(spec, shape, cache_length, D)
+    extra = ["causal=true"] + _cache_keywords(spec, shape, cache_length,
+                                              _kv_dim(m))
     g, bt = _torch._layer_norm_params(spec, "ln_1_", m.ln_1)
     spec.let("ln_1_out", f"layer_norm({x}, {g}, {bt}, eps={m.ln_1.eps!r})")
     a = _attention(spec, "attn_", "ln_1_out", attn.num_heads, attn.num_heads,
@@ -164,7 +165,7 @@ def _llama_decoder_layer(m, shape, cache_length):
     spec = _torch._Spec("hf_llama_decoder_layer")
     x = spec.input("X", shape)
     extra = ["causal=true", "rope=true", f"rope_base={base!r}"] + \
-        _cache_keywords(spec, shape, cache_length, G * d)
+        _cache_keywords(spec, shape, cache_length, _kv_dim(m))
     n1 = spec.param("input_layernorm_weight", m.input_layernorm.weight)
     spec.let("input_layernorm_out", f"rms_norm({x}, {n1}, "
              f"eps={m.input_layernorm.variance_epsilon!r})")
