@@ -51,6 +51,8 @@ DecodeEmitter::DecodeEmitter(OpBuilder &b, Location loc, DecodeAttentionOp op,
     window = static_cast<int64_t>(*w);
   if (std::optional<Type> type = op.getProducts())
     products = cast<FloatType>(*type);
+  prefetchKeys = std::max<int64_t>(0, schedule.decodePrefetchKeys);
+  cacheLineBytes = std::max<int64_t>(4, schedule.prefetchStrideFloats * 4);
   Type cacheElement = cast<MemRefType>(k.getType()).getElementType();
   pairDot = products && products.isBF16() && cacheElement.isBF16() &&
             (schedule.bf16Dot == CpuSchedule::Bf16Dot::Vdpbf16ps ||
@@ -178,6 +180,25 @@ SmallVector<Value> DecodeEmitter::cacheRow(Value cache, Value batchIndex,
                                          : productOperand(b, loc, x, products));
   }
   return values;
+}
+
+void DecodeEmitter::prefetchRow(Value cache, Value batchIndex, Value row,
+                                Value column) {
+  // A head's slice of a row is a line or two every G * d elements, a
+  // stride the hardware prefetchers follow late: each line of the row
+  // `prefetchKeys` ahead is asked for (clamped into the cache: the last
+  // rows ask for the last row again).
+  Value clamped =
+      arith::MinSIOp::create(b, loc, row, index(cacheRows - 1)).getResult();
+  auto type = cast<MemRefType>(cache.getType());
+  int64_t lineElements = std::max<int64_t>(
+      1,
+      cacheLineBytes / std::max<int64_t>(1, type.getElementTypeBitWidth() / 8));
+  for (int64_t e = 0; e < depth; e += lineElements)
+    memref::PrefetchOp::create(
+        b, loc, cache, ValueRange{batchIndex, clamped, add(column, index(e))},
+        /*isWrite=*/false, /*localityHint=*/3,
+        /*isDataCache=*/true);
 }
 
 SmallVector<Value> DecodeEmitter::bf16Pairs(ArrayRef<Value> query) {
@@ -337,6 +358,9 @@ void DecodeEmitter::chunk(Value n, Value c) {
     tailBegin = add(jb, mul(count, index(lanes)));
     forRange(index(0), count, [&](Value block) {
       Value first = add(jb, mul(block, index(lanes)));
+      for (int64_t i = 0; i < lanes; ++i)
+        prefetchRow(k, entry.batch, add(first, index(prefetchKeys + i)),
+                    column);
       Value slot = arith::SubIOp::create(b, loc, first, j0);
       eachRow([&](Value r, ArrayRef<Value> query) {
         SmallVector<Value> products;
@@ -443,6 +467,7 @@ void DecodeEmitter::chunk(Value n, Value c) {
         zeros.push_back(splat(f32(0), width));
     SmallVector<Value> sums =
         forWithValues(jb, je, zeros, [&](Value j, ValueRange acc) {
+          prefetchRow(v, entry.batch, add(j, index(prefetchKeys)), column);
           SmallVector<Value> value = cacheRow(v, entry.batch, j, column);
           Value slot = arith::SubIOp::create(b, loc, j, j0);
           SmallVector<Value> next;

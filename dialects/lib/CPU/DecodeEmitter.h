@@ -108,6 +108,9 @@ private:
   Value add(Value x, Value y);
   Value mul(Value x, Value y);
   Value splat(Value scalar, int64_t lanes);
+  /// Prefetches the lines of a head's slice of a cache row (clamped into
+  /// the cache).
+  void prefetchRow(Value cache, Value batchIndex, Value row, Value column);
   /// A query row's f32 pieces as vectors of 2 x lanes bf16 (for pairDot).
   SmallVector<Value> bf16Pairs(ArrayRef<Value> query);
 
@@ -135,6 +138,9 @@ private:
   /// too, on a CPU with AVX512-BF16 (the schedule's bf16-dot, or its AMX
   /// CPUs, which have it), heads of whole 32-element pairs of vectors.
   bool pairDot = false;
+  /// Passes 1 and 3 ask for the cache rows this many keys ahead
+  /// (CpuSchedule::decodePrefetchKeys), a line (cacheLineBytes) at a time.
+  int64_t prefetchKeys = 16, cacheLineBytes = 64;
 };
 
 } // namespace mlir::attn

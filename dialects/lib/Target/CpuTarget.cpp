@@ -55,6 +55,7 @@ std::string CpuSchedule::format() const {
   line("attention-row-blocks-per-sweep", attentionRowBlocksPerSweep);
   line("attention-softmax-blocks", attentionSoftmaxBlocks);
   line("decode-keys", decodeKeys);
+  line("decode-prefetch-keys", decodePrefetchKeys);
   line("memory-bound-rows", memoryBoundRows);
   line("parallel-flops", parallelFlops);
   line("parallel-elements", parallelElements);
@@ -127,6 +128,8 @@ CpuSchedule attn::deriveCpuSchedule(const CpuTargetDescription &target) {
   // threads even with one kv head, few enough that each one's rows of k
   // and v (64 KiB each for d = 64 in f32) stream from memory in long runs.
   s.decodeKeys = 256;
+  // Far enough ahead to cover the memory latency at a few ns per key.
+  s.decodePrefetchKeys = 16;
   s.parallelFlops = int64_t(1) << 20;
   s.parallelElements = int64_t(1) << 18;
   s.packedAlignmentFloats = std::max<int64_t>(1, target.cacheLineBytes / 4);

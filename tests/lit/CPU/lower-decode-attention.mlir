@@ -110,12 +110,22 @@ func.func @prefill(%q: memref<2x3x256xf32>, %k: memref<2x2048x128xf32>, %v: memr
 // 1's blocks of 16 keys take each key's products on vdpbf16ps, the query
 // row as bf16 pairs (two f32 pieces shuffled together and truncated), the
 // key row loaded as 32 bf16 (d = 64: two per key); the tail keys stay FMAs.
+// Each block of keys first asks for the rows 16 keys ahead (each row's
+// 128 bytes: two lines of 64 bf16 at columns 0 and 32, clamped into the
+// cache), and so does each value row of pass 3.
 // CHECK-LABEL: func.func @bf16_pairs
+// CHECK-DAG: %[[LAST:.*]] = arith.constant 599 : index
+// CHECK-DAG: %[[C32:.*]] = arith.constant 32 : index
+// CHECK: %[[AHEAD:.*]] = arith.minsi %{{.*}}, %[[LAST]] : index
+// CHECK: memref.prefetch %{{.*}}[%{{.*}}, %[[AHEAD]], %{{.*}}], read, locality<3>, data : memref<1x600x64xbf16>
+// CHECK: memref.prefetch %{{.*}}[%{{.*}}, %[[AHEAD]], %[[C32]]], read, locality<3>, data : memref<1x600x64xbf16>
 // CHECK: %[[QP:.*]] = arith.truncf %{{.*}} : vector<32xf32> to vector<32xbf16>
 // CHECK: %[[K:.*]] = vector.load %{{.*}} : memref<1x600x64xbf16>, vector<32xbf16>
 // CHECK: x86vector.avx512.dot %{{.*}}, %[[QP]], %[[K]] : vector<32xbf16> -> vector<16xf32>
 // CHECK: vector.shuffle
 // CHECK-NOT: x86vector.avx512.dot
+// CHECK: vector.fma
+// CHECK: memref.prefetch %{{.*}} : memref<1x600x64xbf16>
 // CHECK: vector.fma
 module attributes {dlti.target_system_spec = #dlti.target_system_spec<"CPU" = #dlti.target_device_spec<"arch" = "x86_64", "cpu" = "cooperlake", "max_vector_op_width" = 512 : i64, "vector_registers" = 32 : i64, "fma" = true, "fma_units" = 2 : i64, "cache_line_size_in_bytes" = 64 : i64, "L1_cache_size_in_bytes" = 32768 : i64, "L2_cache_size_in_bytes" = 1048576 : i64, "features" = "avx2,avx512bf16,avx512f,avx512vl,fma">>} {
   func.func @bf16_pairs(%q: memref<1x1x64xf32>, %k: memref<1x600x64xbf16>, %v: memref<1x600x64xbf16>, %pos: memref<1xi32>, %out: memref<1x1x64xf32>) {

@@ -96,6 +96,11 @@ struct CpuSchedule {
   /// threads (fixed at compile time, so any number of threads gives the
   /// same bits).
   int64_t decodeKeys = 256;
+  /// attn.decode_attention: its passes over the keys and the values
+  /// prefetch the cache row this many keys ahead (a head's slice of a row
+  /// is a strided line or two, which the hardware prefetchers follow
+  /// late); 0: none.
+  int64_t decodePrefetchKeys = 16;
   /// Loops of less work than this stay on one thread.
   int64_t parallelFlops = int64_t(1) << 20;
   int64_t parallelElements = int64_t(1) << 18;
