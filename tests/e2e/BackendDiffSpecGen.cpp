@@ -167,6 +167,24 @@ public:
     a.keys = keys;
     return declare(std::move(a));
   }
+  /// An f32 state (a KV cache) uniform in [-1, 1).
+  std::string state(const std::string &n, const Shape &s) {
+    GenArgument a;
+    a.name = n;
+    a.state = true;
+    a.shape = s;
+    return declare(std::move(a));
+  }
+  /// i32 cache positions in [0, last].
+  std::string positions(const std::string &n, const Shape &s, int64_t last) {
+    GenArgument a;
+    a.name = n;
+    a.isInt = true;
+    a.shape = s;
+    a.fill = GenArgument::Fill::Positions;
+    a.keys = last;
+    return declare(std::move(a));
+  }
   /// i32 embedding ids in [0, vocab).
   std::string ids(const std::string &n, const Shape &s, int64_t vocab) {
     GenArgument a;
@@ -257,8 +275,10 @@ public:
 
 private:
   std::string declare(GenArgument a) {
-    declarations.push_back(std::string(a.param ? "param " : "input ") + a.name +
-                           ": " + typeText(a.isInt, a.shape));
+    declarations.push_back(std::string(a.param   ? "param "
+                                       : a.state ? "state "
+                                                 : "input ") +
+                           a.name + ": " + typeText(a.isInt, a.shape));
     define(a.name, a.shape);
     std::string n = a.name;
     args.push_back(std::move(a));
@@ -383,7 +403,7 @@ MhaConfig randomMha(Rng &r, int64_t hidden, int64_t tk, bool weights = true) {
 std::string mhaExpr(Block &b, Rng &r, Kind &kind, const MhaConfig &c,
                     const std::string &q, const std::string &k,
                     const std::string &v, const std::string &lens,
-                    const std::string &s) {
+                    const std::string &s, const std::string &cache = "") {
   int64_t hd = c.heads * c.headDim;
   int64_t kvd = (c.kvHeads ? c.kvHeads : c.heads) * c.headDim;
   Shape qs = b.shape(q), ks = b.shape(k);
@@ -407,7 +427,12 @@ std::string mhaExpr(Block &b, Rng &r, Kind &kind, const MhaConfig &c,
     kw.push_back("kv_heads=" + b.ref(c.kvHeads));
     kind.add("kv_heads=" + std::to_string(c.kvHeads));
   }
-  if (c.causal) {
+  if (!cache.empty()) {
+    // A cache implies causal: written or not.
+    kw.push_back(cache);
+    if (r.chance(0.5))
+      kw.push_back("causal=true");
+  } else if (c.causal) {
     kw.push_back("causal=true");
     kind.add("causal");
   } else if (r.chance(0.2)) {
@@ -872,6 +897,43 @@ void genLlamaLayer(Block &b, Rng &r, Kind &kind) {
   b.output(b.let("add(" + x2 + ", " + m + ")", {bs, t, d}));
 }
 
+/// A decode step or prefill chunk (docs/spec.md §2 v3): multi-head
+/// attention of T new tokens with a KV cache of L rows (kv_heads, window,
+/// rope, biases drawn as for any call; entries at ragged positions), alone
+/// or in a pre-norm layer with a residual (GPT-2's or Llama's).
+void genDecode(Block &b, Rng &r, Kind &kind) {
+  int64_t bs = r.pick(kBatch), t = r.pick(std::vector<int64_t>{1, 1, 2, 3, 5});
+  int64_t rows = t + r.pick(std::vector<int64_t>{0, 1, 3, 7, 16, 29});
+  MhaConfig c = randomMha(r, 0, rows, false);
+  c.causal = true;
+  int64_t hd = c.heads * c.headDim;
+  int64_t kvd = (c.kvHeads ? c.kvHeads : c.heads) * c.headDim;
+  b.dim("B", bs);
+  b.dim("T", t);
+  b.dim("L", rows);
+  b.dim("D", hd);
+  kind.add("T=" + std::to_string(t) + ",L=" + std::to_string(rows));
+  std::string x = b.input("X", {bs, t, hd});
+  std::string pos = b.positions("pos", {bs}, rows - t);
+  std::string kCache = b.state("K_cache", {bs, rows, kvd});
+  std::string vCache = b.state("V_cache", {bs, rows, kvd});
+  std::string cache =
+      "cache_k=" + kCache + ", cache_v=" + vCache + ", cache_pos=" + pos;
+  bool layer = r.chance(0.4);
+  std::string h = x;
+  if (layer) {
+    kind.add("layer");
+    h = b.let("rms_norm(" + x + ", " + b.param("g", {hd}) + ")", {bs, t, hd});
+  }
+  std::string att =
+      b.let(mhaExpr(b, r, kind, c, h, h, h, "", "", cache), {bs, t, hd});
+  if (!layer) {
+    b.output(att);
+    return;
+  }
+  b.output(b.let("add(" + x + ", " + att + ")", {bs, t, hd}));
+}
+
 /// A GPT-2 block: pre-LayerNorm, causal attention with every bias, GELU
 /// (tanh) MLP, residuals.
 void genGpt2Layer(Block &b, Rng &r, Kind &kind) {
@@ -1176,6 +1238,7 @@ const Generator kGenerators[] = {
     {"manual_attention", genManualAttention, 3},
     {"elementwise_chain", genElementwiseChain, 4},
     {"block_call", nullptr, 3},
+    {"decode", genDecode, 6},
 };
 
 } // namespace

@@ -61,9 +61,14 @@ struct GenArgument {
     Lengths,
     /// i32 embedding ids uniform in [0, vocab).
     Ids,
+    /// i32 KV cache positions uniform in [0, keys] (`keys`: the cache's
+    /// rows less the new tokens).
+    Positions,
   };
   std::string name;
   bool param = false;
+  /// A `state` (a KV cache, filled Uniform): the kernel updates it.
+  bool state = false;
   bool isInt = false;
   Shape shape;
   Fill fill = Fill::Uniform;

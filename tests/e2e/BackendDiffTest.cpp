@@ -11,7 +11,8 @@
 // split/merge_heads, positional_encoding, the norms, ffn, embedding,
 // dropout) and small blocks chaining them (D2L encoder and decoder layers,
 // Llama and GPT-2 layers, BERT embeddings, attention written from the
-// primitives, random elementwise chains, a block calling another) -- on
+// primitives, random elementwise chains, a block calling another, decode
+// steps and prefill chunks with a KV cache (v3), alone or in a layer) -- on
 // small, odd and prime shapes (B <= 3, T <= 40, features <= 96). Each spec
 // is JIT-compiled by the runtime with Runtime::defaultOptions() (the MLIR
 // backend) and with the same options and backend = Halide; both kernels
@@ -19,7 +20,8 @@
 // matrices uniform in +-1/sqrt(fan_in), torch's nn.Linear init, a subset
 // of it; valid_lens in [0, T + 2], 0 and > T included; embedding ids in
 // range), the MLIR kernel on 1 thread, the Halide kernel on 1 and on 2
-// threads; every output must agree.
+// threads; every output must agree, and so must every state (KV cache) as
+// the kernels leave it (positions drawn in range, ragged over the batch).
 //
 // Types. About one spec in five is bf16 and one in ten f16 (every float
 // argument and output; docs/spec.md §2 v3), the inputs rounded to the type.
@@ -46,7 +48,7 @@
 //   ATTNC_DIFF_CASES=N    cases to run (default 200; the sanitize build's
 //                         ctest sets ATTNC_DIFF_DEFAULT_CASES=40 instead,
 //                         which ATTNC_DIFF_CASES still overrides)
-//   ATTNC_DIFF_SEED=S     the base seed (default 20261202)
+//   ATTNC_DIFF_SEED=S     the base seed (default 20261206)
 //   ATTNC_DIFF_ONLY=i,j   run only these case indices (to reproduce one)
 //   ATTNC_DIFF_DUMP=DIR   write each failing case's spec and inputs to
 //                         DIR/case_<i>/ (spec.attn and NAME.npy), so that
@@ -113,7 +115,7 @@ using namespace attnc::diff;
 namespace {
 
 constexpr unsigned kDefaultCases = 200;
-constexpr uint64_t kDefaultSeed = 20261202;
+constexpr uint64_t kDefaultSeed = 20261206;
 constexpr unsigned kShards = 10;
 /// docs/spec.md §7 has no backend-vs-backend tolerance: the golden one (1e-4),
 /// as an absolute plus a relative bound.
@@ -270,6 +272,7 @@ std::string signatureMismatch(const GeneratedSpec &spec,
     Shape shape = output ? spec.outputs[i - n].shape : spec.arguments[i].shape;
     ArgumentRole role = output                    ? ArgumentRole::Output
                         : spec.arguments[i].param ? ArgumentRole::Param
+                        : spec.arguments[i].state ? ArgumentRole::State
                                                   : ArgumentRole::Input;
     ElementType type = !output && spec.arguments[i].isInt ? ElementType::I32
                                                           : floatTypeOf(spec);
@@ -339,6 +342,10 @@ std::vector<Values> makeInputs(const GeneratedSpec &spec, uint64_t seed) {
       for (int64_t i = 0; i < n; ++i)
         v.ints.push_back(int32_t(r.integer(0, a.vocab - 1)));
       break;
+    case GenArgument::Fill::Positions:
+      for (int64_t i = 0; i < n; ++i)
+        v.ints.push_back(int32_t(r.integer(0, a.keys)));
+      break;
     }
     values.push_back(std::move(v));
   }
@@ -395,17 +402,29 @@ llvm::Error runKernel(Kernel &kernel, const KernelSignature &signature,
   return llvm::Error::success();
 }
 
-/// The first argument whose values `after` changed, or "".
+/// The first argument other than a state whose values `after` changed,
+/// or "".
 std::string changedInput(const GeneratedSpec &spec,
                          const std::vector<Values> &before,
                          const std::vector<Values> &after) {
   for (size_t i = 0; i < before.size(); ++i)
-    // Inputs hold no NaN: == compares them exactly (and, unlike memcmp,
-    // is defined for an empty vector's null data()).
-    if (before[i].floats != after[i].floats ||
-        before[i].ints != after[i].ints || before[i].bits != after[i].bits)
-      return spec.arguments[i].name;
+    if (!spec.arguments[i].state)
+      // Inputs hold no NaN: == compares them exactly (and, unlike memcmp,
+      // is defined for an empty vector's null data()).
+      if (before[i].floats != after[i].floats ||
+          before[i].ints != after[i].ints || before[i].bits != after[i].bits)
+        return spec.arguments[i].name;
   return "";
+}
+
+/// A state's values after a run, as floats (its bf16/f16 bits widened).
+std::vector<float> stateAfter(ElementType type, const Values &after) {
+  if (after.bits.empty())
+    return after.floats;
+  std::vector<float> values;
+  for (uint16_t bits : after.bits)
+    values.push_back(mlir::attn::widenFrom(type, bits));
+  return values;
 }
 
 struct Comparison {
@@ -617,13 +636,16 @@ void runCaseUnguarded(unsigned index, Totals &totals, std::string &who,
     Kernel *kernel;
     unsigned threads;
     std::vector<std::vector<float>> outputs;
+    /// Every argument after the run (the states updated).
+    std::vector<Values> after;
   };
-  std::vector<RunResult> runs = {{"MLIR (1 thread)", mlir->get(), 1, {}},
-                                 {"Halide (1 thread)", halide->get(), 1, {}},
-                                 {"Halide (2 threads)", halide->get(), 2, {}}};
+  std::vector<RunResult> runs = {
+      {"MLIR (1 thread)", mlir->get(), 1, {}, {}},
+      {"Halide (1 thread)", halide->get(), 1, {}, {}},
+      {"Halide (2 threads)", halide->get(), 2, {}, {}}};
   std::string problems;
   for (RunResult &run : runs) {
-    std::vector<Values> after;
+    std::vector<Values> &after = run.after;
     if (llvm::Error e = runKernel(*run.kernel, *signature, inputs, bind,
                                   run.threads, run.outputs, after)) {
       problems += std::string("\n  ") + run.name +
@@ -639,16 +661,31 @@ void runCaseUnguarded(unsigned index, Totals &totals, std::string &who,
   testRuntime().setNumThreads(1);
 
   double caseWorst = 0;
-  const RunResult &reference = runs[0];
+  RunResult &reference = runs[0];
   size_t n = spec.arguments.size();
   if (!reference.outputs.empty()) {
+    // The states (KV caches) as the kernels left them are compared as
+    // outputs are (the rows a call wrote; every other row is the input's
+    // in both only if they agree).
+    std::vector<const KernelArgument *> compared;
+    for (size_t i = n; i < signature->arguments.size(); ++i)
+      compared.push_back(&signature->arguments[i]);
+    for (size_t i = 0; i < n; ++i) {
+      if (!spec.arguments[i].state)
+        continue;
+      for (RunResult &run : runs)
+        if (!run.outputs.empty())
+          run.outputs.push_back(
+              stateAfter(signature->arguments[i].type, run.after[i]));
+      compared.push_back(&signature->arguments[i]);
+    }
     for (size_t i = 0; i < reference.outputs.size(); ++i) {
-      const KernelArgument &out = signature->arguments[n + i];
+      const KernelArgument &out = *compared[i];
       Comparison self =
           compare(out.type, reference.outputs[i], reference.outputs[i]);
       if (self.nans)
-        problems += "\n  MLIR's output '" + out.name + "' has " +
-                    std::to_string(self.nans) + " NaN elements";
+        problems += "\n  MLIR's " + roleName(out.role).str() + " '" + out.name +
+                    "' has " + std::to_string(self.nans) + " NaN elements";
       for (size_t r = 1; r < runs.size(); ++r) {
         if (runs[r].outputs.empty())
           continue;
@@ -659,9 +696,10 @@ void runCaseUnguarded(unsigned index, Totals &totals, std::string &who,
           continue;
         std::ostringstream os;
         os.precision(9);
-        os << "\n  output '" << out.name << "' (" << out.typeString()
-           << "): " << runs[r].name << " disagrees with MLIR on " << c.bad
-           << " of " << out.numElements() << " elements";
+        os << "\n  " << roleName(out.role).str() << " '" << out.name << "' ("
+           << out.typeString() << "): " << runs[r].name
+           << " disagrees with MLIR on " << c.bad << " of " << out.numElements()
+           << " elements";
         if (c.nans)
           os << " (" << c.nans << " NaN)";
         os << "; worst at flat index " << c.worstAt << " = "
@@ -949,7 +987,7 @@ TEST(BackendDiffGenerator, DefaultRunCoversEveryFeature) {
         "linear(",     "matmul(",     "scale(",
         "add(",        "mul(",        "sub(",
         "= layer(",    "f32[]",       "bf16[",
-        "f16["})
+        "f16[",        "cache_pos="})
     EXPECT_NE(all.find(feature), std::string::npos)
         << "no case of the default run has '" << feature << "'";
   for (auto &[k, n] : kinds)

@@ -150,12 +150,14 @@ scheduleTargetOf(const llvm::TargetMachine &machine,
   return target;
 }
 
-/// One kernel's pipeline as Halide-compiled bitcode, read into `context`.
+/// One kernel's pipeline as Halide-compiled bitcode, read into `context`;
+/// the states it updates in `stateWrites`.
 llvm::Expected<std::unique_ptr<llvm::Module>>
 compileKernel(mlir::func::FuncOp kernel, const CompileOptions &options,
               const mlir::attn::CpuTargetDescription &description,
               const llvm::TargetMachine &machine, bool withRuntime,
-              llvm::LLVMContext &context) {
+              llvm::LLVMContext &context,
+              std::vector<halide::StateWrite> &stateWrites) {
   installReporter();
   std::string path;
   // Halide reports errors as exceptions, in building the Funcs too.
@@ -170,6 +172,7 @@ compileKernel(mlir::func::FuncOp kernel, const CompileOptions &options,
     if (!pipeline)
       return pipeline.takeError();
     halide::constrainShapes(*pipeline);
+    stateWrites = pipeline->stateWrites;
     std::string targetString = halideTarget(machine, description);
     if (!withRuntime)
       targetString += "-no_runtime";
@@ -231,10 +234,13 @@ compileKernel(mlir::func::FuncOp kernel, const CompileOptions &options,
 }
 
 /// The ABI wrappers of one kernel: NAME(args...) builds a halide_buffer_t
-/// per buffer and calls the pipeline; NAME_prepare has nothing to prepare
-/// (the pipeline reads the params as they are) and NAME_prepared ignores
-/// `packed`. Each gets its packed entry, as in translateToLLVMIR.
-void addWrappers(llvm::Module &module, const KernelSignature &signature) {
+/// per buffer and calls the pipeline, then writes the rows of each state
+/// it updates (`stateWrites`) unless a cache position was out of range;
+/// NAME_prepare has nothing to prepare (the pipeline reads the params as
+/// they are) and NAME_prepared ignores `packed`. Each gets its packed
+/// entry, as in translateToLLVMIR.
+void addWrappers(llvm::Module &module, const KernelSignature &signature,
+                 const std::vector<halide::StateWrite> &stateWrites) {
   llvm::LLVMContext &context = module.getContext();
   llvm::Type *ptr = llvm::PointerType::getUnqual(context);
   llvm::Type *i8 = llvm::Type::getInt8Ty(context);
@@ -301,14 +307,94 @@ void addWrappers(llvm::Module &module, const KernelSignature &signature) {
   for (auto [i, argument] : llvm::enumerate(signature.arguments))
     buffers.push_back(buffer(kernel->getArg(static_cast<unsigned>(i)),
                              argument.shape, argument.type));
+  // Each state's new rows and where they go: Halide's heap (the rows of a
+  // long prefill do not fit a stack) and the stack.
+  llvm::FunctionCallee halideMalloc =
+      module.getOrInsertFunction("halide_malloc", ptr, ptr, i64);
+  llvm::FunctionCallee halideFree =
+      module.getOrInsertFunction("halide_free", b.getVoidTy(), ptr, ptr);
+  llvm::Value *null =
+      llvm::ConstantPointerNull::get(llvm::cast<llvm::PointerType>(ptr));
+  std::vector<llvm::Value *> rowBuffers, atBuffers;
+  llvm::Value *allocated = b.getTrue();
+  for (const halide::StateWrite &write : stateWrites) {
+    int64_t rowsBytes = mlir::attn::bytesOf(write.type);
+    for (int64_t extent : write.rowsShape)
+      rowsBytes *= extent;
+    llvm::Value *rows =
+        b.CreateCall(halideMalloc, {null, b.getInt64(rowsBytes)});
+    allocated = b.CreateAnd(allocated, b.CreateIsNotNull(rows));
+    llvm::Value *at = b.CreateAlloca(
+        i32, b.getInt32(static_cast<uint32_t>(write.rowsShape[0])));
+    rowBuffers.push_back(rows);
+    atBuffers.push_back(at);
+    buffers.push_back(buffer(rows, write.rowsShape, write.type));
+    buffers.push_back(buffer(at, {write.rowsShape[0]}, ElementType::I32));
+  }
   llvm::Value *status = b.CreateAlloca(i32);
   b.CreateStore(b.getInt32(0), status);
   buffers.push_back(buffer(status, {}, ElementType::I32));
+  auto *ret = llvm::BasicBlock::Create(context, "ret", kernel);
+  auto *run = llvm::BasicBlock::Create(context, "run", kernel);
+  llvm::BasicBlock *noMemory = b.GetInsertBlock();
+  b.CreateCondBr(allocated, run, ret);
+  b.SetInsertPoint(run);
   llvm::Value *result = b.CreateCall(pipeline, buffers);
   llvm::Value *failed = b.CreateICmpNE(result, b.getInt32(0));
   // Halide's own error codes are negative and would read as the ABI's.
-  b.CreateRet(b.CreateSelect(failed, b.getInt32(ATTNC_STATUS_HALIDE_ERROR),
-                             b.CreateLoad(i32, status)));
+  llvm::Value *code = b.CreateSelect(
+      failed, b.getInt32(ATTNC_STATUS_HALIDE_ERROR), b.CreateLoad(i32, status));
+  // The rows go in unless the pipeline failed or a position was out of
+  // range (the status says which): then no state is written.
+  llvm::Value *write = b.CreateAnd(
+      b.CreateNot(failed),
+      b.CreateICmpNE(code, b.getInt32(ATTNC_STATUS_CACHE_POSITION)));
+  for (auto [state, rows, at] : llvm::zip(stateWrites, rowBuffers, atBuffers)) {
+    // for (e = 0; e < B; ++e) memcpy(state + (e * L + at[e]) * W,
+    //                                rows + e * T * W, T * W elements).
+    int64_t entries = state.rowsShape[0], newRows = state.rowsShape[1];
+    int64_t width = state.rowsShape[2], length = state.stateShape[1];
+    int64_t element = mlir::attn::bytesOf(state.type);
+    llvm::Value *base = kernel->getArg(static_cast<unsigned>(state.argument));
+    auto *loop = llvm::BasicBlock::Create(context, "write_rows", kernel);
+    auto *done = llvm::BasicBlock::Create(context, "rows_written", kernel);
+    llvm::BasicBlock *before = b.GetInsertBlock();
+    b.CreateCondBr(write, loop, done);
+    b.SetInsertPoint(loop);
+    llvm::PHINode *e = b.CreatePHI(i64, 2);
+    e->addIncoming(b.getInt64(0), before);
+    llvm::Value *first =
+        b.CreateSExt(b.CreateLoad(i32, b.CreateGEP(i32, at, e)), i64);
+    llvm::Value *row = b.CreateAdd(b.CreateMul(e, b.getInt64(length)), first);
+    llvm::Value *dst =
+        b.CreateGEP(i8, base, b.CreateMul(row, b.getInt64(width * element)));
+    llvm::Value *src = b.CreateGEP(
+        i8, rows, b.CreateMul(e, b.getInt64(newRows * width * element)));
+    b.CreateMemCpy(dst, llvm::MaybeAlign(element), src,
+                   llvm::MaybeAlign(element),
+                   b.getInt64(newRows * width * element));
+    llvm::Value *next = b.CreateAdd(e, b.getInt64(1));
+    e->addIncoming(next, b.GetInsertBlock());
+    b.CreateCondBr(b.CreateICmpSLT(next, b.getInt64(entries)), loop, done);
+    b.SetInsertPoint(done);
+  }
+  llvm::BasicBlock *ran = b.GetInsertBlock();
+  b.CreateBr(ret);
+  b.SetInsertPoint(ret);
+  llvm::PHINode *returned = b.CreatePHI(i32, 2);
+  returned->addIncoming(b.getInt32(ATTNC_STATUS_HALIDE_ERROR), noMemory);
+  returned->addIncoming(code, ran);
+  // halide_free reads the block's header: never of null.
+  for (llvm::Value *rows : rowBuffers) {
+    auto *free = llvm::BasicBlock::Create(context, "free_rows", kernel);
+    auto *freed = llvm::BasicBlock::Create(context, "rows_freed", kernel);
+    b.CreateCondBr(b.CreateIsNotNull(rows), free, freed);
+    b.SetInsertPoint(free);
+    b.CreateCall(halideFree, {null, rows});
+    b.CreateBr(freed);
+    b.SetInsertPoint(freed);
+  }
+  b.CreateRet(returned);
   addPackedEntry(module, *kernel);
 
   // NAME_prepare(params..., packed): nothing to prepare.
@@ -500,10 +586,12 @@ attnc::translateWithHalide(mlir::ModuleOp module, const CompileOptions &options,
   options.enterStage("building Halide pipelines (" + options.halideSchedule +
                      " schedule)");
   std::unique_ptr<llvm::Module> combined;
+  std::vector<std::vector<halide::StateWrite>> stateWrites;
   for (const KernelSignature &signature : *signatures) {
     auto kernel = module.lookupSymbol<mlir::func::FuncOp>(signature.name);
     auto compiled = compileKernel(kernel, options, *description, machine,
-                                  /*withRuntime=*/!combined, context);
+                                  /*withRuntime=*/!combined, context,
+                                  stateWrites.emplace_back());
     if (!compiled)
       return compiled.takeError();
     if (!combined)
@@ -546,8 +634,8 @@ attnc::translateWithHalide(mlir::ModuleOp module, const CompileOptions &options,
     }
 
   std::set<std::string> exported;
-  for (const KernelSignature &signature : *signatures) {
-    addWrappers(*combined, signature);
+  for (auto [signature, writes] : llvm::zip(*signatures, stateWrites)) {
+    addWrappers(*combined, signature, writes);
     for (const std::string &symbol :
          abi::exportedSymbols(signature.name, abi::ObjectKind::Cpu))
       exported.insert(symbol);

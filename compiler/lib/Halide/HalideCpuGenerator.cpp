@@ -9,10 +9,7 @@
 
 #include "attnc/Halide/HalideBackend.h"
 
-#include "attn/IR/AttnOps.h"
-
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/Location.h"
 
 #include "llvm/IR/Module.h"
 
@@ -31,25 +28,6 @@ public:
     if (llvm::Error error = checkHalideOptions(compileOptions))
       return error;
     return CpuGenerator::check();
-  }
-
-  llvm::Error checkModule(mlir::ModuleOp module) const override {
-    std::string where;
-    module.walk([&](mlir::attn::MultiheadAttentionOp op) {
-      if (!op.hasCache())
-        return mlir::WalkResult::advance();
-      llvm::raw_string_ostream os(where);
-      if (auto at = mlir::dyn_cast<mlir::FileLineColLoc>(op.getLoc()))
-        os << at.getFilename().getValue() << ":" << at.getLine() << ":"
-           << at.getColumn() << ": ";
-      return mlir::WalkResult::interrupt();
-    });
-    if (where.empty())
-      return llvm::Error::success();
-    return llvm::createStringError(
-        where + "the Halide backend does not support KV caches yet "
-                "(multihead_attention with cache_k=, cache_v=, cache_pos=); "
-                "compile this block with --backend=mlir");
   }
 
   llvm::Error checkOutput(OutputKind kind) const override {

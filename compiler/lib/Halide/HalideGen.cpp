@@ -552,10 +552,14 @@ Translator::translate(mlir::func::FuncOp func, std::vector<Tensor> arguments) {
       if (at.getAttentionWeights())
         set(at.getAttentionWeights(), weights);
     } else if (auto mha = llvm::dyn_cast<attn::MultiheadAttentionOp>(&op)) {
-      auto [out, weights] = multiheadAttention(mha, get);
-      set(mha.getResult(), out);
+      MhaResults results = multiheadAttention(mha, get);
+      set(mha.getResult(), results.out);
       if (mha.getAttentionWeights())
-        set(mha.getAttentionWeights(), weights);
+        set(mha.getAttentionWeights(), results.weights);
+      if (mha.hasCache()) {
+        set(mha.getUpdatedCacheK(), results.cacheK);
+        set(mha.getUpdatedCacheV(), results.cacheV);
+      }
     } else if (auto pe = llvm::dyn_cast<attn::PositionalEncodingOp>(&op)) {
       set(pe.getResult(), positionalEncoding(*get(pe.getX())));
     } else if (auto ln = llvm::dyn_cast<attn::LayerNormOp>(&op)) {
@@ -666,7 +670,23 @@ attnc::halide::buildKernelPipeline(mlir::func::FuncOp kernel, bool clampReads,
   // Each output is a Func of its own, computed on its own: an output that
   // is an argument, an index map or another output gets a copy.
   std::vector<Func> seen;
+  std::vector<std::pair<StateWrite, CacheWrite>> writes;
   for (auto [i, result] : llvm::enumerate(*results)) {
+    unsigned index = static_cast<unsigned>(i);
+    if (auto state = kernel.getResultAttrOfType<mlir::IntegerAttr>(
+            index, mlir::attn::AttnDialect::kUpdatesAttr)) {
+      // A state the kernel returns unchanged needs no write.
+      if (!result.cacheWrite)
+        continue;
+      StateWrite write;
+      write.argument = static_cast<unsigned>(state.getInt());
+      write.stateShape = result.shape;
+      write.rowsShape = result.cacheWrite->rowsShape;
+      write.type = *mlir::attn::elementTypeOf(
+          mlir::getElementTypeOrSelf(kernel.getResultTypes()[index]));
+      writes.emplace_back(write, *result.cacheWrite);
+      continue;
+    }
     bool computed = false;
     for (const Stage &stage : pipeline.stages)
       computed |= stage.func.name() == result.func.name();
@@ -682,6 +702,15 @@ attnc::halide::buildKernelPipeline(mlir::func::FuncOp kernel, bool clampReads,
     seen.push_back(out.func);
     pipeline.outputs.push_back(out.func);
     pipeline.outputShapes.push_back(out.shape);
+  }
+  for (auto [i, write] : llvm::enumerate(writes)) {
+    Tensor rows{write.second.rows, write.first.rowsShape};
+    std::string name = "state_rows_" + std::to_string(i);
+    pipeline.outputs.push_back(translator.copyOf(rows, name).func);
+    pipeline.outputShapes.push_back(write.first.rowsShape);
+    pipeline.outputs.push_back(write.second.at);
+    pipeline.outputShapes.push_back({write.first.rowsShape[0]});
+    pipeline.stateWrites.push_back(write.first);
   }
   pipeline.outputs.push_back(translator.statusFunc());
   pipeline.outputShapes.push_back({});

@@ -49,17 +49,34 @@ struct Stage {
   std::function<void(const ScheduleTarget &)> schedule;
 };
 
+/// A state the kernel updates (a KV cache): its new rows are pipeline
+/// outputs, which the kernel's wrapper copies into the state's buffer
+/// after the pipeline ran (Halide leaves a buffer that is both an input
+/// and an output undefined).
+struct StateWrite {
+  /// The state's index among the kernel's arguments.
+  unsigned argument = 0;
+  /// [B, L, W]: the state; [B, T, W]: the rows written, entry b's at rows
+  /// at[b] .. at[b] + T - 1.
+  std::vector<int64_t> stateShape, rowsShape;
+  mlir::attn::ElementType type = mlir::attn::ElementType::F32;
+};
+
 /// A kernel as a Halide pipeline.
 struct KernelPipeline {
   /// The kernel's inputs and params, in the ABI's order.
   std::vector<Halide::ImageParam> arguments;
   /// The row-major shape of each argument.
   std::vector<std::vector<int64_t>> argumentShapes;
-  /// Its outputs in `output` order, then the status: an Int(32) Func of no
-  /// dimensions counting the embeddings given an id out of range.
+  /// Its outputs in `output` order; for each of `stateWrites`, its rows
+  /// (the state's storage type, [B, T, W]) and where they go (Int(32),
+  /// [B]); then the status: an Int(32) Func of no dimensions counting the
+  /// embeddings given an id out of range, or ATTNC_STATUS_CACHE_POSITION.
   std::vector<Halide::Func> outputs;
   /// The row-major shape of each output (the status: none).
   std::vector<std::vector<int64_t>> outputShapes;
+  /// The states the kernel updates, in result order.
+  std::vector<StateWrite> stateWrites;
   /// Every computed stage, producers first.
   std::vector<Stage> stages;
 };

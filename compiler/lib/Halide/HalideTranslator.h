@@ -15,10 +15,12 @@
 #include "HalideGen.h"
 
 #include "attn/IR/AttnOps.h"
+#include "attn/Target/KernelStatus.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +32,18 @@ using Halide::Func;
 using Halide::RDom;
 using Halide::Var;
 
+/// What a call with a KV cache writes into a state (docs/spec.md §2 v3): the
+/// new rows, written by the kernel's wrapper after the pipeline (Halide
+/// leaves a buffer that is both an input and an output undefined).
+struct CacheWrite {
+  /// rows(w, t, b): the T new rows of entry b, in the cache's element type.
+  Func rows;
+  /// at(b): the first row of entry b they go to (pos[b]).
+  Func at;
+  /// [B, T, W].
+  std::vector<int64_t> rowsShape;
+};
+
 /// A tensor value: a Func read row-major.
 struct Tensor {
   Func func;
@@ -38,6 +52,9 @@ struct Tensor {
   /// Func of the same indices whose bf16 values widen to `func`'s exactly,
   /// which a GEMM reads as vdpbf16ps's operands.
   Func bf16 = Func();
+  /// A KV cache after a call's write: the rows written (`func` is then the
+  /// whole updated cache, for reads).
+  std::optional<CacheWrite> cacheWrite = std::nullopt;
 
   int rank() const { return static_cast<int>(shape.size()); }
   /// The element at row-major indices `index`.
@@ -128,7 +145,12 @@ public:
     Expr count = Expr(0);
     for (const Expr &bad : badIds)
       count = count + bad;
-    status() = count;
+    Expr positions = Expr(0);
+    for (const Expr &bad : badPositions)
+      positions = positions + bad;
+    // As attn-lower-to-linalg's: a bad cache position first.
+    status() = Halide::select(
+        positions != 0, Expr(int32_t(ATTNC_STATUS_CACHE_POSITION)), count);
     return status;
   }
 
@@ -195,9 +217,18 @@ private:
   std::pair<Tensor, Tensor> attention(mlir::attn::AttentionOp op,
                                       const Tensor &q, const Tensor &k,
                                       const Tensor &v, const Tensor *validLens);
-  std::pair<Tensor, Tensor>
+  /// multihead_attention's results: the output, the weights (with
+  /// return_weights) and the updated caches (with a cache).
+  struct MhaResults {
+    Tensor out, weights, cacheK, cacheV;
+  };
+  MhaResults
   multiheadAttention(mlir::attn::MultiheadAttentionOp op,
                      const std::function<const Tensor *(mlir::Value)> &get);
+  /// The updated cache `cache` [B, L, W] of a call writing `rows` [B, T, W]
+  /// (values of the cache's type) at rows pos(b) .. pos(b) + T - 1.
+  Tensor updatedCache(const Tensor &cache, const Tensor &rows,
+                      const Tensor &pos);
   Tensor positionalEncoding(const Tensor &x);
   Tensor layerNorm(const Tensor &x, const Tensor &gamma, const Tensor &beta,
                    float eps);
@@ -211,6 +242,10 @@ private:
   struct AttentionCore {
     std::function<Expr(Expr, Expr, const std::vector<Expr> &)> q, k, v;
     std::function<Expr(Expr, const std::vector<Expr> &)> lens;
+    /// With a KV cache: query row i is at position i + rowOffset(batch)
+    /// (pos[b]), and a key it does not see weighs exactly 0 (as in
+    /// attn.decode_attention) instead of D2L's -1e6 replacement.
+    std::function<Expr(const std::vector<Expr> &)> rowOffset;
     std::vector<int64_t> batch;
     int64_t queries = 0, keys = 0, headDim = 0, valueDim = 0;
     bool causal = false;
@@ -228,6 +263,8 @@ private:
   bool clampReads;
   bool bf16Pairs;
   std::vector<Expr> badIds;
+  /// Per call with a cache: how many entries' positions are out of range.
+  std::vector<Expr> badPositions;
   int counter = 0;
 };
 

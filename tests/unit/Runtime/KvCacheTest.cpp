@@ -5,13 +5,15 @@
 // first P tokens and then one-token steps give the full attention's rows,
 // ragged positions across the batch included; rows past the new tokens
 // are never written nor read (they hold NaN here); a position out of range
-// is an error that writes nothing.
+// is an error that writes nothing. Through both backends (the Halide
+// backend's pipelines too, when this attnc has it).
 //
 //===----------------------------------------------------------------------===//
 
 #include "../../e2e/TestSupport.h"
 #include "attn/Target/FloatConversions.h"
 #include "attnc/Codegen/TargetMachine.h"
+#include "attnc/Halide/HalideBackend.h"
 #include "attnc/Runtime/Runtime.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -50,6 +52,7 @@ struct Pipeline {
   /// attn-decompose's option: with a cache it must still pick a lowering
   /// that never lets an unwritten (NaN) row reach the output.
   const char *attention = "auto";
+  Backend backend = Backend::Mlir;
 };
 
 std::string mhaCall(const Variant &v, const char *cacheArgs) {
@@ -116,6 +119,7 @@ protected:
     options.pipeline.parallel = pipeline.parallel;
     options.pipeline.gpuEmulation = pipeline.gpuEmulation;
     options.pipeline.attention = pipeline.attention;
+    options.backend = pipeline.backend;
     kvDim = kModel / kHeads * v.kvHeads;
     std::string text = spec(v);
     for (auto [name, kernel] :
@@ -289,6 +293,7 @@ TEST_P(KvCacheTest, ALowPrecisionCacheHoldsTheRoundedRows) {
     options.target.cpu = pipeline.cpu;
     options.pipeline.parallel = false;
     options.pipeline.gpuEmulation = pipeline.gpuEmulation;
+    options.backend = pipeline.backend;
     auto narrow = runtime->compile(text, "kv.attn", "prefill", options);
     ASSERT_TRUE(!!narrow) << llvm::toString(narrow.takeError());
     ASSERT_EQ(message((*narrow)->bindParams(params())), "");
@@ -369,17 +374,39 @@ const Pipeline kPipelines[] = {
     Pipeline{"gpu_emulation", 2, "native", false, true},
 };
 
+/// The Halide backend's (docs/halide.md), serial and on threads, when
+/// this attnc has it.
+std::vector<Pipeline> halidePipelines() {
+  if (!haveHalideBackend())
+    return {};
+  return {
+      Pipeline{"halide", 2, "native", false, false, "auto", Backend::Halide},
+      Pipeline{"halide_parallel", 2, "native", true, false, "auto",
+               Backend::Halide}};
+}
+
+const Variant kVariants[] = {Variant{"mha", kHeads, false, 0, false},
+                             Variant{"gqa_rope", 2, true, 0, false},
+                             Variant{"mqa_window_biases", 1, false, 3, true},
+                             Variant{"gqa_rope_window", 2, true, 4, true}};
+
+std::string
+caseName(const ::testing::TestParamInfo<std::tuple<Variant, Pipeline>> &info) {
+  return std::string(std::get<0>(info.param).name) + "_" +
+         std::get<1>(info.param).name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, KvCacheTest,
+                         ::testing::Combine(::testing::ValuesIn(kVariants),
+                                            ::testing::ValuesIn(kPipelines)),
+                         caseName);
+
+#ifndef ATTNC_SANITIZE_TIER
 INSTANTIATE_TEST_SUITE_P(
-    Variants, KvCacheTest,
-    ::testing::Combine(
-        ::testing::Values(Variant{"mha", kHeads, false, 0, false},
-                          Variant{"gqa_rope", 2, true, 0, false},
-                          Variant{"mqa_window_biases", 1, false, 3, true},
-                          Variant{"gqa_rope_window", 2, true, 4, true}),
-        ::testing::ValuesIn(kPipelines)),
-    [](const ::testing::TestParamInfo<std::tuple<Variant, Pipeline>> &info) {
-      return std::string(std::get<0>(info.param).name) + "_" +
-             std::get<1>(info.param).name;
-    });
+    Halide, KvCacheTest,
+    ::testing::Combine(::testing::ValuesIn(kVariants),
+                       ::testing::ValuesIn(halidePipelines())),
+    caseName);
+#endif
 
 } // namespace
