@@ -38,9 +38,10 @@ llvm::Error statusError(llvm::StringRef kernel, int status,
   if (status == ATTNC_STATUS_CACHE_POSITION)
     return llvm::createStringError(
         "kernel '" + kernel +
-        "': a KV cache position is out of range (some cache_pos[b] < 0, or "
-        "cache_pos[b] + T > L, the cache's rows); nothing was written to "
-        "the caches");
+        "': a position is out of range (a KV cache's: some cache_pos[b] < "
+        "0, or cache_pos[b] + T > L, the cache's rows; or a "
+        "positional_encoding's: some offset[b] < 0, or offset[b] + T > "
+        "max_len); nothing was written to the caches");
   return llvm::createStringError("kernel '" + kernel + "' failed with status " +
                                  llvm::Twine(status));
 }

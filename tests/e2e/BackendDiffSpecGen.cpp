@@ -921,9 +921,16 @@ void genDecode(Block &b, Rng &r, Kind &kind) {
       "cache_k=" + kCache + ", cache_v=" + vCache + ", cache_pos=" + pos;
   bool layer = r.chance(0.4);
   std::string h = x;
+  if (hd % 2 == 0 && r.chance(0.3)) {
+    // D2L's encoding at each entry's positions pos[b] + t.
+    kind.add("pos_enc_offset");
+    h = b.let("positional_encoding(" + h + ", offset=" + pos +
+                  ", max_len=" + b.ref(rows) + ")",
+              {bs, t, hd});
+  }
   if (layer) {
     kind.add("layer");
-    h = b.let("rms_norm(" + x + ", " + b.param("g", {hd}) + ")", {bs, t, hd});
+    h = b.let("rms_norm(" + h + ", " + b.param("g", {hd}) + ")", {bs, t, hd});
   }
   std::string att =
       b.let(mhaExpr(b, r, kind, c, h, h, h, "", "", cache), {bs, t, hd});

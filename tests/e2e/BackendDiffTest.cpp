@@ -987,7 +987,7 @@ TEST(BackendDiffGenerator, DefaultRunCoversEveryFeature) {
         "linear(",     "matmul(",     "scale(",
         "add(",        "mul(",        "sub(",
         "= layer(",    "f32[]",       "bf16[",
-        "f16[",        "cache_pos="})
+        "f16[",        "cache_pos=",  "offset="})
     EXPECT_NE(all.find(feature), std::string::npos)
         << "no case of the default run has '" << feature << "'";
   for (auto &[k, n] : kinds)

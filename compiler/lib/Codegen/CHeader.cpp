@@ -276,8 +276,9 @@ void HeaderWriter::writeStatuses() {
       os << " /* a CUDA call failed (memory, launch) */";
       break;
     case ATTNC_STATUS_CACHE_POSITION:
-      os << " /* a cache position pos[b] < 0 or pos[b] + T > L: nothing "
-            "written */";
+      os << " /* a cache position pos[b] < 0 or pos[b] + T > L (or a "
+            "positional_encoding offset[b] < 0 or offset[b] + T > max_len): "
+            "nothing written */";
       break;
     default:
       break;

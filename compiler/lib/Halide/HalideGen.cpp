@@ -284,12 +284,22 @@ struct HalideOps {
 } // namespace
 
 /// x + P[:T] (D2L's table, attn/IR/PositionalEncoding.h): a constant up to
-/// kMaxConstantTableElements, computed from indices beyond (as the MLIR
-/// lowering does).
-Tensor Translator::positionalEncoding(const Tensor &x) {
+/// kMaxConstantTableElements, computed from indices beyond or at each
+/// entry's `offset` (as the MLIR lowering does; an offset past the table
+/// makes the kernel return ATTNC_STATUS_CACHE_POSITION).
+Tensor Translator::positionalEncoding(const Tensor &x, const Tensor *offset,
+                                      int64_t maxLen) {
   int64_t rows = x.shape[1], width = x.shape[2];
   std::vector<Var> vars = makeVars(3);
-  if (mlir::attn::positionalEncodingIsComputed(rows, width)) {
+  Expr position = vars[1];
+  if (offset) {
+    position = vars[1] + (*offset)({vars[0]});
+    RDom e(0, static_cast<int>(x.shape[0]), "entry");
+    Expr first = (*offset)({e.x});
+    badPositions.push_back(Halide::sum(Halide::select(
+        first < 0 || first > static_cast<int>(maxLen - rows), 1, 0)));
+  }
+  if (offset || mlir::attn::positionalEncodingIsComputed(rows, width)) {
     std::vector<float> columnDivisors =
         mlir::attn::positionalEncodingColumnDivisors(width);
     Halide::Buffer<float> divisors(static_cast<int>(width), fresh("pe_div"));
@@ -297,7 +307,7 @@ Tensor Translator::positionalEncoding(const Tensor &x) {
       divisors(static_cast<int>(c)) = columnDivisors[c];
     Func divisor = constant(divisors);
     Expr angle =
-        Halide::cast<float>(Halide::cast<int64_t>(vars[1])) / divisor(vars[2]);
+        Halide::cast<float>(Halide::cast<int64_t>(position)) / divisor(vars[2]);
     HalideOps ops;
     Expr entry = mlir::attn::positionalEncodingEntry(
         ops, Halide::cast<double>(angle),
@@ -561,7 +571,9 @@ Translator::translate(mlir::func::FuncOp func, std::vector<Tensor> arguments) {
         set(mha.getUpdatedCacheV(), results.cacheV);
       }
     } else if (auto pe = llvm::dyn_cast<attn::PositionalEncodingOp>(&op)) {
-      set(pe.getResult(), positionalEncoding(*get(pe.getX())));
+      set(pe.getResult(),
+          positionalEncoding(*get(pe.getX()), get(pe.getOffset()),
+                             static_cast<int64_t>(pe.getMaxLen())));
     } else if (auto ln = llvm::dyn_cast<attn::LayerNormOp>(&op)) {
       set(ln.getResult(),
           layerNorm(*get(ln.getX()), *get(ln.getGamma()), *get(ln.getBeta()),

@@ -229,7 +229,8 @@ private:
   /// (values of the cache's type) at rows pos(b) .. pos(b) + T - 1.
   Tensor updatedCache(const Tensor &cache, const Tensor &rows,
                       const Tensor &pos);
-  Tensor positionalEncoding(const Tensor &x);
+  Tensor positionalEncoding(const Tensor &x, const Tensor *offset,
+                            int64_t maxLen);
   Tensor layerNorm(const Tensor &x, const Tensor &gamma, const Tensor &beta,
                    float eps);
   Tensor rmsNorm(const Tensor &x, const Tensor &gamma, float eps);

@@ -672,12 +672,24 @@ TensorShape mlir::attn::rules::multiheadAttentionWeightsShape(
 }
 
 RuleResult mlir::attn::rules::inferPositionalEncoding(const TensorShape &x,
+                                                      const TensorShape *offset,
                                                       int64_t maxLen,
                                                       RuleError error) {
   Checker c(error);
   if (!c.tensor("x", x, ElementClass::Float, 3, 3) ||
       !c.positive("max_len", maxLen))
     return std::nullopt;
+  // offset: each entry's first position (a decode step's cache_pos).
+  if (offset) {
+    if (!c.tensor("offset", *offset, ElementClass::Integer, 1, 1))
+      return std::nullopt;
+    if (offset->dims[0] != x.dims[0]) {
+      c.fail("offset", "'offset' must be i32[" + Twine(x.dims[0]) +
+                           "], one position per entry of x (" + formatShape(x) +
+                           "), got " + formatShape(*offset));
+      return std::nullopt;
+    }
+  }
   if (x.dims[2] % 2 != 0) {
     c.fail("x", "positional encoding needs an even model dimension D, got " +
                     Twine(x.dims[2]) + " (" + formatShape(x) + ")");

@@ -583,8 +583,10 @@ struct ArithOps {
 };
 
 /// x + P[:T]. A table of up to kMaxConstantTableElements is a constant;
-/// a bigger one is computed where it is added, from the row and column
-/// indices and a [D] constant of each column's divisor.
+/// a bigger one, or one read at each entry's `offset`, is computed where it
+/// is added, from the position (the row index, plus offset[b]) and the
+/// column index and a [D] constant of each column's divisor (the same
+/// arithmetic as the table's, so the same bits).
 struct LowerPositionalEncoding : OpRewritePattern<PositionalEncodingOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(PositionalEncodingOp op,
@@ -595,7 +597,8 @@ struct LowerPositionalEncoding : OpRewritePattern<PositionalEncodingOp> {
     AffineExpr b, i, c;
     bindDims(ctx, b, i, c);
     AffineMap x = AffineMap::get(3, 0, {b, i, c}, ctx);
-    if (!mlir::attn::positionalEncodingIsComputed(s[1], s[2])) {
+    Value offset = op.getOffset();
+    if (!offset && !mlir::attn::positionalEncodingIsComputed(s[1], s[2])) {
       auto tableType =
           RankedTensorType::get({s[1], s[2]}, computeType(rewriter));
       Value table = arith::ConstantOp::create(
@@ -616,29 +619,39 @@ struct LowerPositionalEncoding : OpRewritePattern<PositionalEncodingOp> {
     Value divisor = arith::ConstantOp::create(
         rewriter, loc,
         DenseElementsAttr::get(divisorType, ArrayRef<float>(divisors)));
+    SmallVector<Value> inputs = {op.getX(), divisor};
+    SmallVector<AffineMap> maps = {x, AffineMap::get(3, 0, {c}, ctx)};
+    if (offset) {
+      inputs.push_back(offset);
+      maps.push_back(AffineMap::get(3, 0, {b}, ctx));
+    }
     rewriter.replaceOp(
-        op, elementwise(
-                rewriter, loc, op.getType(), {op.getX(), divisor},
-                {x, AffineMap::get(3, 0, {c}, ctx)},
-                [](OpBuilder &b, Location loc, ValueRange args) {
-                  auto index = [&](unsigned dim) {
-                    Value v = linalg::IndexOp::create(b, loc, dim);
-                    return arith::IndexCastOp::create(b, loc, b.getI64Type(), v)
-                        .getResult();
-                  };
-                  Value row =
-                      arith::SIToFPOp::create(b, loc, computeType(b), index(1));
-                  Value angle =
-                      arith::DivFOp::create(b, loc, row, args[1]).getResult();
-                  ArithOps ops{b, loc};
-                  Value odd = ops.andInt(index(2), 1);
-                  Value entry = mlir::attn::positionalEncodingEntry(
-                      ops, arith::ExtFOp::create(b, loc, b.getF64Type(), angle),
-                      odd);
-                  Value p =
-                      arith::TruncFOp::create(b, loc, computeType(b), entry);
-                  return arith::AddFOp::create(b, loc, args[0], p).getResult();
-                }));
+        op,
+        elementwise(
+            rewriter, loc, op.getType(), inputs, maps,
+            [](OpBuilder &b, Location loc, ValueRange args) {
+              auto index = [&](unsigned dim) {
+                Value v = linalg::IndexOp::create(b, loc, dim);
+                return arith::IndexCastOp::create(b, loc, b.getI64Type(), v)
+                    .getResult();
+              };
+              Value position = index(1);
+              if (args.size() > 2)
+                position = arith::AddIOp::create(
+                    b, loc, position,
+                    arith::ExtSIOp::create(b, loc, b.getI64Type(), args[2]));
+              Value row =
+                  arith::SIToFPOp::create(b, loc, computeType(b), position);
+              Value angle =
+                  arith::DivFOp::create(b, loc, row, args[1]).getResult();
+              ArithOps ops{b, loc};
+              Value odd = ops.andInt(index(2), 1);
+              Value entry = mlir::attn::positionalEncodingEntry(
+                  ops, arith::ExtFOp::create(b, loc, b.getF64Type(), angle),
+                  odd);
+              Value p = arith::TruncFOp::create(b, loc, computeType(b), entry);
+              return arith::AddFOp::create(b, loc, args[0], p).getResult();
+            }));
     return success();
   }
 };
@@ -877,13 +890,45 @@ void addKernelStatus(func::FuncOp func) {
   OpBuilder b(func.getContext());
   Block &entry = func.getBody().front();
   Value badPositions;
+  auto addBad = [&](Location loc, Value bad) {
+    badPositions =
+        badPositions
+            ? arith::AddIOp::create(b, loc, badPositions, bad).getResult()
+            : bad;
+  };
+  // positional_encoding's offset: positions offset[b] .. offset[b] + T - 1
+  // must be rows of D2L's table. Counted at the function's entry, so that
+  // every cache write below can depend on them (an offset is an i32
+  // argument: no op makes i32 values).
+  b.setInsertionPointToStart(&entry);
+  func.walk([&](PositionalEncodingOp op) {
+    if (!op.getOffset())
+      return;
+    assert(llvm::isa<BlockArgument>(op.getOffset()) &&
+           "positional_encoding's offset is an argument");
+    int64_t rows = op.getType().getDimSize(1);
+    addBad(op.getLoc(),
+           countBadIds(b, op.getLoc(), op.getOffset(),
+                       static_cast<int64_t>(op.getMaxLen()) - rows + 1));
+  });
+  Value badOffsets = badPositions;
   func.walk([&](CacheUpdateOp op) {
     b.setInsertionPoint(op);
-    Value bad = countBadPositions(b, op.getLoc(), op);
-    badPositions =
-        badPositions ? arith::AddIOp::create(b, op.getLoc(), badPositions, bad)
-                           .getResult()
-                     : bad;
+    addBad(op.getLoc(), countBadPositions(b, op.getLoc(), op));
+    // "Nothing written" holds for a bad offset too: the cache's positions
+    // become -1 then (out of range: the update writes no row).
+    if (badOffsets)
+      op.getPosMutable().assign(elementwiseSameShape(
+          b, op.getLoc(), tensorType(op.getPos()), ValueRange{op.getPos()},
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value zero = arith::ConstantIntOp::create(nb, nl, 0, 32);
+            Value anyBad = arith::CmpIOp::create(
+                nb, nl, arith::CmpIPredicate::ne, badOffsets, zero);
+            return arith::SelectOp::create(
+                       nb, nl, anyBad,
+                       arith::ConstantIntOp::create(nb, nl, -1, 32), args[0])
+                .getResult();
+          }));
   });
   Value status;
   func.walk([&](EmbeddingOp op) {

@@ -492,6 +492,15 @@ func.func @case40(%x: tensor<8x16xf32>) {
 
 // -----
 
+// positional_encoding: offset is one position per entry of x
+func.func @pe_offset_entries(%x: tensor<2x1x16xf32>, %pos: tensor<3xi32>) {
+  // expected-error @+1 {{'offset' must be i32[2], one position per entry of x (f32[2, 1, 16]), got i32[3]}}
+  %0 = attn.positional_encoding %x offset(%pos : tensor<3xi32>) : tensor<2x1x16xf32>
+  return
+}
+
+// -----
+
 // layer_norm: gamma has D entries
 func.func @case41(%x: tensor<2x4x100xf32>, %g: tensor<50xf32>, %b: tensor<100xf32>) {
   // expected-error @+1 {{'gamma' must be f32[100] (the last dimension of 'x'), got f32[50]}}

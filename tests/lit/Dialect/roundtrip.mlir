@@ -145,6 +145,13 @@ func.func @positional_encoding(%x: tensor<2x4x100xf32>) -> (tensor<2x4x100xf32>,
   return %0, %1 : tensor<2x4x100xf32>, tensor<2x4x100xf32>
 }
 
+// CHECK-LABEL: func.func @positional_encoding_offset
+func.func @positional_encoding_offset(%x: tensor<2x1x100xf32>, %pos: tensor<2xi32>) -> tensor<2x1x100xf32> {
+  // CHECK: attn.positional_encoding %{{.*}} offset(%{{.*}} : tensor<2xi32>) max_len(64) : tensor<2x1x100xf32>
+  %0 = attn.positional_encoding %x offset(%pos : tensor<2xi32>) max_len(64) : tensor<2x1x100xf32>
+  return %0 : tensor<2x1x100xf32>
+}
+
 // CHECK-LABEL: func.func @norms
 func.func @norms(%x: tensor<2x4x100xf32>, %y: tensor<2x4x100xf32>, %g: tensor<100xf32>, %b: tensor<100xf32>) -> (tensor<2x4x100xf32>, tensor<2x4x100xf32>) {
   // CHECK: attn.layer_norm %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x4x100xf32>, tensor<100xf32>, tensor<100xf32>) -> tensor<2x4x100xf32>

@@ -27,3 +27,19 @@ func.func @step(%rows: tensor<2x3x4xf32>, %pos: tensor<2xi32>, %cache: tensor<2x
   %0 = attn.cache_update %rows into %cache at %pos : tensor<2x3x4xf32>, tensor<2xi32> into tensor<2x8x4xf32>
   return %0 : tensor<2x8x4xf32>
 }
+
+// A positional_encoding offset out of range writes no cache row either: the
+// cache's positions become -1 (out of range) when any offset is bad.
+// CHECK-LABEL: func.func @step_with_encoding
+// CHECK-SAME: %[[POS:[^:]*]]: memref<2xi32>, %[[OFF:[^:]*]]: memref<2xi32>
+// CHECK-DAG: %[[MINUS1:.*]] = arith.constant -1 : i32
+// CHECK: %[[OFFBAD:.*]] = memref.load
+// CHECK: %[[ANY:.*]] = arith.cmpi ne, %[[OFFBAD]], %{{.*}} : i32
+// CHECK: arith.select %[[ANY]], %[[MINUS1]], %{{.*}} : i32
+// CHECK: scf.if
+// CHECK: memref.copy
+func.func @step_with_encoding(%rows: tensor<2x1x4xf32>, %pos: tensor<2xi32>, %offset: tensor<2xi32>, %x: tensor<2x1x4xf32>, %cache: tensor<2x8x4xf32> {attn.role = "state"}) -> (tensor<2x1x4xf32>, tensor<2x8x4xf32> {attn.updates = 4 : i64}) {
+  %p = attn.positional_encoding %x offset(%offset : tensor<2xi32>) max_len(4) : tensor<2x1x4xf32>
+  %0 = attn.cache_update %rows into %cache at %pos : tensor<2x1x4xf32>, tensor<2xi32> into tensor<2x8x4xf32>
+  return %p, %0 : tensor<2x1x4xf32>, tensor<2x8x4xf32>
+}

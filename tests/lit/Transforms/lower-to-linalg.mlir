@@ -207,6 +207,34 @@ func.func @positional_encoding(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
 
 // -----
 
+// With offset (a decode step's positions): the table is computed at
+// position offset[b] + i, from the column's divisor (the table's own
+// arithmetic); an offset with offset[b] + T > max_len (or < 0) makes the
+// status ATTNC_STATUS_CACHE_POSITION (-6).
+// CHECK-DAG: #[[BTC2:.*]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// CHECK-DAG: #[[C:.*]] = affine_map<(d0, d1, d2) -> (d2)>
+// CHECK-DAG: #[[B:.*]] = affine_map<(d0, d1, d2) -> (d0)>
+// CHECK-LABEL: func.func @positional_encoding_offset
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<2x3x4xf32> {{.*}}, %[[POS:[^:]*]]: tensor<2xi32>
+// CHECK-DAG: %[[CODE:.*]] = arith.constant -6 : i32
+// CHECK-DAG: %[[LIMIT:.*]] = arith.constant 6 : i32
+// CHECK: arith.cmpi sge, %{{.*}}, %[[LIMIT]] : i32
+// CHECK: linalg.generic {indexing_maps = [#[[BTC2]], #[[C]], #[[B]], #[[BTC2]]], {{.*}} ins(%[[X]], %{{.*}}, %[[POS]] : tensor<2x3x4xf32>, tensor<4xf32>, tensor<2xi32>)
+// CHECK: ^bb0(%{{.*}}: f32, %[[DIV:.*]]: f32, %[[P:.*]]: i32, %{{.*}}: f32):
+// CHECK: %[[I:.*]] = linalg.index 1 : index
+// CHECK: %[[I64:.*]] = arith.index_cast %[[I]] : index to i64
+// CHECK: %[[P64:.*]] = arith.extsi %[[P]] : i32 to i64
+// CHECK: %[[AT:.*]] = arith.addi %[[I64]], %[[P64]] : i64
+// CHECK: %[[ROW:.*]] = arith.sitofp %[[AT]] : i64 to f32
+// CHECK: arith.divf %[[ROW]], %[[DIV]] : f32
+// CHECK: arith.select %{{.*}}, %[[CODE]]
+func.func @positional_encoding_offset(%x: tensor<2x3x4xf32>, %pos: tensor<2xi32>) -> tensor<2x3x4xf32> {
+  %0 = attn.positional_encoding %x offset(%pos : tensor<2xi32>) max_len(8) : tensor<2x3x4xf32>
+  return %0 : tensor<2x3x4xf32>
+}
+
+// -----
+
 // torch nn.LayerNorm: (x - mean) / sqrt(var + eps) * gamma + beta, biased var.
 // CHECK-LABEL: func.func @layer_norm
 func.func @layer_norm(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<2x8xf32> {

@@ -106,16 +106,37 @@ TEST(AttnShapeRules, SplitAndMergeHeadsAreInverse) {
 
 TEST(AttnShapeRules, PositionalEncodingLimits) {
   Errors errors;
-  EXPECT_TRUE(inferPositionalEncoding(f32({1, 1000, 32}), kDefaultMaxLen,
-                                      errors.callback()));
-  EXPECT_FALSE(inferPositionalEncoding(f32({1, 1001, 32}), kDefaultMaxLen,
+  EXPECT_TRUE(inferPositionalEncoding(f32({1, 1000, 32}), nullptr,
+                                      kDefaultMaxLen, errors.callback()));
+  EXPECT_FALSE(inferPositionalEncoding(f32({1, 1001, 32}), nullptr,
+                                       kDefaultMaxLen, errors.callback()));
+  EXPECT_FALSE(inferPositionalEncoding(f32({1, 4, 33}), nullptr, 1000,
                                        errors.callback()));
-  EXPECT_FALSE(
-      inferPositionalEncoding(f32({1, 4, 33}), 1000, errors.callback()));
   ASSERT_EQ(errors.list.size(), 2u);
   EXPECT_EQ(errors.list[0].second,
             "sequence length T=1001 exceeds max_len=1000");
   EXPECT_EQ(errors.list[1].first, "x");
+}
+
+TEST(AttnShapeRules, PositionalEncodingOffsetIsOnePositionPerEntry) {
+  Errors errors;
+  TensorShape pos = i32({2}), wrong = i32({3}), floats = f32({2}),
+              matrix = i32({2, 1});
+  EXPECT_TRUE(inferPositionalEncoding(f32({2, 1, 32}), &pos, kDefaultMaxLen,
+                                      errors.callback()));
+  EXPECT_FALSE(inferPositionalEncoding(f32({2, 1, 32}), &wrong, kDefaultMaxLen,
+                                       errors.callback()));
+  EXPECT_FALSE(inferPositionalEncoding(f32({2, 1, 32}), &floats, kDefaultMaxLen,
+                                       errors.callback()));
+  EXPECT_FALSE(inferPositionalEncoding(f32({2, 1, 32}), &matrix, kDefaultMaxLen,
+                                       errors.callback()));
+  ASSERT_EQ(errors.list.size(), 3u);
+  EXPECT_EQ(errors.list[0].first, "offset");
+  EXPECT_EQ(errors.list[0].second,
+            "'offset' must be i32[2], one position per entry of x "
+            "(f32[2, 1, 32]), got i32[3]");
+  EXPECT_EQ(errors.list[1].first, "offset");
+  EXPECT_EQ(errors.list[2].first, "offset");
 }
 
 TEST(AttnShapeRules, HugeTensorsAreRejectedWithoutOverflow) {

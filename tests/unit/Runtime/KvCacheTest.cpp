@@ -5,7 +5,9 @@
 // first P tokens and then one-token steps give the full attention's rows,
 // ragged positions across the batch included; rows past the new tokens
 // are never written nor read (they hold NaN here); a position out of range
-// is an error that writes nothing. Through both backends (the Halide
+// is an error that writes nothing; positional_encoding(X, offset=pos) in
+// front of the attention is the whole sequence's encoding at those
+// positions. Through both backends (the Halide
 // backend's pipelines too, when this attnc has it).
 //
 //===----------------------------------------------------------------------===//
@@ -40,7 +42,15 @@ struct Variant {
   bool rope;
   int64_t window; // 0: none
   bool biases;
+  /// The attention reads positional_encoding(X) (with offset=pos on the
+  /// cache), its table kEncodingRows long.
+  bool encoding = false;
 };
+
+/// positional_encoding's max_len in the `encoding` variants: the whole
+/// sequence and one more, fewer than the cache's rows (so that a position
+/// can be in the cache and past the table).
+constexpr int64_t kEncodingRows = kSequence + 1;
 
 /// How the three blocks are compiled.
 struct Pipeline {
@@ -56,8 +66,10 @@ struct Pipeline {
 };
 
 std::string mhaCall(const Variant &v, const char *cacheArgs) {
-  std::string call = "multihead_attention(X, X, X, heads=4, w_q=W_q, "
-                     "w_k=W_k, w_v=W_v, w_o=W_o, causal=true";
+  const char *x = v.encoding ? "P, P, P" : "X, X, X";
+  std::string call = std::string("multihead_attention(") + x +
+                     ", heads=4, w_q=W_q, w_k=W_k, w_v=W_v, w_o=W_o, "
+                     "causal=true";
   if (v.kvHeads != kHeads)
     call += ", kv_heads=" + std::to_string(v.kvHeads);
   if (v.rope)
@@ -90,7 +102,12 @@ std::string spec(const Variant &v) {
       text += "  input pos: i32[B]\n  state K: f32[B, L, " +
               std::to_string(kvDim) + "]\n  state V: f32[B, L, " +
               std::to_string(kvDim) + "]\n";
-    text += params + "  Y = " +
+    text += params;
+    if (v.encoding)
+      text += std::string("  P = positional_encoding(X") +
+              (cache ? ", offset=pos" : "") +
+              ", max_len=" + std::to_string(kEncodingRows) + ")\n";
+    text += "  Y = " +
             mhaCall(v, cache ? ", cache_k=K, cache_v=V, cache_pos=pos" : "") +
             "\n  output Y\n}\n";
     return text;
@@ -261,15 +278,35 @@ TEST_P(KvCacheTest, APositionOutOfRangeIsAnErrorThatWritesNothing) {
     int64_t tokens = pos[1] == kCacheRows - kPrefill + 1 ? kPrefill : 1;
     EXPECT_EQ(run(tokens == 1 ? step : prefill, tokens, pos, y),
               std::string("kernel '") + (tokens == 1 ? "step" : "prefill") +
-                  "': a KV cache position is out of range (some "
+                  "': a position is out of range (a KV cache's: some "
                   "cache_pos[b] < 0, or cache_pos[b] + T > L, the cache's "
-                  "rows); nothing was written to the caches");
+                  "rows; or a positional_encoding's: some offset[b] < 0, "
+                  "or offset[b] + T > max_len); nothing was written to the "
+                  "caches");
     EXPECT_EQ(std::memcmp(kBefore.data(), kCache.data(),
                           kCache.size() * sizeof(float)),
               0);
     EXPECT_EQ(std::memcmp(vBefore.data(), vCache.data(),
                           vCache.size() * sizeof(float)),
               0);
+  }
+  const Variant &v = std::get<0>(GetParam());
+  if (v.encoding) {
+    // In the cache, past positional_encoding's table: an error too, and
+    // neither cache is written.
+    EXPECT_EQ(run(step, 1, {0, kEncodingRows}, y),
+              "kernel 'step': a position is out of range (a KV cache's: some "
+              "cache_pos[b] < 0, or cache_pos[b] + T > L, the cache's rows; "
+              "or a positional_encoding's: some offset[b] < 0, or offset[b] "
+              "+ T > max_len); nothing was written to the caches");
+    EXPECT_EQ(std::memcmp(kBefore.data(), kCache.data(),
+                          kCache.size() * sizeof(float)),
+              0);
+    EXPECT_EQ(std::memcmp(vBefore.data(), vCache.data(),
+                          vCache.size() * sizeof(float)),
+              0);
+    EXPECT_EQ(run(step, 1, {0, kEncodingRows - 1}, y), "");
+    return;
   }
   // The last rows are in range.
   EXPECT_EQ(run(step, 1, {kCacheRows - 1, 0}, y), "");
@@ -385,10 +422,12 @@ std::vector<Pipeline> halidePipelines() {
                Backend::Halide}};
 }
 
-const Variant kVariants[] = {Variant{"mha", kHeads, false, 0, false},
-                             Variant{"gqa_rope", 2, true, 0, false},
-                             Variant{"mqa_window_biases", 1, false, 3, true},
-                             Variant{"gqa_rope_window", 2, true, 4, true}};
+const Variant kVariants[] = {
+    Variant{"mha", kHeads, false, 0, false},
+    Variant{"gqa_rope", 2, true, 0, false},
+    Variant{"mqa_window_biases", 1, false, 3, true},
+    Variant{"gqa_rope_window", 2, true, 4, true},
+    Variant{"mha_positional_encoding", kHeads, false, 0, true, true}};
 
 std::string
 caseName(const ::testing::TestParamInfo<std::tuple<Variant, Pipeline>> &info) {

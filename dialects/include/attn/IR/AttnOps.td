@@ -615,16 +615,28 @@ def Attn_PositionalEncodingOp : Attn_Op<"positional_encoding"> {
     `D` must be even and `T <= max_len` (default 1000), as in D2L where the
     table has `max_len` rows.
 
+    With `offset` (`i32[B]`, docs/spec.md §2 v3: the tokens a decode step
+    or a prefill chunk adds after `offset[b]` cached ones), row `i` of
+    entry `b` is at position `offset[b] + i`: `result[b, i, c] = x[b, i, c]
+    + P[offset[b] + i, c]`, D2L's `X + P[:, offset:offset + T]`. When some
+    `offset[b] < 0` or `offset[b] + T > max_len` (past D2L's table) the
+    result is unspecified and the kernel returns
+    ATTNC_STATUS_CACHE_POSITION.
+
     Example:
 
     ```mlir
     %p = attn.positional_encoding %x max_len(1000) : tensor<2x4x100xf32>
+    %s = attn.positional_encoding %x offset(%pos : tensor<2xi32>)
+        : tensor<2x1x100xf32>
     ```
   }];
   let arguments = (ins Attn_FloatTensor:$x,
+                       Optional<Attn_I32Tensor>:$offset,
                        DefaultValuedAttr<I64Attr, "::mlir::attn::rules::kDefaultMaxLen">:$max_len);
   let assemblyFormat = [{
-    $x (`max_len` `(` $max_len^ `)`)? attr-dict `:` type($x)
+    $x (`offset` `(` $offset^ `:` type($offset) `)`)?
+    (`max_len` `(` $max_len^ `)`)? attr-dict `:` type($x)
   }];
 }
 

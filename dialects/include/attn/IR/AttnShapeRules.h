@@ -153,7 +153,8 @@ TensorShape attentionWeightsShape(const TensorShape &q, const TensorShape &k);
 /// operands that inferMultiheadAttention accepted.
 TensorShape multiheadAttentionWeightsShape(const TensorShape &q,
                                            const TensorShape &k, int64_t heads);
-RuleResult inferPositionalEncoding(const TensorShape &x, int64_t maxLen,
+RuleResult inferPositionalEncoding(const TensorShape &x,
+                                   const TensorShape *offset, int64_t maxLen,
                                    RuleError error);
 RuleResult inferLayerNorm(const TensorShape &x, const TensorShape &gamma,
                           const TensorShape &beta, double eps, RuleError error);
