@@ -308,7 +308,7 @@ class DecoderBlock:
     ([B, L, kv_heads*head_dim] tensors of the module's dtype, updated in
     place) and returns the layer's output for them, which attends to cache
     rows 0 .. pos+t (positions, for rope, pos+t). pos < 0 or pos+T > L
-    raises attnc.Error with nothing written. A kernel per T, compiled at
+    raises ValueError (naming the entry) with nothing written. A kernel per T, compiled at
     its first use; `spec` is the example's."""
 
     def __init__(self, variants, shape, cache_length, kv_dim):

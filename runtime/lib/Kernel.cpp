@@ -196,6 +196,31 @@ llvm::Error Kernel::checkEmbeddingIds(llvm::ArrayRef<void *> pointers) const {
   return llvm::Error::success();
 }
 
+llvm::Error Kernel::checkPositions(llvm::ArrayRef<void *> pointers) const {
+  for (const Positions &p : kernelSignature.positions) {
+    const KernelArgument &a = kernelSignature.arguments[p.argument];
+    const auto *values = static_cast<const int32_t *>(pointers[p.argument]);
+    std::string bound = p.cache
+                            ? "the rows of state '" +
+                                  kernelSignature.arguments[*p.cache].name + "'"
+                            : std::string("positional_encoding's max_len");
+    std::string tokens = p.tokens == 1
+                             ? std::string("1 token at position pos[b]")
+                             : std::to_string(p.tokens) +
+                                   " tokens at positions pos[b] .. pos[b] + " +
+                                   std::to_string(p.tokens - 1);
+    for (int64_t i = 0, e = a.numElements(); i < e; ++i)
+      if (values[i] < 0 || values[i] > p.rows - p.tokens)
+        return bufferError("input '" + a.name + "': position " +
+                           llvm::Twine(values[i]) + " at " +
+                           multiIndex(i, a.shape) +
+                           " is out of range: each call adds " + tokens +
+                           ", which must be in [0, " + llvm::Twine(p.rows) +
+                           ") (" + bound + "); nothing was run");
+  }
+  return llvm::Error::success();
+}
+
 llvm::Error Kernel::checkWrittenApart(llvm::ArrayRef<void *> pointers) const {
   const auto &args = kernelSignature.arguments;
   auto bytes = [&](unsigned i) {
@@ -277,6 +302,8 @@ llvm::Error Kernel::run(llvm::ArrayRef<HostBuffer> buffers) const {
     return bufferError("kernel '" + kernelSignature.name + "' is missing " +
                        llvm::join(missing, ", "));
   if (llvm::Error error = checkEmbeddingIds(pointers))
+    return error;
+  if (llvm::Error error = checkPositions(pointers))
     return error;
 
   auto entry = LoadedObject::Entry::Run;

@@ -182,9 +182,9 @@ def test_a_position_out_of_range_is_an_error_that_writes_nothing():
     m = gpt2_block()
     x = hidden(2, 2)
     block = attnc.from_torch(m, (x,), cache_length=3)
-    with pytest.raises(attnc.Error):
+    with pytest.raises(ValueError, match=r"position 2 at \[0\] is out of range"):
         block(x, 2)  # rows 2 and 3 of a 3-row cache
-    with pytest.raises(attnc.Error):
+    with pytest.raises(ValueError, match=r"position -1 at \[1\]"):
         block(x[:, :1], torch.tensor([0, -1]))
     assert not block.cache_k.any() and not block.cache_v.any()
 

@@ -132,9 +132,19 @@ static void collectArgumentUses(mlir::func::FuncOp kernel,
                      mlir::dyn_cast<mlir::attn::MultiheadAttentionOp>(op)) {
         if (auto arg = argumentOf(mha.getValidLens()))
           signature.validLens.push_back({*arg, keysOf(mha.getK(), 1)});
-        if (auto arg = argumentOf(mha.getCachePos()))
+        if (auto arg = argumentOf(mha.getCachePos())) {
           signature.validLens.push_back(
               {*arg, keysOf(mha.getCacheK(), 1) - keysOf(mha.getQ(), 1)});
+          signature.positions.push_back({*arg, keysOf(mha.getCacheK(), 1),
+                                         keysOf(mha.getQ(), 1),
+                                         argumentOf(mha.getCacheK())});
+        }
+      } else if (auto encoding =
+                     mlir::dyn_cast<mlir::attn::PositionalEncodingOp>(op)) {
+        if (auto arg = argumentOf(encoding.getOffset()))
+          signature.positions.push_back(
+              {*arg, static_cast<int64_t>(encoding.getMaxLen()),
+               keysOf(encoding.getX(), 1), std::nullopt});
       } else if (auto attention = mlir::dyn_cast<mlir::attn::AttentionOp>(op)) {
         if (auto arg = argumentOf(attention.getValidLens()))
           signature.validLens.push_back({*arg, keysOf(attention.getK(), 1)});
@@ -208,7 +218,7 @@ llvm::Expected<KernelSignature> attnc::signatureOf(mlir::func::FuncOp kernel) {
 //===----------------------------------------------------------------------===//
 
 std::string KernelSignature::toJSON() const {
-  llvm::json::Array dimsJson, argsJson, idsJson, lensJson;
+  llvm::json::Array dimsJson, argsJson, idsJson, lensJson, positionsJson;
   for (const auto &[name, value] : dims)
     dimsJson.push_back(llvm::json::Object{{"name", name}, {"value", value}});
   for (const KernelArgument &a : arguments)
@@ -223,12 +233,20 @@ std::string KernelSignature::toJSON() const {
   for (const ValidLens &v : validLens)
     lensJson.push_back(
         llvm::json::Object{{"argument", v.argument}, {"keys", v.keys}});
+  for (const Positions &p : positions) {
+    llvm::json::Object entry{
+        {"argument", p.argument}, {"rows", p.rows}, {"tokens", p.tokens}};
+    if (p.cache)
+      entry["cache"] = *p.cache;
+    positionsJson.push_back(std::move(entry));
+  }
   llvm::json::Value root =
       llvm::json::Object{{"name", name},
                          {"dims", std::move(dimsJson)},
                          {"arguments", std::move(argsJson)},
                          {"embedding_ids", std::move(idsJson)},
                          {"valid_lens", std::move(lensJson)},
+                         {"positions", std::move(positionsJson)},
                          {"packed_elements", packedElements}};
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -319,5 +337,27 @@ KernelSignature::fromJSON(llvm::StringRef text) {
       return bad("a valid_lens entry needs a valid argument and keys");
     signature.validLens.push_back({static_cast<unsigned>(*argument), *keys});
   }
+  auto isArgument = [&](std::optional<int64_t> i) {
+    return i && *i >= 0 &&
+           *i < static_cast<int64_t>(signature.arguments.size());
+  };
+  if (const llvm::json::Array *positions = root->getArray("positions"))
+    for (const llvm::json::Value &e : *positions) {
+      const llvm::json::Object *o = e.getAsObject();
+      std::optional<int64_t> argument =
+          o ? o->getInteger("argument") : std::nullopt;
+      std::optional<int64_t> rows = o ? o->getInteger("rows") : std::nullopt;
+      std::optional<int64_t> tokens =
+          o ? o->getInteger("tokens") : std::nullopt;
+      std::optional<int64_t> cache = o ? o->getInteger("cache") : std::nullopt;
+      if (!isArgument(argument) || !rows || !tokens ||
+          (o->get("cache") && !isArgument(cache)))
+        return bad("a positions entry needs a valid argument, rows and tokens");
+      Positions p{static_cast<unsigned>(*argument), *rows, *tokens,
+                  std::nullopt};
+      if (cache)
+        p.cache = static_cast<unsigned>(*cache);
+      signature.positions.push_back(p);
+    }
   return signature;
 }

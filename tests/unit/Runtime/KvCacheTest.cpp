@@ -268,48 +268,82 @@ TEST_P(KvCacheTest, EntriesOfOneBatchMayBeAtDifferentPositions) {
   expectRows(y, kPrefill, {3, 0});
 }
 
+/// The runtime's message for position `value` of entry `entry` in a call
+/// of `tokens` new tokens (KernelSignature::positions, checked before the
+/// kernel runs; an object called without the runtime returns
+/// NAME_STATUS_CACHE_POSITION instead: tests/lit/attnc/position-status.test
+/// and samples/decode_host).
+std::string positionError(int32_t value, int entry, int64_t tokens,
+                          bool encoding) {
+  std::string at = tokens == 1
+                       ? std::string("1 token at position pos[b]")
+                       : std::to_string(tokens) +
+                             " tokens at positions pos[b] .. pos[b] + " +
+                             std::to_string(tokens - 1);
+  return "input 'pos': position " + std::to_string(value) + " at [" +
+         std::to_string(entry) + "] is out of range: each call adds " + at +
+         ", which must be in [0, " +
+         std::to_string(encoding ? kEncodingRows : kCacheRows) + ") (" +
+         (encoding ? "positional_encoding's max_len"
+                   : "the rows of state 'K'") +
+         "); nothing was run";
+}
+
 TEST_P(KvCacheTest, APositionOutOfRangeIsAnErrorThatWritesNothing) {
+  const Variant &v = std::get<0>(GetParam());
   std::vector<float> y;
   ASSERT_EQ(run(prefill, kPrefill, {0, 0}, y), "");
   std::vector<float> kBefore = kCache, vBefore = vCache;
-  for (std::vector<int32_t> pos : {std::vector<int32_t>{0, -1},
-                                   {kCacheRows, 0},
-                                   {0, kCacheRows - kPrefill + 1}}) {
-    int64_t tokens = pos[1] == kCacheRows - kPrefill + 1 ? kPrefill : 1;
-    EXPECT_EQ(run(tokens == 1 ? step : prefill, tokens, pos, y),
-              std::string("kernel '") + (tokens == 1 ? "step" : "prefill") +
-                  "': a position is out of range (a KV cache's: some "
-                  "cache_pos[b] < 0, or cache_pos[b] + T > L, the cache's "
-                  "rows; or a positional_encoding's: some offset[b] < 0, "
-                  "or offset[b] + T > max_len); nothing was written to the "
-                  "caches");
+  struct Case {
+    std::vector<int32_t> pos;
+    int64_t tokens;
+    int entry;
+  };
+  std::vector<Case> cases = {{{0, -1}, 1, 1},
+                             {{kCacheRows, 0}, 1, 0},
+                             {{0, kCacheRows - kPrefill + 1}, kPrefill, 1}};
+  // With positional_encoding(X, offset=pos): in the cache, past the
+  // encoding's table.
+  if (v.encoding)
+    cases.push_back({{0, kEncodingRows}, 1, 1});
+  for (const Case &c : cases) {
+    EXPECT_EQ(run(c.tokens == 1 ? step : prefill, c.tokens, c.pos, y),
+              positionError(c.pos[c.entry], c.entry, c.tokens, v.encoding));
     EXPECT_EQ(std::memcmp(kBefore.data(), kCache.data(),
                           kCache.size() * sizeof(float)),
               0);
     EXPECT_EQ(std::memcmp(vBefore.data(), vCache.data(),
                           vCache.size() * sizeof(float)),
               0);
-  }
-  const Variant &v = std::get<0>(GetParam());
-  if (v.encoding) {
-    // In the cache, past positional_encoding's table: an error too, and
-    // neither cache is written.
-    EXPECT_EQ(run(step, 1, {0, kEncodingRows}, y),
-              "kernel 'step': a position is out of range (a KV cache's: some "
-              "cache_pos[b] < 0, or cache_pos[b] + T > L, the cache's rows; "
-              "or a positional_encoding's: some offset[b] < 0, or offset[b] "
-              "+ T > max_len); nothing was written to the caches");
-    EXPECT_EQ(std::memcmp(kBefore.data(), kCache.data(),
-                          kCache.size() * sizeof(float)),
-              0);
-    EXPECT_EQ(std::memcmp(vBefore.data(), vCache.data(),
-                          vCache.size() * sizeof(float)),
-              0);
-    EXPECT_EQ(run(step, 1, {0, kEncodingRows - 1}, y), "");
-    return;
   }
   // The last rows are in range.
-  EXPECT_EQ(run(step, 1, {kCacheRows - 1, 0}, y), "");
+  int32_t last = static_cast<int32_t>(v.encoding ? kEncodingRows : kCacheRows);
+  EXPECT_EQ(run(step, 1, {last - 1, 0}, y), "");
+}
+
+/// The positions the runtime checks: the cache's (and the encoding's),
+/// through the disk cache's JSON too.
+TEST_P(KvCacheTest, TheSignatureListsThePositionsTheRuntimeChecks) {
+  const auto &[v, pipeline] = GetParam();
+  if (std::string(pipeline.name) != "O2")
+    GTEST_SKIP() << "the signature does not depend on the pipeline";
+  const KernelSignature &signature = prefill->signature();
+  ASSERT_EQ(signature.positions.size(), v.encoding ? 2u : 1u);
+  auto roundTrip = KernelSignature::fromJSON(signature.toJSON());
+  ASSERT_TRUE(!!roundTrip) << llvm::toString(roundTrip.takeError());
+  ASSERT_EQ(roundTrip->positions.size(), signature.positions.size());
+  for (auto [mine, read] :
+       llvm::zip(signature.positions, roundTrip->positions)) {
+    EXPECT_EQ(signature.arguments[mine.argument].name, "pos");
+    EXPECT_EQ(mine.tokens, kPrefill);
+    EXPECT_EQ(mine.rows, mine.cache ? kCacheRows : kEncodingRows);
+    if (mine.cache)
+      EXPECT_EQ(signature.arguments[*mine.cache].name, "K");
+    EXPECT_EQ(read.argument, mine.argument);
+    EXPECT_EQ(read.rows, mine.rows);
+    EXPECT_EQ(read.tokens, mine.tokens);
+    EXPECT_EQ(read.cache, mine.cache);
+  }
 }
 
 /// A bf16 (f16) cache under an f32 model holds the f32 cache's rows rounded

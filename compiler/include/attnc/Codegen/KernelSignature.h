@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,12 +63,28 @@ struct ValidLens {
   int64_t keys = 0;
 };
 
+/// An i32[B] argument of positions (docs/spec.md §2 v3): a KV cache's
+/// cache_pos, or positional_encoding's offset. The kernel needs
+/// 0 <= pos[b] and pos[b] + tokens <= rows, else it writes nothing and
+/// returns ATTNC_STATUS_CACHE_POSITION; the runtime checks it first and
+/// names the entry.
+struct Positions {
+  unsigned argument = 0;
+  /// The rows the positions index: the cache's L, or max_len.
+  int64_t rows = 0;
+  /// The tokens each call adds after pos[b] (T).
+  int64_t tokens = 0;
+  /// The cache's argument (its K cache), or none: positional_encoding.
+  std::optional<unsigned> cache;
+};
+
 struct KernelSignature {
   std::string name;
   std::vector<std::pair<std::string, int64_t>> dims;
   std::vector<KernelArgument> arguments;
   std::vector<EmbeddingIds> embeddingIds;
   std::vector<ValidLens> validLens;
+  std::vector<Positions> positions;
   /// Floats of the buffer NAME_prepare fills from the params and
   /// NAME_prepared reads (weights transposed once; see attn-split-prepare).
   int64_t packedElements = 0;

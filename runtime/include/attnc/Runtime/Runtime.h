@@ -108,6 +108,9 @@ private:
   /// Checks one buffer against argument `index`.
   llvm::Error check(unsigned index, const HostBuffer &buffer) const;
   llvm::Error checkEmbeddingIds(llvm::ArrayRef<void *> pointers) const;
+  /// KV cache positions and positional_encoding offsets in range
+  /// (KernelSignature::positions), each bad entry named.
+  llvm::Error checkPositions(llvm::ArrayRef<void *> pointers) const;
   /// Refuses an output or state whose bytes overlap another buffer's.
   llvm::Error checkWrittenApart(llvm::ArrayRef<void *> pointers) const;
   /// The names of the params not bound; `boundMutex` held.
