@@ -23,8 +23,9 @@ FlashEmitter::FlashEmitter(OpBuilder &b, Location loc, FusedAttentionOp op,
     : b(b), loc(loc), func(op->getParentOfType<func::FuncOp>()), q(op.getQ()),
       k(op.getK()), v(op.getV()), lens(op.getValidLens()), out(op.getInit()),
       ropeCos(op.getRopeCos()), ropeSin(op.getRopeSin()),
-      causal(op.getCausal()), scale(op.getScale().convertToFloat()),
-      rowBlock(schedule.attentionRows), keyBlock(schedule.attentionKeys),
+      causal(op.getCausal()), exclusive(op.getExclusive()),
+      scale(op.getScale().convertToFloat()), rowBlock(schedule.attentionRows),
+      keyBlock(schedule.attentionKeys),
       maxAccumulators(schedule.attentionAccumulators),
       chunkLanes(schedule.attentionChunkLanes),
       rowBlocksPerSweep(schedule.attentionRowBlocksPerSweep),
@@ -724,6 +725,11 @@ void FlashEmitter::finishRow(Value n, Value row, Value len, Value lo,
 }
 
 Value FlashEmitter::scoreOf(Value n, Value row, Value len, Value lo, Value j) {
+  return maskScore(b, loc, isKeyVisible(b, loc, j, lo, len),
+                   rawScoreOf(n, row, j));
+}
+
+Value FlashEmitter::rawScoreOf(Value n, Value row, Value j) {
   auto sum = scf::ForOp::create(
       b, loc, index(0), index(depth), index(1), ValueRange{f32(0.0f)},
       [&](OpBuilder &nb, Location, Value c, ValueRange acc) {
@@ -738,8 +744,7 @@ Value FlashEmitter::scoreOf(Value n, Value row, Value len, Value lo, Value j) {
         scf::YieldOp::create(
             b, loc, ValueRange{math::FmaOp::create(b, loc, x, y, acc[0])});
       });
-  Value s = arith::MulFOp::create(b, loc, sum.getResult(0), f32(scale));
-  return maskScore(b, loc, isKeyVisible(b, loc, j, lo, len), s);
+  return arith::MulFOp::create(b, loc, sum.getResult(0), f32(scale));
 }
 
 void FlashEmitter::exactRow(Value n, Value row, Value len, Value lo) {
@@ -754,27 +759,38 @@ void FlashEmitter::exactRow(Value n, Value row, Value len, Value lo) {
         });
     return loop.getResult(0);
   };
-  Value rowMax = reduceKeys(f32(std::numeric_limits<float>::lowest()),
-                            [&](Value j, Value acc) {
-                              return arith::MaximumFOp::create(
-                                  b, loc, acc, scoreOf(n, row, len, lo, j));
-                            });
-  Value rowSum = reduceKeys(f32(0.0f), [&](Value j, Value acc) {
+  // D2L's rule: every key, masked ones at -1e6. `exclusive`: the visible
+  // keys only (a masked key's score is the lowest float for the max, its
+  // weight 0).
+  Value lowest = f32(std::numeric_limits<float>::lowest());
+  auto score = [&](Value j) {
+    if (!exclusive)
+      return scoreOf(n, row, len, lo, j);
+    return arith::SelectOp::create(b, loc, isKeyVisible(b, loc, j, lo, len),
+                                   rawScoreOf(n, row, j), lowest)
+        .getResult();
+  };
+  auto weightOf = [&](Value j, Value rowMax) {
     Value e = math::ExpOp::create(
-        b, loc,
-        arith::SubFOp::create(b, loc, scoreOf(n, row, len, lo, j), rowMax));
-    return arith::AddFOp::create(b, loc, acc, e);
+        b, loc, arith::SubFOp::create(b, loc, score(j), rowMax));
+    if (!exclusive)
+      return e;
+    return arith::SelectOp::create(b, loc, isKeyVisible(b, loc, j, lo, len), e,
+                                   f32(0.0f))
+        .getResult();
+  };
+  Value rowMax = reduceKeys(lowest, [&](Value j, Value acc) {
+    return arith::MaximumFOp::create(b, loc, acc, score(j));
+  });
+  Value rowSum = reduceKeys(f32(0.0f), [&](Value j, Value acc) {
+    return arith::AddFOp::create(b, loc, acc, weightOf(j, rowMax));
   });
   forRange(0, width, 1, [&](Value c) {
     memref::StoreOp::create(b, loc, f32(0.0f), out, outAt(row, c));
   });
   forRange(0, keys, 1, [&](Value j) {
-    Value weight = rounded(arith::DivFOp::create(
-        b, loc,
-        math::ExpOp::create(
-            b, loc,
-            arith::SubFOp::create(b, loc, scoreOf(n, row, len, lo, j), rowMax)),
-        rowSum));
+    Value weight =
+        rounded(arith::DivFOp::create(b, loc, weightOf(j, rowMax), rowSum));
     forRange(0, width, 1, [&](Value c) {
       Value x = rounded(memref::LoadOp::create(b, loc, v, vAt(j, c)));
       Value acc = memref::LoadOp::create(b, loc, out, outAt(row, c));

@@ -165,6 +165,8 @@ private:
 
   /// score(j) of `row`, with D2L's replacement for j >= len or j < lo.
   Value scoreOf(Value n, Value row, Value len, Value lo, Value j);
+  /// The same score, not masked.
+  Value rawScoreOf(Value n, Value row, Value j);
 
   /// The exact softmax over all keys of one row (three scalar passes).
   void exactRow(Value n, Value row, Value len, Value lo);
@@ -373,6 +375,8 @@ private:
   /// the step's max, exp(max - step's max)).
   Value products16, sums, stepSums;
   bool causal, lens2d = false;
+  /// Masked keys weigh exactly 0 (the op's `exclusive`): exactRow's rule.
+  bool exclusive = false;
 
   /// products(bf16): the type q, k, v and the weights are rounded to.
   FloatType products;

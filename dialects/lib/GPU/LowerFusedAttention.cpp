@@ -1169,6 +1169,12 @@ struct AttnGpuLowerFusedAttentionPass
                        "attention");
         return signalPassFailure();
       }
+      // attn-decompose makes `exclusive` ops for the CPU's decode kernel
+      // only.
+      if (op.getExclusive()) {
+        op.emitOpError("with exclusive has no GPU lowering");
+        return signalPassFailure();
+      }
       // A launch of its own is host code: at the function's top level.
       if (op->getParentOp() != func.getOperation()) {
         op.emitOpError("must be at the top level of its function for "

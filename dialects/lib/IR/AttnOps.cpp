@@ -415,6 +415,10 @@ LogicalResult FusedAttentionOp::verify() {
     if (!getCausal())
       return emitOpError("window needs causal");
   }
+  // Every row sees a key (its own): the rule only decides what masked keys
+  // weigh.
+  if (getExclusive() && (!getCausal() || getValidLens()))
+    return emitOpError("exclusive needs causal and no valid_lens");
   bool reported = false;
   auto shapeOf = [](Value value) {
     auto type = cast<ShapedType>(value.getType());
@@ -547,10 +551,11 @@ FusedAttentionOp::bufferize(RewriterBase &rewriter,
   Value ropeCos = getRopeCos() ? buffers[next++] : Value();
   Value ropeSin = getRopeSin() ? buffers[next++] : Value();
   Value init = buffers.back();
-  FusedAttentionOp::create(
-      rewriter, getLoc(), TypeRange{}, buffers[0], buffers[1], buffers[2],
-      validLens, ropeCos, ropeSin, init, getCausalAttr(), getWindowAttr(),
-      getHeadsAttr(), getKvHeadsAttr(), getScaleAttr(), getProductsAttr());
+  FusedAttentionOp::create(rewriter, getLoc(), TypeRange{}, buffers[0],
+                           buffers[1], buffers[2], validLens, ropeCos, ropeSin,
+                           init, getCausalAttr(), getWindowAttr(),
+                           getHeadsAttr(), getKvHeadsAttr(), getScaleAttr(),
+                           getProductsAttr(), getExclusiveAttr());
   bufferization::replaceOpWithBufferizedValues(rewriter, *this, init);
   return success();
 }

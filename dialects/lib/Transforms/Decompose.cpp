@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -389,6 +390,25 @@ std::pair<Value, Value> decomposedAttention(
   return {output, weights};
 }
 
+/// Whether every entry of `pos` (i32[B]) is 0: an i1.
+Value allAtStart(PatternRewriter &rewriter, Location loc, Value pos) {
+  int64_t entries = cast<RankedTensorType>(pos.getType()).getDimSize(0);
+  Value zero = arith::ConstantIntOp::create(rewriter, loc, 0, 32);
+  auto loop = scf::ForOp::create(
+      rewriter, loc, arith::ConstantIndexOp::create(rewriter, loc, 0),
+      arith::ConstantIndexOp::create(rewriter, loc, entries),
+      arith::ConstantIndexOp::create(rewriter, loc, 1),
+      ValueRange{arith::ConstantIntOp::create(rewriter, loc, 1, 1)},
+      [&](OpBuilder &b, Location l, Value entry, ValueRange all) {
+        Value at = tensor::ExtractOp::create(b, l, pos, entry);
+        Value start =
+            arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, at, zero);
+        scf::YieldOp::create(
+            b, l, ValueRange{arith::AndIOp::create(b, l, all[0], start)});
+      });
+  return loop.getResult(0);
+}
+
 /// D2L MultiHeadAttention.forward, with the v2 keywords (biases, kv_heads,
 /// window, rope). When its attention is fused, one attn.fused_attention
 /// with `heads` reads the projections and writes the merged heads in
@@ -398,17 +418,19 @@ std::pair<Value, Value> decomposedAttention(
 /// [B*H, Tq, Tk] in split_heads' order (row b*H + h).
 struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
   DecomposeMultiheadAttention(MLIRContext *context, AttentionLowering lowering,
-                              int64_t fuseThreshold, bool decodeKernel)
+                              int64_t fuseThreshold, bool decodeKernel,
+                              int64_t prefillFlashRows)
       : OpRewritePattern(context), lowering(lowering),
-        fuseThreshold(fuseThreshold), decodeKernel(decodeKernel) {}
+        fuseThreshold(fuseThreshold), decodeKernel(decodeKernel),
+        prefillFlashRows(prefillFlashRows) {}
 
   LogicalResult matchAndRewrite(MultiheadAttentionOp op,
                                 PatternRewriter &rewriter) const override {
     if (op.hasCache())
       return decomposeWithCache(
           op, rewriter,
-          attentionLoweringOf(op, lowering, fuseThreshold, decodeKernel)
-              ->fused);
+          attentionLoweringOf(op, lowering, fuseThreshold, decodeKernel)->fused,
+          prefillFlashRows);
     Location loc = op.getLoc();
     IntegerAttr heads = op.getHeadsAttr();
     int64_t numHeads = op.getHeads();
@@ -496,8 +518,8 @@ struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
   /// cache rows only, read where they are) or step by step over the whole
   /// cache with its mask.
   static LogicalResult decomposeWithCache(MultiheadAttentionOp op,
-                                          PatternRewriter &rewriter,
-                                          bool fused) {
+                                          PatternRewriter &rewriter, bool fused,
+                                          int64_t prefillFlashRows) {
     Location loc = op.getLoc();
     IntegerAttr heads = op.getHeadsAttr();
     int64_t numHeads = op.getHeads();
@@ -532,18 +554,62 @@ struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
     Value newV = store(v, op.getCacheV());
     if (fused) {
       auto type = cast<RankedTensorType>(q.getType());
+      std::optional<int64_t> window = op.getSlidingWindow();
+      IntegerAttr kvHeadsAttr = kvHeads != numHeads
+                                    ? rewriter.getI64IntegerAttr(kvHeads)
+                                    : IntegerAttr();
+      // One destination for both kernels below: the if's result is then
+      // that buffer, not one of an unknown layout (a copy through a call).
       Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
                                            type.getElementType());
-      std::optional<int64_t> window = op.getSlidingWindow();
-      Value attention =
-          DecodeAttentionOp::create(
-              rewriter, loc, TypeRange{type}, q, newK, newV, pos, init,
-              window ? rewriter.getI64IntegerAttr(*window) : IntegerAttr(),
-              heads,
-              kvHeads != numHeads ? rewriter.getI64IntegerAttr(kvHeads)
-                                  : IntegerAttr(),
-              attentionScale(rewriter, headDim), productsAttr(op))
-              .getResult()[0];
+      auto decode = [&](OpBuilder &b) -> Value {
+        return DecodeAttentionOp::create(
+                   b, loc, TypeRange{type}, q, newK, newV, pos, init,
+                   window ? b.getI64IntegerAttr(*window) : IntegerAttr(), heads,
+                   kvHeadsAttr, attentionScale(rewriter, headDim),
+                   productsAttr(op))
+            .getResult()[0];
+      };
+      int64_t tokens = type.getDimSize(1);
+      Value attention;
+      if (prefillFlashRows > 0 && tokens >= prefillFlashRows) {
+        // A prompt's prefill (every entry at position 0): the flash kernel
+        // on the T rows just written, causal, masked keys weighing 0 as in
+        // the decode kernel; the decode kernel otherwise.
+        auto ifOp = scf::IfOp::create(rewriter, loc, TypeRange{type},
+                                      allAtStart(rewriter, loc, pos),
+                                      /*withElseRegion=*/true);
+        OpBuilder::InsertionGuard guard(rewriter);
+        rewriter.setInsertionPointToStart(ifOp.thenBlock());
+        auto written = [&](Value cache) {
+          auto cacheType = cast<RankedTensorType>(cache.getType());
+          SmallVector<OpFoldResult> offsets(3, rewriter.getIndexAttr(0));
+          SmallVector<OpFoldResult> sizes = {
+              rewriter.getIndexAttr(cacheType.getDimSize(0)),
+              rewriter.getIndexAttr(tokens),
+              rewriter.getIndexAttr(cacheType.getDimSize(2))};
+          SmallVector<OpFoldResult> strides(3, rewriter.getIndexAttr(1));
+          return convert(tensor::ExtractSliceOp::create(
+                             rewriter, loc, cache, offsets, sizes, strides),
+                         computed);
+        };
+        std::optional<int64_t> hiding = hidingWindow(window, tokens);
+        Value flash =
+            FusedAttentionOp::create(
+                rewriter, loc, TypeRange{type}, q, written(newK), written(newV),
+                /*valid_lens=*/Value(), /*rope_cos=*/Value(),
+                /*rope_sin=*/Value(), init, rewriter.getUnitAttr(),
+                hiding ? rewriter.getI64IntegerAttr(*hiding) : IntegerAttr(),
+                heads, kvHeadsAttr, attentionScale(rewriter, headDim),
+                productsAttr(op), rewriter.getUnitAttr())
+                .getResult()[0];
+        scf::YieldOp::create(rewriter, loc, flash);
+        rewriter.setInsertionPointToStart(ifOp.elseBlock());
+        scf::YieldOp::create(rewriter, loc, decode(rewriter));
+        attention = ifOp.getResult(0);
+      } else {
+        attention = decode(rewriter);
+      }
       attention = roundedThrough(rewriter, loc, attention, innerRoundingOf(op));
       Value output =
           LinearOp::create(rewriter, loc, attention, op.getWO(), op.getBO());
@@ -571,6 +637,7 @@ struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
   AttentionLowering lowering;
   int64_t fuseThreshold;
   bool decodeKernel;
+  int64_t prefillFlashRows;
 };
 
 /// D2L DotProductAttention.forward, either step by step or as one
@@ -657,7 +724,8 @@ struct AttnDecomposePass
       return signalPassFailure();
     }
     RewritePatternSet patterns(&getContext());
-    populateDecomposePatterns(patterns, *lowering, fuseThreshold, decodeKernel);
+    populateDecomposePatterns(patterns, *lowering, fuseThreshold, decodeKernel,
+                              prefillFlashRows);
     // Only decompose: folding (dropout, scale by 1) is canonicalize's job.
     GreedyRewriteConfig config;
     config.enableFolding(false);
@@ -672,10 +740,12 @@ struct AttnDecomposePass
 void mlir::attn::populateDecomposePatterns(RewritePatternSet &patterns,
                                            AttentionLowering attention,
                                            int64_t fuseThreshold,
-                                           bool decodeKernel) {
+                                           bool decodeKernel,
+                                           int64_t prefillFlashRows) {
   patterns.add<DecomposeAddNorm, DecomposeFfn>(patterns.getContext());
   patterns.add<DecomposeMultiheadAttention>(patterns.getContext(), attention,
-                                            fuseThreshold, decodeKernel);
+                                            fuseThreshold, decodeKernel,
+                                            prefillFlashRows);
   patterns.add<DecomposeAttention>(patterns.getContext(), attention,
                                    fuseThreshold);
 }
@@ -708,7 +778,9 @@ mlir::attn::attentionLoweringOf(Operation *op, AttentionLowering lowering,
       if (decodeKernel)
         return AttentionLoweringChoice{
             true, "a KV cache: the decode kernel, each row's cache rows "
-                  "only, in fixed chunks of keys"};
+                  "only, in fixed chunks of keys; a prompt's prefill of "
+                  "prefill-flash-rows tokens or more: the flash kernel on "
+                  "the rows it wrote"};
       return AttentionLoweringChoice{
           false, "a KV cache: step by step (this target has no decode "
                  "kernel), its rows past each position masked out of both "

@@ -871,6 +871,15 @@ func.func @fused_window_causal(%q: tensor<2x4x8xf32>) {
 
 // -----
 
+// fused_attention: exclusive is for causal rows, each seeing a key
+func.func @fused_exclusive_causal(%q: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{exclusive needs causal and no valid_lens}}
+  %0 = attn.fused_attention %q, %q, %q outs(%q) exclusive scale(1.0) : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
 // fused_attention: the window holds a key at least
 func.func @fused_window_size(%q: tensor<2x4x8xf32>) {
   // expected-error @+1 {{window(0) must be at least 1}}

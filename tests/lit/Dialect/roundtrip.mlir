@@ -188,6 +188,15 @@ func.func @fused_attention(%q: tensor<10x4x20xf32>, %k: tensor<10x6x20xf32>, %v:
   return %0 : tensor<10x4x8xf32>
 }
 
+// exclusive (causal): masked keys weigh 0, a KV cache's rule.
+// CHECK-LABEL: func.func @fused_attention_exclusive
+func.func @fused_attention_exclusive(%x: tensor<2x6x20xf32>) -> tensor<2x6x20xf32> {
+  %init = tensor.empty() : tensor<2x6x20xf32>
+  // CHECK: attn.fused_attention %{{.*}}, %{{.*}}, %{{.*}} outs(%{{.*}}) causal exclusive heads(4) scale(0.44721359)
+  %0 = attn.fused_attention %x, %x, %x outs(%init) causal exclusive heads(4) scale(0.4472136) : (tensor<2x6x20xf32>, tensor<2x6x20xf32>, tensor<2x6x20xf32>, tensor<2x6x20xf32>) -> tensor<2x6x20xf32>
+  return %0 : tensor<2x6x20xf32>
+}
+
 // With heads, on the projections as they are: [B, T, heads * d].
 // CHECK-LABEL: func.func @fused_attention_heads
 func.func @fused_attention_heads(%x: tensor<2x6x20xf32>, %vl: tensor<2x6xi32>) -> tensor<2x6x20xf32> {

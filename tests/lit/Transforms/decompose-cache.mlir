@@ -7,6 +7,7 @@
 // RUN: attn-opt %s --attn-decompose="attention=auto decode-kernel=true" | FileCheck %s
 // RUN: attn-opt %s --attn-decompose="attention=decomposed decode-kernel=true" | FileCheck %s --check-prefix=STEPS
 // RUN: attn-opt %s --attn-decompose="attention=fused" | FileCheck %s --check-prefix=STEPS
+// RUN: attn-opt %s --attn-decompose="attention=auto decode-kernel=true prefill-flash-rows=0" | FileCheck %s --check-prefix=NOFLASH
 
 // CHECK-LABEL: func.func @step
 // CHECK-SAME: (%[[X:.*]]: tensor<2x1x32xf32>, %[[WQ:.*]]: tensor<32x32xf32>, %[[WKV:.*]]: tensor<16x32xf32>, %[[KC:.*]]: tensor<2x64x16xbf16>, %[[VC:.*]]: tensor<2x64x16xbf16>, %[[POS:.*]]: tensor<2xi32>)
@@ -35,4 +36,34 @@ func.func @step(%x: tensor<2x1x32xf32>, %wq: tensor<32x32xf32>, %wkv: tensor<16x
   %y, %k2, %v2 = attn.multihead_attention %x, %x, %x heads(4) kv_heads(2) weights(%wq, %wkv, %wkv, %wq) cache(%kc, %vc, %pos) causal window(8) rope
       : (tensor<2x1x32xf32>, tensor<2x1x32xf32>, tensor<2x1x32xf32>, tensor<32x32xf32>, tensor<16x32xf32>, tensor<16x32xf32>, tensor<32x32xf32>, tensor<2x64x16xbf16>, tensor<2x64x16xbf16>, tensor<2xi32>) -> (tensor<2x1x32xf32>, tensor<2x64x16xbf16>, tensor<2x64x16xbf16>)
   return %y, %k2, %v2 : tensor<2x1x32xf32>, tensor<2x64x16xbf16>, tensor<2x64x16xbf16>
+}
+
+// A call adding prefill-flash-rows (64) tokens or more: when every entry is
+// at position 0 (a prompt's prefill) the flash kernel runs on the T rows
+// just written (causal, exclusive: masked keys weigh 0, as in the decode
+// kernel), else the decode kernel; one destination for both.
+// CHECK-LABEL: func.func @prompt
+// CHECK: %[[K2:.*]] = attn.cache_update
+// CHECK: %[[V2:.*]] = attn.cache_update
+// CHECK: %[[INIT:.*]] = tensor.empty() : tensor<2x64x32xf32>
+// CHECK: %[[ALL:.*]] = scf.for {{.*}} -> (i1)
+// CHECK:   tensor.extract %{{.*}}[%{{.*}}] : tensor<2xi32>
+// CHECK:   arith.cmpi eq
+// CHECK:   arith.andi
+// CHECK: %[[O:.*]] = scf.if %[[ALL]] -> (tensor<2x64x32xf32>)
+// CHECK:   %[[KS:.*]] = tensor.extract_slice %[[K2]][0, 0, 0] [2, 64, 16] [1, 1, 1] : tensor<2x128x16xbf16> to tensor<2x64x16xbf16>
+// CHECK:   %[[KF:.*]] = attn.cast %[[KS]] to f32
+// CHECK:   %[[VS:.*]] = tensor.extract_slice %[[V2]][0, 0, 0] [2, 64, 16] [1, 1, 1]
+// CHECK:   %[[VF:.*]] = attn.cast %[[VS]] to f32
+// CHECK:   attn.fused_attention %{{.*}}, %[[KF]], %[[VF]] outs(%[[INIT]]) causal exclusive heads(4) kv_heads(2) scale(0.353553385)
+// CHECK: } else {
+// CHECK:   attn.decode_attention %{{.*}}, %[[K2]], %[[V2]] at %{{.*}} outs(%[[INIT]])
+// CHECK: attn.linear %[[O]]
+// NOFLASH-LABEL: func.func @prompt
+// NOFLASH-NOT: attn.fused_attention
+// NOFLASH: attn.decode_attention
+func.func @prompt(%x: tensor<2x64x32xf32>, %wq: tensor<32x32xf32>, %wkv: tensor<16x32xf32>, %kc: tensor<2x128x16xbf16>, %vc: tensor<2x128x16xbf16>, %pos: tensor<2xi32>) -> (tensor<2x64x32xf32>, tensor<2x128x16xbf16>, tensor<2x128x16xbf16>) {
+  %y, %k2, %v2 = attn.multihead_attention %x, %x, %x heads(4) kv_heads(2) weights(%wq, %wkv, %wkv, %wq) cache(%kc, %vc, %pos) causal rope
+      : (tensor<2x64x32xf32>, tensor<2x64x32xf32>, tensor<2x64x32xf32>, tensor<32x32xf32>, tensor<16x32xf32>, tensor<16x32xf32>, tensor<32x32xf32>, tensor<2x128x16xbf16>, tensor<2x128x16xbf16>, tensor<2xi32>) -> (tensor<2x64x32xf32>, tensor<2x128x16xbf16>, tensor<2x128x16xbf16>)
+  return %y, %k2, %v2 : tensor<2x64x32xf32>, tensor<2x128x16xbf16>, tensor<2x128x16xbf16>
 }

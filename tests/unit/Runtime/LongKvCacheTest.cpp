@@ -26,6 +26,8 @@ using namespace attnc;
 namespace {
 
 constexpr int64_t kBatch = 2, kModel = 128, kHeads = 4, kCacheRows = 1100;
+/// The most new tokens of a case (X's values are the first of these).
+constexpr int64_t kMaxTokens = 70;
 
 struct LongCase {
   const char *name;
@@ -176,7 +178,7 @@ protected:
   /// X's, the weights' and Y's type, and the weights as bound.
   ElementType io = ElementType::F32;
   std::vector<std::vector<uint8_t>> weights;
-  std::vector<float> x = randomValues(kBatch * 4 * kModel, 1, 1.0f),
+  std::vector<float> x = randomValues(kBatch * kMaxTokens * kModel, 1, 1.0f),
                      wq = randomValues(kModel * kModel, 2, 0.3f),
                      wk = randomValues(kModel * kModel, 3, 0.3f),
                      wv = randomValues(kModel * kModel, 4, 0.3f),
@@ -251,7 +253,43 @@ INSTANTIATE_TEST_SUITE_P(
                  false,
                  ElementType::F32,
                  {800, 20},
-                 true}),
+                 true},
+        // A prompt's prefill (every entry at 0, at least attn-decompose's
+        // prefill-flash-rows tokens): the flash kernel on the rows it
+        // wrote. GQA, rope and a window; a bf16 block; own rows only at
+        // scores below -1e6 (the flash kernel's exact recompute, masked
+        // keys excluded); and one entry not at 0 (the decode kernel).
+        LongCase{"prompt_prefill_gqa_rope_window",
+                 2,
+                 70,
+                 20,
+                 true,
+                 ElementType::F32,
+                 {0, 0}},
+        LongCase{"prompt_prefill_bf16_block",
+                 2,
+                 64,
+                 0,
+                 true,
+                 ElementType::BF16,
+                 {0, 0},
+                 false,
+                 true},
+        LongCase{"prompt_prefill_huge_negative_scores",
+                 kHeads,
+                 64,
+                 1,
+                 false,
+                 ElementType::F32,
+                 {0, 0},
+                 true},
+        LongCase{"long_prefill_not_from_start",
+                 kHeads,
+                 64,
+                 0,
+                 false,
+                 ElementType::F32,
+                 {0, 3}}),
     [](const ::testing::TestParamInfo<LongCase> &info) {
       return std::string(info.param.name);
     });

@@ -888,6 +888,12 @@ def Attn_FusedAttentionOp : Op<Attn_Dialect, "fused_attention", [
       statistics are f32. A `multihead_attention` or `attention` on bf16
       gets it (mlir::attn::attentionProductsOf), so that both products run
       on AMX or `vdpbf16ps`; the buffers stay f32.
+    - `exclusive` (with `causal`): a masked key weighs exactly 0, as in
+      attn.decode_attention (a KV cache's rule), instead of D2L's -1e6
+      replacement; the two differ only for a row whose visible scores are
+      all below -1e6 + 104 (attn-decompose's prefill of a cache from
+      position 0, which reads the rows it wrote: `q`'s positions are its
+      rows'). The CPU's lowering only.
 
     On tensors it returns the result (`init` is only a destination); after
     bufferization it works on memrefs and writes `init`. `init` may be `q`
@@ -921,12 +927,13 @@ def Attn_FusedAttentionOp : Op<Attn_Dialect, "fused_attention", [
                        DefaultValuedAttr<I64Attr, "1">:$heads,
                        OptionalAttr<I64Attr>:$kv_heads,
                        F32Attr:$scale,
-                       OptionalAttr<TypeAttr>:$products);
+                       OptionalAttr<TypeAttr>:$products,
+                       UnitAttr:$exclusive);
   let results = (outs Variadic<Attn_FloatTensor>:$result);
   let assemblyFormat = [{
     $q `,` $k `,` $v (`valid_lens` `(` $valid_lens^ `)`)?
     (`rope` `(` $rope_cos^ `,` $rope_sin `)`)? `outs` `(` $init `)`
-    (`causal` $causal^)? (`window` `(` $window^ `)`)?
+    (`causal` $causal^)? (`exclusive` $exclusive^)? (`window` `(` $window^ `)`)?
     (`heads` `(` $heads^ `)`)? (`kv_heads` `(` $kv_heads^ `)`)?
     `scale` `(` $scale `)` (`products` `(` $products^ `)`)?
     attr-dict `:` functional-type(operands, results)

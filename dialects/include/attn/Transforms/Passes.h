@@ -71,7 +71,8 @@ void recordInnerRounding(Operation *op);
 void populateDecomposePatterns(
     RewritePatternSet &patterns,
     AttentionLowering attention = AttentionLowering::Decomposed,
-    int64_t fuseThreshold = 4096, bool decodeKernel = false);
+    int64_t fuseThreshold = 4096, bool decodeKernel = false,
+    int64_t prefillFlashRows = 0);
 
 /// Adds the patterns of `attn-lower-to-linalg` (primitives -> linalg).
 void populateLowerToLinalgPatterns(RewritePatternSet &patterns);

@@ -100,11 +100,20 @@ def AttnDecompose : Pass<"attn-decompose"> {
            "Whether the target lowers attn.decode_attention (the CPU's): a "
            "multihead_attention with a KV cache then becomes one (unless "
            "attention=decomposed) instead of step-by-step ops over the whole "
-           "cache">
+           "cache">,
+    Option<"prefillFlashRows", "prefill-flash-rows", "int64_t",
+           /*default=*/"64",
+           "With decode-kernel: a call with a cache adding at least this many "
+           "tokens (0: none) runs the flash kernel (attn.fused_attention, "
+           "exclusive) on the rows it wrote when every entry starts at "
+           "position 0 (a prompt's prefill), the decode kernel otherwise: the "
+           "decode kernel reads each key once for all of a kv head's query "
+           "rows, which a long prompt's rows outgrow">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::linalg::LinalgDialect",
+    "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect"
   ];
 }
