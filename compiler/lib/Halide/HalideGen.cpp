@@ -348,8 +348,11 @@ Tensor Translator::layerNorm(const Tensor &x, const Tensor &gamma,
   Expr centred = x.func(atR) - mean(hRowExprs);
   var(hRow) = Halide::sum(centred * centred) * inv;
   Func y(fresh("layer_norm"));
-  y(hv) = (x.func(hv) - mean(hRowExprs)) / Halide::sqrt(var(hRowExprs) + eps) *
-              gamma({vars.back()}) +
+  // Strict: over one feature the mean is x itself, and Halide (and LLVM,
+  // given Halide's no-NaN flags) would fold x - x to 0 where torch gives
+  // inf - inf = NaN.
+  y(hv) = Halide::strict_float(x.func(hv) - mean(hRowExprs)) /
+              Halide::sqrt(var(hRowExprs) + eps) * gamma({vars.back()}) +
           beta({vars.back()});
   addStage(y, [y, hv, mean, var](const ScheduleTarget &t) mutable {
     scheduleRowReduction(y, hv, {mean, var}, t);
