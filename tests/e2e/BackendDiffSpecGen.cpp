@@ -157,15 +157,29 @@ public:
     float bound = 1.0f / std::sqrt(static_cast<float>(s.back()));
     return param(n, s, -bound, bound);
   }
-  /// i32 attention lengths for `keys` keys.
-  std::string lengths(const std::string &n, const Shape &s, int64_t keys) {
+  /// An i32 argument filled as `fill` says, `bound` its keys (lengths,
+  /// positions) or vocab (ids).
+  std::string integers(const std::string &n, const Shape &s,
+                       GenArgument::Fill fill, int64_t bound) {
     GenArgument a;
     a.name = n;
     a.isInt = true;
     a.shape = s;
-    a.fill = GenArgument::Fill::Lengths;
-    a.keys = keys;
+    a.fill = fill;
+    (fill == GenArgument::Fill::Ids ? a.vocab : a.keys) = bound;
     return declare(std::move(a));
+  }
+  /// i32 attention lengths for `keys` keys.
+  std::string lengths(const std::string &n, const Shape &s, int64_t keys) {
+    return integers(n, s, GenArgument::Fill::Lengths, keys);
+  }
+  /// i32 cache positions in [0, last].
+  std::string positions(const std::string &n, const Shape &s, int64_t last) {
+    return integers(n, s, GenArgument::Fill::Positions, last);
+  }
+  /// i32 embedding ids in [0, vocab).
+  std::string ids(const std::string &n, const Shape &s, int64_t vocab) {
+    return integers(n, s, GenArgument::Fill::Ids, vocab);
   }
   /// An f32 state (a KV cache) uniform in [-1, 1).
   std::string state(const std::string &n, const Shape &s) {
@@ -173,26 +187,6 @@ public:
     a.name = n;
     a.state = true;
     a.shape = s;
-    return declare(std::move(a));
-  }
-  /// i32 cache positions in [0, last].
-  std::string positions(const std::string &n, const Shape &s, int64_t last) {
-    GenArgument a;
-    a.name = n;
-    a.isInt = true;
-    a.shape = s;
-    a.fill = GenArgument::Fill::Positions;
-    a.keys = last;
-    return declare(std::move(a));
-  }
-  /// i32 embedding ids in [0, vocab).
-  std::string ids(const std::string &n, const Shape &s, int64_t vocab) {
-    GenArgument a;
-    a.name = n;
-    a.isInt = true;
-    a.shape = s;
-    a.fill = GenArgument::Fill::Ids;
-    a.vocab = vocab;
     return declare(std::move(a));
   }
 
