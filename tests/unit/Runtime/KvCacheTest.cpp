@@ -445,17 +445,6 @@ const Pipeline kPipelines[] = {
     Pipeline{"gpu_emulation", 2, "native", false, true},
 };
 
-/// The Halide backend's (docs/halide.md), serial and on threads, when
-/// this attnc has it.
-std::vector<Pipeline> halidePipelines() {
-  if (!haveHalideBackend())
-    return {};
-  return {
-      Pipeline{"halide", 2, "native", false, false, "auto", Backend::Halide},
-      Pipeline{"halide_parallel", 2, "native", true, false, "auto",
-               Backend::Halide}};
-}
-
 const Variant kVariants[] = {
     Variant{"mha", kHeads, false, 0, false},
     Variant{"gqa_rope", 2, true, 0, false},
@@ -475,6 +464,17 @@ INSTANTIATE_TEST_SUITE_P(Variants, KvCacheTest,
                          caseName);
 
 #ifndef ATTNC_SANITIZE_TIER
+/// The Halide backend's (docs/halide.md), serial and on threads, when
+/// this attnc has it.
+std::vector<Pipeline> halidePipelines() {
+  if (!haveHalideBackend())
+    return {};
+  return {
+      Pipeline{"halide", 2, "native", false, false, "auto", Backend::Halide},
+      Pipeline{"halide_parallel", 2, "native", true, false, "auto",
+               Backend::Halide}};
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Halide, KvCacheTest,
     ::testing::Combine(::testing::ValuesIn(kVariants),
