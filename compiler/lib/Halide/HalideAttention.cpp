@@ -327,10 +327,7 @@ Tensor Translator::updatedCache(const Tensor &cache, const Tensor &rows,
   int newRows = static_cast<int>(rows.shape[1]);
   // How many entries' rows would fall outside the cache: the kernel then
   // writes nothing and returns ATTNC_STATUS_CACHE_POSITION.
-  RDom e(0, static_cast<int>(entries), "entry");
-  Expr first = pos({e.x});
-  badPositions.push_back(Halide::sum(Halide::select(
-      first < 0 || first > static_cast<int>(length) - newRows, 1, 0)));
+  countBadPositions(pos, entries, length - newRows);
   std::vector<Var> vars = makeVars(3); // [b, j, w]
   Expr p = pos({vars[0]});
   Expr inRows = vars[1] >= p && vars[1] < p + newRows;

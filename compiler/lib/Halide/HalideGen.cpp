@@ -294,10 +294,7 @@ Tensor Translator::positionalEncoding(const Tensor &x, const Tensor *offset,
   Expr position = vars[1];
   if (offset) {
     position = vars[1] + (*offset)({vars[0]});
-    RDom e(0, static_cast<int>(x.shape[0]), "entry");
-    Expr first = (*offset)({e.x});
-    badPositions.push_back(Halide::sum(Halide::select(
-        first < 0 || first > static_cast<int>(maxLen - rows), 1, 0)));
+    countBadPositions(*offset, x.shape[0], maxLen - rows);
   }
   if (offset || mlir::attn::positionalEncodingIsComputed(rows, width)) {
     std::vector<float> columnDivisors =

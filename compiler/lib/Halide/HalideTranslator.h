@@ -264,8 +264,17 @@ private:
   bool clampReads;
   bool bf16Pairs;
   std::vector<Expr> badIds;
-  /// Per call with a cache: how many entries' positions are out of range.
+  /// Per call with a cache or an offset: how many entries' positions are
+  /// out of range.
   std::vector<Expr> badPositions;
+  /// Adds to badPositions how many of `pos`'s `entries` positions lie
+  /// outside [0, last].
+  void countBadPositions(const Tensor &pos, int64_t entries, int64_t last) {
+    RDom e(0, static_cast<int>(entries), "entry");
+    Expr first = pos({e.x});
+    badPositions.push_back(Halide::sum(
+        Halide::select(first < 0 || first > static_cast<int>(last), 1, 0)));
+  }
   int counter = 0;
 };
 
