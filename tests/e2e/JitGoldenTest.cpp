@@ -109,14 +109,19 @@ const std::pair<const char *, Variant> kAutoscheduled[] = {
 /// same passes with other tiles and vector widths) take turns in the
 /// sanitize tier (TestSupport.h): the slot of `variant` among `slots`, or
 /// none when it runs a path of its own (parallel, a lowering, -O0, GPU).
+/// The Halide variants all take turns: the translator runs the same code
+/// for each (the schedule marks loops parallel or not), and Halide's own
+/// compiler, most of their time, is not instrumented.
 std::optional<size_t> targetSlot(const Variant &variant, size_t &slots) {
   llvm::StringRef name = variant.name, cpu = variant.cpu;
   if (variant.backend == Backend::Halide) {
-    slots = 2;
+    slots = 3;
     if (name == "O3")
       return 0;
-    if (name == "O2_sse2")
+    if (name == "O3_parallel")
       return 1;
+    if (name == "O2_sse2")
+      return 2;
     return std::nullopt;
   }
   slots = 5;
