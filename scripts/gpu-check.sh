@@ -55,6 +55,33 @@ EOF
     "$attnc" "$dir/specs/$name.attn" --target=nvptx --mcpu="$chip" \
       -o "$dir/bench_$name.o"
   done
+  # Decode steps (one new token against a KV cache of L rows, batch 1,
+  # every row before it written): GPT-2-small-sized (768, 12 heads) and
+  # Llama-sized (2048, 32 heads over 8 kv heads) attention layers.
+  for shape in gpt2,768,12,12,1024,f32 gpt2,768,12,12,8192,f32 \
+    llama,2048,32,8,8192,f32 gpt2,768,12,12,8192,bf16 \
+    llama,2048,32,8,8192,bf16; do
+    IFS=, read -r model d h g l type <<<"$shape"
+    kv=$((d / h * g)) name="decode_${model}_${l}_${type}" extra=""
+    [[ $g == "$h" ]] || extra=", kv_heads=$g"
+    cat >"$dir/specs/$name.attn" <<EOF
+block $name {
+  input  X: $type[1, 1, $d]
+  input  pos: i32[1]
+  state  K: $type[1, $l, $kv]
+  state  V: $type[1, $l, $kv]
+  param  W_q: $type[$d, $d]
+  param  W_k: $type[$kv, $d]
+  param  W_v: $type[$kv, $d]
+  param  W_o: $type[$d, $d]
+  Y = multihead_attention(X, X, X, heads=$h, w_q=W_q, w_k=W_k, w_v=W_v,
+                          w_o=W_o, cache_k=K, cache_v=V, cache_pos=pos$extra)
+  output Y
+}
+EOF
+    "$attnc" "$dir/specs/$name.attn" --target=nvptx --mcpu="$chip" \
+      -o "$dir/bench_$name.o"
+  done
   cp samples/bert_base_layer.attn "$dir/specs/"
   "$attnc" samples/bert_base_layer.attn --target=nvptx --mcpu="$chip" \
     -o "$dir/bench_bert_base_layer.o"

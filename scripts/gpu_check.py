@@ -7,9 +7,10 @@ host-pointer entry CASE (docs/spec.md §5) on the case's inputs and its outputs 
 compared with the goldens' tolerance (tests/data/README.md); every
 `bench_NAME.so` is timed through NAME_cuda on PyTorch's stream beside
 PyTorch's scaled_dot_product_attention backends, torch.compile and eager
-PyTorch (in f32, and the attention in bf16 too), and its output compared
-with PyTorch's. Writes a Markdown report. bf16 and f16 goldens are held to
-docs/spec.md §7's bar.
+PyTorch (in f32, and the attention in bf16 too; decode steps beside
+PyTorch with a static cache), and its output compared with PyTorch's.
+Writes a Markdown report. bf16 and f16 goldens are held to docs/spec.md
+§7's bar.
 
 The golden half needs NumPy only, and takes CPU objects too (the same
 host-pointer ABI): `--goldens-only` checks this script without a GPU.
@@ -305,6 +306,101 @@ def bench_bert_layer(torch, objects):
     return "BERT-base layer (8, 128, 768, 12 heads, FFN 3072)", rows
 
 
+# (D, heads, kv heads) of scripts/gpu-check.sh's decode specs.
+DECODE_MODELS = {"gpt2": (768, 12, 12), "llama": (2048, 32, 8)}
+
+
+def decode_reference(x, w, k_before, v_before, history, heads, kv_heads):
+    """A decode step of batch 1 at position `history` in float64 (PyTorch
+    tensors): the output, and the caches with the new rows written (rounded
+    to the cache's type first); every row up to `history` seen."""
+    import torch.nn.functional as F
+    _, length, kv = k_before.shape
+    d = x.shape[-1]
+    dh = kv // kv_heads
+    x64, w64 = x.double(), {n: t.double() for n, t in w.items()}
+    keys, values = k_before.double(), v_before.double()
+    keys[:, history] = (x64 @ w64["W_k"].T).to(k_before.dtype)[:, 0]
+    values[:, history] = (x64 @ w64["W_v"].T).to(v_before.dtype)[:, 0]
+    seen = history + 1
+    q = (x64 @ w64["W_q"].T).view(1, 1, heads, dh).transpose(1, 2)
+    o = F.scaled_dot_product_attention(
+        q, keys[:, :seen].view(1, seen, kv_heads, dh).transpose(1, 2),
+        values[:, :seen].view(1, seen, kv_heads, dh).transpose(1, 2),
+        enable_gqa=kv_heads != heads)
+    return o.transpose(1, 2).reshape(1, 1, d) @ w64["W_o"].T, keys, values
+
+
+def bench_decode(torch, objects, model, length, kind):
+    """One decode step of an attention layer (batch 1, the cache's first
+    L - 1 rows written, the step writing row L - 1 and reading all L):
+    attnc's split-KV kernel beside PyTorch with a static cache (gpt-fast's
+    way: index_copy_ into the cache, SDPA with the cache's mask), as GB/s
+    of the bytes a step must read (its weights and the cache's L rows)."""
+    import torch.nn.functional as F
+    d, h, g = DECODE_MODELS[model]
+    dh = d // h
+    kv = dh * g
+    name = f"decode_{model}_{length}_{kind}"
+    dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[kind]
+    generator = torch.Generator(device="cuda").manual_seed(0)
+
+    def rand(*shape, scale=1.0):
+        return ((torch.rand(*shape, device="cuda", generator=generator) * 2
+                 - 1) * scale).to(dtype)
+
+    x = rand(1, 1, d)
+    w = {"W_q": rand(d, d, scale=d**-0.5), "W_k": rand(kv, d, scale=d**-0.5),
+         "W_v": rand(kv, d, scale=d**-0.5), "W_o": rand(d, d, scale=d**-0.5)}
+    k_cache, v_cache = rand(1, length, kv), rand(1, length, kv)
+    history = length - 1
+    pos = torch.tensor([history], dtype=torch.int32, device="cuda")
+    y = torch.empty(1, 1, d, dtype=dtype, device="cuda")
+    k_before, v_before = k_cache.clone(), v_cache.clone()
+    attnc = attnc_cuda_call(
+        torch, objects, name,
+        [x, pos, k_cache, v_cache] + [w[n] for n in
+                                      ("W_q", "W_k", "W_v", "W_o")] + [y])
+    attnc()
+    torch.cuda.synchronize()
+
+    want, keys, values = decode_reference(x, w, k_before, v_before, history,
+                                          h, g)
+    error = (y.double() - want).abs().max().item()
+    rows_error = max((k_cache.double() - keys).abs().max().item(),
+                     (v_cache.double() - values).abs().max().item())
+    note = f"{error:.1e}; cache {rows_error:.1e}"
+
+    size = 4 if kind == "f32" else 2
+    step_bytes = size * (2 * d * d + 2 * kv * d + 2 * length * kv)
+    rows = []
+    ms = time_cuda(torch, attnc)
+    rows.append((f"attnc ({kind})", ms, step_bytes / ms / 1e6, note))
+
+    caches = (k_before.view(1, length, g, dh).transpose(1, 2).contiguous(),
+              v_before.view(1, length, g, dh).transpose(1, 2).contiguous())
+    mask = torch.ones(1, 1, 1, length, dtype=torch.bool, device="cuda")
+    index = torch.tensor([history], device="cuda")
+
+    def torch_step():
+        q = F.linear(x, w["W_q"]).view(1, 1, h, dh).transpose(1, 2)
+        k = F.linear(x, w["W_k"]).view(1, 1, g, dh).transpose(1, 2)
+        v = F.linear(x, w["W_v"]).view(1, 1, g, dh).transpose(1, 2)
+        caches[0].index_copy_(2, index, k)
+        caches[1].index_copy_(2, index, v)
+        o = F.scaled_dot_product_attention(q, caches[0], caches[1],
+                                           attn_mask=mask, enable_gqa=g != h)
+        return F.linear(o.transpose(1, 2).reshape(1, 1, d), w["W_o"])
+
+    with torch.inference_mode():
+        ms = time_cuda(torch, torch_step)
+        error = (torch_step().double() - want).abs().max().item()
+    rows.append((f"PyTorch static cache ({kind})", ms, step_bytes / ms / 1e6,
+                 f"{error:.1e}"))
+    return (f"decode step, {model} ({d}, {h} heads, {g} kv heads), "
+            f"cache {length} rows, {kind}", rows, "GB/s")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--objects", type=pathlib.Path, required=True)
@@ -331,25 +427,31 @@ def main():
         import torch
         lines += ["", f"## Timings on {torch.cuda.get_device_name()}", "",
                   "Median of 20 calls (CUDA events), after 3 warm-ups; "
-                  "error: max |difference| from PyTorch in float64 (SDPA) or "
-                  "float32 (the layer).", ""]
+                  "error: max |difference| from PyTorch in float64 (SDPA, "
+                  "decode steps; a step's cache rows too) or float32 (the "
+                  "layer).", ""]
         benches = [lambda s=s: bench_sdpa(torch, args.objects, s)
                    for s in [(8, 2048, 1024, 16), (1, 8192, 1024, 16),
                              (32, 512, 768, 12)]]
         benches += [lambda s=s: bench_sdpa(torch, args.objects, s, "bf16")
                     for s in [(8, 2048, 1024, 16), (1, 8192, 1024, 16)]]
         benches.append(lambda: bench_bert_layer(torch, args.objects))
+        benches += [lambda s=s: bench_decode(torch, args.objects, *s)
+                    for s in [("gpt2", 1024, "f32"), ("gpt2", 8192, "f32"),
+                              ("llama", 8192, "f32"), ("gpt2", 8192, "bf16"),
+                              ("llama", 8192, "bf16")]]
         for bench in benches:
             try:
-                title, rows = bench()
+                title, rows, *unit = bench()
             except Exception as failure:
                 failed += 1
                 lines += [f"benchmark failed: {type(failure).__name__}: "
                           f"{failure}", ""]
                 print(f"benchmark failed: {failure}")
                 continue
+            rate = unit[0] if unit else "TFLOP/s"
             lines += [f"### {title}", "",
-                      "| kernel | ms | TFLOP/s | error / note |",
+                      f"| kernel | ms | {rate} | error / note |",
                       "| --- | --- | --- | --- |"]
             for kernel, ms, tflops, note in rows:
                 lines.append(

@@ -90,7 +90,7 @@ public:
   std::string describeKernels(mlir::ModuleOp module) const override {
     return describeAttentionLowerings(
         module, cpuAttentionLowering(compileOptions.pipeline),
-        cpuDecodeKernel(compileOptions.pipeline));
+        /*decodeKernel=*/true, cpuPrefillFlash(compileOptions.pipeline));
   }
 
 protected:

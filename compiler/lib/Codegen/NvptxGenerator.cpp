@@ -73,7 +73,14 @@ public:
        << "  row reductions (softmax, layer norm): a warp per row of "
        << attn::warpPerRowMinLength(gpu)
        << " elements or more, its lanes combined with shuffles; a thread per "
-          "shorter row\n";
+          "shorter row\n"
+       << "  KV cache attention: a warp per row (query head x new token), up "
+          "to "
+       << attn::kDecodeWarps
+       << " per block, the cache rows in chunks (at least "
+       << attn::kDecodeMinChunkKeys << ", a multiple of " << gpu.warpSize
+       << ") for about " << attn::kDecodeBlocksPerMultiprocessor
+       << " blocks per multiprocessor, combined in chunk order\n";
     if (!attn::hasTensorCoreMma(gpu)) {
       os << "  tensor cores: none used (mma.sync m16n8k16 needs sm_80)\n";
       return text;
@@ -112,7 +119,8 @@ public:
   // The GPU passes read their description from the chip, not the module.
   std::string describeKernels(mlir::ModuleOp module) const override {
     return describeAttentionLowerings(module, compileOptions.pipeline.attention,
-                                      /*decodeKernel=*/false);
+                                      /*decodeKernel=*/true,
+                                      /*prefillFlash=*/false);
   }
 
   llvm::Error annotate(mlir::ModuleOp) const override {

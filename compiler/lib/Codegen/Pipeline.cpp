@@ -27,14 +27,18 @@
 using namespace mlir;
 
 /// attn -> linalg/tensor/arith/math on tensors, with `attention` lowered
-/// as attn-decompose's option says. Shared by every target.
+/// as attn-decompose's option says, a KV cache's through the decode kernel
+/// when the target has one, and a prompt's prefill on the flash kernel when
+/// `prefillFlash` (otherwise prefill-flash-rows=0). Shared by every target.
 static void addAttnToLinalg(OpPassManager &pm, const std::string &attention,
-                            bool decodeKernel) {
+                            bool decodeKernel, bool prefillFlash) {
   // bf16/f16 ops compute in f32 between casts (docs/spec.md §2, v3).
   pm.addPass(attn::createAttnComputeInF32());
   attn::AttnDecomposeOptions decompose;
   decompose.attentionLowering = attention;
   decompose.decodeKernel = decodeKernel;
+  if (!prefillFlash)
+    decompose.prefillFlashRows = 0;
   pm.addPass(attn::createAttnDecompose(decompose));
   pm.addPass(attn::createAttnLowerToLinalg());
   // Elementwise arith on tensors (the causal lengths' minsi) -> linalg.
@@ -83,7 +87,7 @@ std::string attnc::cpuAttentionLowering(const CpuPipelineOptions &options) {
   return options.vectorize ? options.attention : std::string("decomposed");
 }
 
-bool attnc::cpuDecodeKernel(const CpuPipelineOptions &options) {
+bool attnc::cpuPrefillFlash(const CpuPipelineOptions &options) {
   return !options.gpuEmulation;
 }
 
@@ -108,7 +112,8 @@ static void printOpAndPlace(llvm::raw_ostream &os, Operation *op) {
 
 std::string attnc::describeAttentionLowerings(ModuleOp module,
                                               const std::string &attention,
-                                              bool decodeKernel) {
+                                              bool decodeKernel,
+                                              bool prefillFlash) {
   std::optional<attn::AttentionLowering> lowering =
       attn::parseAttentionLowering(attention);
   if (!lowering)
@@ -118,7 +123,7 @@ std::string attnc::describeAttentionLowerings(ModuleOp module,
   module.walk([&](Operation *op) {
     std::optional<attn::AttentionLoweringChoice> choice =
         attn::attentionLoweringOf(op, *lowering, /*fuseThreshold=*/4096,
-                                  decodeKernel);
+                                  decodeKernel, prefillFlash);
     if (!choice)
       return;
     if (text.empty())
@@ -177,7 +182,8 @@ std::string attnc::describeRoundingPoints(ModuleOp module) {
 
 void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
                                      const CpuPipelineOptions &options) {
-  addAttnToLinalg(pm, cpuAttentionLowering(options), cpuDecodeKernel(options));
+  addAttnToLinalg(pm, cpuAttentionLowering(options), /*decodeKernel=*/true,
+                  cpuPrefillFlash(options));
   // GEMMs of two bf16 operands read them as bf16, k in pairs, B packed in
   // pairs by NAME_prepare (not the GPU's: its emulation stays the GPU's
   // code).
@@ -204,6 +210,7 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
 
   if (options.gpuEmulation) {
     // The GPU target's kernels, each thread run in turn on this CPU.
+    pm.addNestedPass<func::FuncOp>(attn::createAttnGpuLowerDecodeAttention());
     pm.addNestedPass<func::FuncOp>(attn::createAttnGpuLowerFusedAttention());
     attn::AttnGpuTileMatmulOptions gemms;
     gemms.tf32 = options.tf32;
@@ -276,8 +283,13 @@ void attnc::buildGpuLoweringPipeline(OpPassManager &pm,
   // On buffers, as loops: one kernel per loop nest; fused attention and
   // the large GEMMs as launches of their own through shared memory, row
   // reductions as launches of a warp per row.
-  addAttnToLinalg(pm, options.attention, /*decodeKernel=*/false);
+  addAttnToLinalg(pm, options.attention, /*decodeKernel=*/true,
+                  /*prefillFlash=*/false);
   addBufferization(pm);
+  attn::AttnGpuLowerDecodeAttentionOptions decode;
+  decode.chip = options.chip;
+  pm.addNestedPass<func::FuncOp>(
+      attn::createAttnGpuLowerDecodeAttention(decode));
   attn::AttnGpuLowerFusedAttentionOptions attention;
   attention.chip = options.chip;
   pm.addNestedPass<func::FuncOp>(

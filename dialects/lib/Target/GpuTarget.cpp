@@ -74,6 +74,20 @@ int64_t mlir::attn::exactRowsPerWarp(const GpuTargetDescription &target,
   return std::max<int64_t>(1, llvm::divideCeil(rows, warps));
 }
 
+GpuDecodeTile mlir::attn::decodeTile(const GpuTargetDescription &target,
+                                     int64_t batches, int64_t rows,
+                                     int64_t cacheRows) {
+  GpuDecodeTile tile;
+  tile.warps = std::min(kDecodeWarps, rows);
+  int64_t blocksPerChunk = batches * llvm::divideCeil(rows, tile.warps);
+  int64_t chunks = llvm::divideCeil(
+      kDecodeBlocksPerMultiprocessor * target.multiprocessors, blocksPerChunk);
+  tile.chunkKeys = std::max<int64_t>(
+      kDecodeMinChunkKeys,
+      llvm::alignTo(llvm::divideCeil(cacheRows, chunks), target.warpSize));
+  return tile;
+}
+
 GpuGemmTile mlir::attn::gemmTile(const GpuTargetDescription &) {
   return GpuGemmTile();
 }

@@ -761,7 +761,8 @@ mlir::attn::parseAttentionLowering(llvm::StringRef name) {
 
 std::optional<AttentionLoweringChoice>
 mlir::attn::attentionLoweringOf(Operation *op, AttentionLowering lowering,
-                                int64_t fuseThreshold, bool decodeKernel) {
+                                int64_t fuseThreshold, bool decodeKernel,
+                                bool prefillFlash) {
   int64_t tq, tk;
   bool returnWeights;
   if (auto mha = dyn_cast<MultiheadAttentionOp>(op)) {
@@ -775,12 +776,16 @@ mlir::attn::attentionLoweringOf(Operation *op, AttentionLowering lowering,
                                        "return_weights needs the weights"};
       if (lowering == AttentionLowering::Decomposed)
         return AttentionLoweringChoice{false, "attention=decomposed"};
-      if (decodeKernel)
+      if (decodeKernel && prefillFlash)
         return AttentionLoweringChoice{
             true, "a KV cache: the decode kernel, each row's cache rows "
                   "only, in fixed chunks of keys; a prompt's prefill of "
                   "prefill-flash-rows tokens or more: the flash kernel on "
                   "the rows it wrote"};
+      if (decodeKernel)
+        return AttentionLoweringChoice{
+            true, "a KV cache: the decode kernel, each row's cache rows "
+                  "only, in fixed chunks of keys"};
       return AttentionLoweringChoice{
           false, "a KV cache: step by step (this target has no decode "
                  "kernel), its rows past each position masked out of both "

@@ -203,6 +203,29 @@ TEST_P(LongKvCacheTest, EqualsTheStepByStepAttentionOverTheWholeCache) {
         << "element " << i;
 }
 
+/// The GPU's decode kernel (attn-gpu-lower-decode-attention: a warp per
+/// row, the chunks combined by a launch of their own), each thread run in
+/// turn on this CPU.
+TEST_P(LongKvCacheTest, TheGpuKernelEqualsTheStepByStepAttention) {
+  const LongCase &c = GetParam();
+  CompileOptions options = Runtime::defaultOptions();
+  options.pipeline.gpuEmulation = true;
+  auto kernel = runtime->compile(spec(c), "long.attn", "step", options);
+  ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
+  ASSERT_EQ(message((*kernel)->bindParams(
+                {{"W_q", weights[0].data(), io, {kModel, kModel}},
+                 {"W_k", weights[1].data(), io, {kvDim, kModel}},
+                 {"W_v", weights[2].data(), io, {kvDim, kModel}},
+                 {"W_o", weights[3].data(), io, {kModel, kModel}}})),
+            "");
+  std::vector<float> want = run(stepByStep.get());
+  std::vector<float> got = run(kernel->get());
+  float tolerance = c.lowPrecisionBlock ? 2e-2f : 2e-5f;
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], tolerance * (1.0f + std::fabs(want[i])))
+        << "element " << i;
+}
+
 TEST_P(LongKvCacheTest, OneAndTwoThreadsGiveTheSameBits) {
   int threads = runtime->numThreads();
   runtime->setNumThreads(1);

@@ -46,16 +46,18 @@ void buildCpuLoweringPipeline(mlir::OpPassManager &pm,
 /// vectorization) decomposes, whatever `options.attention` says.
 std::string cpuAttentionLowering(const CpuPipelineOptions &options);
 
-/// attn-decompose's `decode-kernel` option in the CPU pipeline: the CPU's
-/// decode kernel, except in the GPU emulation (which runs the GPU's code).
-bool cpuDecodeKernel(const CpuPipelineOptions &options);
+/// Whether the CPU pipeline runs a prompt's prefill into a KV cache on the
+/// flash kernel (attn-decompose's prefill-flash-rows): the CPU's code does,
+/// the GPU emulation (which runs the GPU's code) runs the decode kernel.
+bool cpuPrefillFlash(const CpuPipelineOptions &options);
 
 /// --print-schedule's lines for the attention ops of `module` (attn level):
 /// where each is, and what attn-decompose makes of it under `attention`
-/// (and `decodeKernel`: whether the target has attn.decode_attention).
+/// (and `decodeKernel`: whether the target has attn.decode_attention;
+/// `prefillFlash`: whether a prompt's prefill runs the flash kernel).
 std::string describeAttentionLowerings(mlir::ModuleOp module,
                                        const std::string &attention,
-                                       bool decodeKernel);
+                                       bool decodeKernel, bool prefillFlash);
 
 /// --print-schedule's lines for the rounding points of `module` (attn
 /// level): each op whose result is bf16 or f16, where it is. Empty for a

@@ -84,6 +84,50 @@ def AttnGpuLowerFusedAttention
   ];
 }
 
+def AttnGpuLowerDecodeAttention
+    : Pass<"attn-gpu-lower-decode-attention", "::mlir::func::FuncOp"> {
+  let summary = "Lower attn.decode_attention on buffers to a split-KV "
+                "launch and a launch that combines its chunks";
+  let description = [{
+    Replaces each `attn.decode_attention` (after bufferization, at the top
+    level of its function) by two `gpu.launch async`, sizes from
+    attn/Target/GpuTarget.h (`decodeTile`), as Flash-Decoding splits a
+    decode step: the first has a block per (batch entry, group of rows,
+    chunk of cache rows) and a warp per row (query head x new token), the
+    lanes on the row's columns (the partial dot products added with
+    `gpu.shuffle xor`), and writes each row's partial (max, sum, output)
+    for its chunk into buffers of its own; the second, a warp per row,
+    combines the chunks in chunk order and stores the output row. A row
+    reads only the cache rows its entry's tokens see (from the first
+    token's window to `pos[b] + T`), masks those it does not see itself
+    (weight exactly 0), and an entry whose position is out of range reads
+    nothing and stores nothing.
+
+    ```mlir
+    attn.decode_attention %q, %k, %v at %pos outs(%o) heads(4) kv_heads(2)
+        scale(0.125)
+        : (memref<2x1x256xf32>, memref<2x128x128xbf16>,
+           memref<2x128x128xbf16>, memref<2xi32>, memref<2x1x256xf32>) -> ()
+    ```
+
+    becomes `memref.alloc`s of the partial results, a launch of
+    2 x 1 x 2 blocks (entries, row groups, chunks of 64 rows) of 4 warps,
+    a launch of 2 blocks of 4 warps, and the deallocs.
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
+           "The compute capability whose multiprocessors the chunks are "
+           "sized for (attn/Target/GpuTarget.h)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+  ];
+}
+
 def AttnGpuTileMatmul
     : Pass<"attn-gpu-tile-matmul", "::mlir::func::FuncOp"> {
   let summary = "GEMMs on buffers as register blocks of up to 4 x 4 outputs "

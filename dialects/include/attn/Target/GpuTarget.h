@@ -189,6 +189,28 @@ GpuAttentionTile attentionTile(const GpuTargetDescription &target,
 /// which would only read a mark.
 int64_t exactRowsPerWarp(const GpuTargetDescription &target, int64_t rows);
 
+/// How a decode step's attention (attn.decode_attention,
+/// attn-gpu-lower-decode-attention) is split: blocks of `warps` warps, a
+/// warp per row (query head x new token), each block over one chunk of
+/// `chunkKeys` cache rows; the chunks' partial results are combined in
+/// chunk order by a launch of their own.
+struct GpuDecodeTile {
+  int64_t warps;
+  int64_t chunkKeys;
+};
+
+/// The decode tile of `batches` entries of `rows` rows each (heads x new
+/// tokens) over a cache of `cacheRows`: up to kDecodeWarps warps a block,
+/// and chunks (a multiple of the warp size, at least kDecodeMinChunkKeys)
+/// small enough that the launch has about kDecodeBlocksPerMultiprocessor
+/// blocks per multiprocessor. Fixed by the shapes at compile time, so the
+/// sums, combined in chunk order, are the same bits on every run.
+constexpr int64_t kDecodeWarps = 4;
+constexpr int64_t kDecodeMinChunkKeys = 64;
+constexpr int64_t kDecodeBlocksPerMultiprocessor = 2;
+GpuDecodeTile decodeTile(const GpuTargetDescription &target, int64_t batches,
+                         int64_t rows, int64_t cacheRows);
+
 /// The shared-memory GEMM tile for `target`.
 GpuGemmTile gemmTile(const GpuTargetDescription &target);
 

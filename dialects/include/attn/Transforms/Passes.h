@@ -34,10 +34,13 @@ struct AttentionLoweringChoice {
 
 /// The choice for `op`, or nullopt when it is not an attention op. A
 /// multihead_attention with a KV cache is fused into attn.decode_attention
-/// when the target has that kernel (`decodeKernel`).
+/// when the target has that kernel (`decodeKernel`), and a prompt's prefill
+/// into the flash kernel when it has that path too (`prefillFlash`:
+/// attn-decompose's prefill-flash-rows is not 0).
 std::optional<AttentionLoweringChoice>
 attentionLoweringOf(Operation *op, AttentionLowering lowering,
-                    int64_t fuseThreshold = 4096, bool decodeKernel = false);
+                    int64_t fuseThreshold = 4096, bool decodeKernel = false,
+                    bool prefillFlash = false);
 
 /// Whether attn-compute-in-f32 keeps the bf16/f16 `result` of an attn op in
 /// f32 instead of rounding it: its one use is an elementwise op (add, sub,

@@ -97,7 +97,7 @@ def AttnDecompose : Pass<"attn-decompose"> {
     Option<"fuseThreshold", "fuse-threshold", "int64_t", /*default=*/"4096",
            "With attention=auto: Tq * Tk from which attention is fused">,
     Option<"decodeKernel", "decode-kernel", "bool", /*default=*/"false",
-           "Whether the target lowers attn.decode_attention (the CPU's): a "
+           "Whether the target lowers attn.decode_attention (the CPU and the GPU do): a "
            "multihead_attention with a KV cache then becomes one (unless "
            "attention=decomposed) instead of step-by-step ops over the whole "
            "cache">,
