@@ -215,12 +215,15 @@ static void addMoreResults(MLIRContext *context, AttentionOp::Adaptor a,
 static void addMoreResults(MLIRContext *context,
                            MultiheadAttentionOp::Adaptor a,
                            SmallVectorImpl<Type> &resultTypes) {
+  // With a cache, the weights are over its rows: [B * heads, T, L].
   if (a.getReturnWeights())
-    resultTypes.push_back(toType(context, rules::multiheadAttentionWeightsShape(
-                                              acceptedShape("q", a.getQ()),
-                                              acceptedShape("k", a.getK()),
-                                              a.getHeadsAttr().getInt())));
-  // The caches after the write (the rules allow no weights with them).
+    resultTypes.push_back(toType(
+        context, rules::multiheadAttentionWeightsShape(
+                     acceptedShape("q", a.getQ()),
+                     a.getCacheK() ? acceptedShape("cache_k", a.getCacheK())
+                                   : acceptedShape("k", a.getK()),
+                     a.getHeadsAttr().getInt())));
+  // The caches after the write.
   if (a.getCacheK()) {
     resultTypes.push_back(a.getCacheK().getType());
     resultTypes.push_back(a.getCacheV().getType());
@@ -258,14 +261,19 @@ LogicalResult mlir::attn::verifyReturnWeights(AttentionOp op) {
 LogicalResult mlir::attn::verifyReturnWeights(MultiheadAttentionOp op) {
   size_t expected = (op.getReturnWeights() ? 1 : 0) + (op.hasCache() ? 2 : 0);
   if (op.hasCache() && op.getMoreResults().size() != expected)
-    return op.emitOpError("with a cache has three results, the output and "
-                          "the updated cache_k and cache_v");
-  if (op.hasCache())
-    return success(); // their types are inference's to check
-  if (!op.getReturnWeights() && !op.getMoreResults().empty())
+    return op.emitOpError(op.getReturnWeights()
+                              ? "with a cache and return_weights has four "
+                                "results, the output, the attention weights "
+                                "and the updated cache_k and cache_v"
+                              : "with a cache has three results, the output "
+                                "and the updated cache_k and cache_v");
+  if (!op.getReturnWeights() && !op.getMoreResults().empty() && !op.hasCache())
     return op.emitOpError("has a second result, the attention weights, only "
                           "with return_weights");
-  return verifyWeightsResult(op, "([B * heads, Tq, Tk])");
+  if (op.hasCache() && !op.getReturnWeights())
+    return success(); // the caches' types are inference's to check
+  return verifyWeightsResult(op, op.hasCache() ? "([B * heads, T, L])"
+                                               : "([B * heads, Tq, Tk])");
 }
 
 //===----------------------------------------------------------------------===//

@@ -468,9 +468,6 @@ static bool checkCaches(Checker &c, const TensorShape &q, const TensorShape &k,
     return c.fail("causal", "a cache implies causal attention: causal=false "
                             "is an error (new token t of entry b sees cache "
                             "rows 0 .. cache_pos[b] + t)");
-  if (returnWeights)
-    return c.fail("return_weights",
-                  "return_weights is not supported with a cache yet");
   if (k.dims[1] != q.dims[1])
     return c.fail("k", "with a cache, 'k' and 'v' are the rows of the " +
                            Twine(q.dims[1]) +

@@ -630,7 +630,10 @@ struct DecomposeMultiheadAttention : OpRewritePattern<MultiheadAttentionOp> {
     concat = roundedThrough(rewriter, loc, concat, innerRoundingOf(op));
     Value output =
         LinearOp::create(rewriter, loc, concat, op.getWO(), op.getBO());
-    rewriter.replaceOp(op, ValueRange{output, newK, newV});
+    if (op.getReturnWeights())
+      rewriter.replaceOp(op, ValueRange{output, weights, newK, newV});
+    else
+      rewriter.replaceOp(op, ValueRange{output, newK, newV});
     return success();
   }
 

@@ -926,6 +926,27 @@ func.func @cache_results(%t: tensor<1x1x8xf32>, %w: tensor<8x8xf32>, %c: tensor<
 
 // -----
 
+// multihead_attention: a cache with return_weights has four results
+func.func @cache_weights_results(%t: tensor<1x1x8xf32>, %w: tensor<8x8xf32>, %c: tensor<1x4x8xf32>, %pos: tensor<1xi32>) {
+  // expected-error @+1 {{'attn.multihead_attention' op with a cache and return_weights has four results, the output, the attention weights and the updated cache_k and cache_v}}
+  %0:3 = attn.multihead_attention %t, %t, %t heads(2) weights(%w, %w, %w, %w) cache(%c, %c, %pos) causal return_weights
+      : (tensor<1x1x8xf32>, tensor<1x1x8xf32>, tensor<1x1x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<1x4x8xf32>, tensor<1x4x8xf32>, tensor<1xi32>) -> (tensor<1x1x8xf32>, tensor<1x4x8xf32>, tensor<1x4x8xf32>)
+  return
+}
+
+// -----
+
+// multihead_attention: with a cache the weights are over its rows,
+// [B * heads, T, L]
+func.func @cache_weights_shape(%t: tensor<1x1x8xf32>, %w: tensor<8x8xf32>, %c: tensor<1x4x8xf32>, %pos: tensor<1xi32>) {
+  // expected-error @+1 {{'attn.multihead_attention' op 'attention_weights' must be 'tensor<2x1x4xf32>' ([B * heads, T, L]), got 'tensor<2x1x1xf32>'}}
+  %0:4 = attn.multihead_attention %t, %t, %t heads(2) weights(%w, %w, %w, %w) cache(%c, %c, %pos) causal return_weights
+      : (tensor<1x1x8xf32>, tensor<1x1x8xf32>, tensor<1x1x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<1x4x8xf32>, tensor<1x4x8xf32>, tensor<1xi32>) -> (tensor<1x1x8xf32>, tensor<2x1x1xf32>, tensor<1x4x8xf32>, tensor<1x4x8xf32>)
+  return
+}
+
+// -----
+
 // multihead_attention: a cache is causal (the rules' message, as in the DSL)
 func.func @cache_not_causal(%t: tensor<1x1x8xf32>, %w: tensor<8x8xf32>, %c: tensor<1x4x8xf32>, %pos: tensor<1xi32>) {
   // expected-error @+1 {{a cache implies causal attention: causal=false is an error}}

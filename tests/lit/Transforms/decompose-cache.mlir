@@ -3,7 +3,8 @@
 // attn.cache_update, then with decode-kernel=true (the CPU's) one
 // attn.decode_attention over the updated caches as they are (no
 // split_heads copy of a cache, no [B*H, T, L] scores); attention=decomposed
-// or a target without the kernel (the GPU's) keep the step-by-step ops.
+// keeps the step-by-step ops, as return_weights does (its weights, over the
+// cache's rows, are the masked softmax's).
 // RUN: attn-opt %s --attn-decompose="attention=auto decode-kernel=true" | FileCheck %s
 // RUN: attn-opt %s --attn-decompose="attention=decomposed decode-kernel=true" | FileCheck %s --check-prefix=STEPS
 // RUN: attn-opt %s --attn-decompose="attention=fused" | FileCheck %s --check-prefix=STEPS
@@ -66,4 +67,19 @@ func.func @prompt(%x: tensor<2x64x32xf32>, %wq: tensor<32x32xf32>, %wkv: tensor<
   %y, %k2, %v2 = attn.multihead_attention %x, %x, %x heads(4) kv_heads(2) weights(%wq, %wkv, %wkv, %wq) cache(%kc, %vc, %pos) causal rope
       : (tensor<2x64x32xf32>, tensor<2x64x32xf32>, tensor<2x64x32xf32>, tensor<32x32xf32>, tensor<16x32xf32>, tensor<16x32xf32>, tensor<32x32xf32>, tensor<2x128x16xbf16>, tensor<2x128x16xbf16>, tensor<2xi32>) -> (tensor<2x64x32xf32>, tensor<2x128x16xbf16>, tensor<2x128x16xbf16>)
   return %y, %k2, %v2 : tensor<2x64x32xf32>, tensor<2x128x16xbf16>, tensor<2x128x16xbf16>
+}
+
+// return_weights: the step-by-step ops whatever the option, the weights
+// [B * heads, T, L] the second result.
+// CHECK-LABEL: func.func @weights
+// CHECK-NOT:     attn.decode_attention
+// CHECK:         %[[W:.*]] = attn.softmax %{{.*}} : tensor<8x1x64xf32>
+// CHECK:         return %{{.*}}, %[[W]], %{{.*}}, %{{.*}} : tensor<2x1x32xf32>, tensor<8x1x64xf32>, tensor<2x64x16xbf16>, tensor<2x64x16xbf16>
+// STEPS-LABEL: func.func @weights
+// STEPS:         %[[W:.*]] = attn.softmax %{{.*}} : tensor<8x1x64xf32>
+// STEPS:         return %{{.*}}, %[[W]], %{{.*}}, %{{.*}}
+func.func @weights(%x: tensor<2x1x32xf32>, %wq: tensor<32x32xf32>, %wkv: tensor<16x32xf32>, %kc: tensor<2x64x16xbf16>, %vc: tensor<2x64x16xbf16>, %pos: tensor<2xi32>) -> (tensor<2x1x32xf32>, tensor<8x1x64xf32>, tensor<2x64x16xbf16>, tensor<2x64x16xbf16>) {
+  %y, %a, %k2, %v2 = attn.multihead_attention %x, %x, %x heads(4) kv_heads(2) weights(%wq, %wkv, %wkv, %wq) cache(%kc, %vc, %pos) causal return_weights
+      : (tensor<2x1x32xf32>, tensor<2x1x32xf32>, tensor<2x1x32xf32>, tensor<32x32xf32>, tensor<16x32xf32>, tensor<16x32xf32>, tensor<32x32xf32>, tensor<2x64x16xbf16>, tensor<2x64x16xbf16>, tensor<2xi32>) -> (tensor<2x1x32xf32>, tensor<8x1x64xf32>, tensor<2x64x16xbf16>, tensor<2x64x16xbf16>)
+  return %y, %a, %k2, %v2 : tensor<2x1x32xf32>, tensor<8x1x64xf32>, tensor<2x64x16xbf16>, tensor<2x64x16xbf16>
 }

@@ -82,8 +82,9 @@ std::string mhaCall(const Variant &v, const char *cacheArgs) {
 }
 
 /// Three blocks of one model: `full` over the whole sequence, `prefill`
-/// and `step` on the cache.
-std::string spec(const Variant &v) {
+/// and `step` on the cache; with `weights`, each returns the attention
+/// weights too (output A).
+std::string spec(const Variant &v, bool weights = false) {
   int64_t kvDim = kModel / kHeads * v.kvHeads;
   std::string params = "  param W_q: f32[D, D]\n  param W_k: f32[" +
                        std::to_string(kvDim) + ", D]\n  param W_v: f32[" +
@@ -107,9 +108,12 @@ std::string spec(const Variant &v) {
       text += std::string("  P = positional_encoding(X") +
               (cache ? ", offset=pos" : "") +
               ", max_len=" + std::to_string(kEncodingRows) + ")\n";
-    text += "  Y = " +
-            mhaCall(v, cache ? ", cache_k=K, cache_v=V, cache_pos=pos" : "") +
-            "\n  output Y\n}\n";
+    std::string args = cache ? ", cache_k=K, cache_v=V, cache_pos=pos" : "";
+    if (weights)
+      args += ", return_weights=true";
+    text += std::string(weights ? "  Y, A = " : "  Y = ") +
+            mhaCall(v, args.c_str()) + "\n  output Y\n" +
+            (weights ? "  output A\n" : "") + "}\n";
     return text;
   };
   return block("full", kSequence, false) + block("prefill", kPrefill, true) +
@@ -410,6 +414,86 @@ TEST_P(KvCacheTest, ALowPrecisionCacheHoldsTheRoundedRows) {
           << name << " output " << i;
     kCache.assign(kCache.size(), NAN);
     vCache.assign(vCache.size(), NAN);
+  }
+}
+
+/// return_weights with a cache: the weights [B * heads, T, L] over the
+/// cache's rows are the whole sequence's rows pos[b] + t (D2L's causal
+/// weights, which are 0 past the token), and exactly 0 for the rows past
+/// the sequence.
+TEST_P(KvCacheTest, TheWeightsOverTheCacheAreTheWholeSequences) {
+  const auto &[v, pipeline] = GetParam();
+  if (std::string(pipeline.attention) != "auto" || pipeline.optLevel == 0 ||
+      std::string(pipeline.cpu) != "native")
+    GTEST_SKIP() << "the other pipelines lower it as these do";
+  // Halide's kernels take long to compile: the variants with a window (and
+  // GQA, rope) and with positional_encoding's offset.
+  if (pipeline.backend == Backend::Halide && !(v.rope && v.window) &&
+      !v.encoding)
+    GTEST_SKIP() << "the other variants cover Halide's weights";
+  CompileOptions options = Runtime::defaultOptions();
+  options.pipeline.parallel = pipeline.parallel;
+  options.pipeline.gpuEmulation = pipeline.gpuEmulation;
+  options.backend = pipeline.backend;
+  std::string text = spec(v, /*weights=*/true);
+  std::vector<std::shared_ptr<Kernel>> withWeights;
+  for (const char *name : {"full", "prefill", "step"}) {
+    auto compiled = runtime->compile(text, "kv_weights.attn", name, options);
+    ASSERT_TRUE(!!compiled) << llvm::toString(compiled.takeError());
+    ASSERT_EQ(message((*compiled)->bindParams(params())), "");
+    withWeights.push_back(*compiled);
+  }
+  int64_t rows = kBatch * kHeads;
+  std::vector<float> y(kBatch * kSequence * kModel),
+      whole(rows * kSequence * kSequence, NAN);
+  ASSERT_EQ(message(withWeights[0]->run(
+                {{"X", x.data(), ElementType::F32, {kBatch, kSequence, kModel}},
+                 {"Y", y.data(), ElementType::F32, {kBatch, kSequence, kModel}},
+                 {"A",
+                  whole.data(),
+                  ElementType::F32,
+                  {rows, kSequence, kSequence}}})),
+            "");
+  // A prefill from position 0, then a step at position kPrefill.
+  for (auto [kernel, tokens, at] :
+       {std::tuple<Kernel *, int64_t, int32_t>{withWeights[1].get(), kPrefill,
+                                               0},
+        {withWeights[2].get(), 1, static_cast<int32_t>(kPrefill)}}) {
+    std::vector<int32_t> pos(kBatch, at);
+    std::vector<float> input(kBatch * tokens * kModel), out(input.size()),
+        a(rows * tokens * kCacheRows, NAN);
+    for (int64_t b = 0; b < kBatch; ++b)
+      std::memcpy(&input[b * tokens * kModel],
+                  &x[(b * kSequence + at) * kModel],
+                  tokens * kModel * sizeof(float));
+    ASSERT_EQ(
+        message(kernel->run(
+            {{"X", input.data(), ElementType::F32, {kBatch, tokens, kModel}},
+             {"pos", pos.data(), ElementType::I32, {kBatch}},
+             {"K",
+              kCache.data(),
+              ElementType::F32,
+              {kBatch, kCacheRows, kvDim}},
+             {"V",
+              vCache.data(),
+              ElementType::F32,
+              {kBatch, kCacheRows, kvDim}},
+             {"Y", out.data(), ElementType::F32, {kBatch, tokens, kModel}},
+             {"A", a.data(), ElementType::F32, {rows, tokens, kCacheRows}}})),
+        "");
+    for (int64_t n = 0; n < rows; ++n)
+      for (int64_t t = 0; t < tokens; ++t)
+        for (int64_t j = 0; j < kCacheRows; ++j) {
+          float got = a[(n * tokens + t) * kCacheRows + j];
+          if (j >= kSequence) {
+            ASSERT_EQ(got, 0.0f)
+                << "row " << n << ", token " << at + t << ", cache row " << j;
+            continue;
+          }
+          float want = whole[(n * kSequence + at + t) * kSequence + j];
+          ASSERT_NEAR(got, want, 2e-6f)
+              << "row " << n << ", token " << at + t << ", cache row " << j;
+        }
   }
 }
 

@@ -591,14 +591,17 @@ def Attn_MultiheadAttentionOp
       return getReturnWeights() && !getMoreResults().empty()
                  ? getMoreResults().front() : ::mlir::Value();
     }
-    /// The caches after the call's write, with a cache, else null.
+    /// The caches after the call's write, with a cache, else null (after
+    /// the weights with return_weights).
     ::mlir::Value getUpdatedCacheK() {
-      return hasCache() && getMoreResults().size() == 2
-                 ? getMoreResults()[0] : ::mlir::Value();
+      size_t first = getReturnWeights() ? 1 : 0;
+      return hasCache() && getMoreResults().size() == first + 2
+                 ? getMoreResults()[first] : ::mlir::Value();
     }
     ::mlir::Value getUpdatedCacheV() {
-      return hasCache() && getMoreResults().size() == 2
-                 ? getMoreResults()[1] : ::mlir::Value();
+      size_t first = getReturnWeights() ? 1 : 0;
+      return hasCache() && getMoreResults().size() == first + 2
+                 ? getMoreResults()[first + 1] : ::mlir::Value();
     }
   }];
 }
