@@ -21,6 +21,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -882,19 +883,19 @@ struct LowerCacheUpdate : OpRewritePattern<CacheUpdateOp> {
 };
 
 /// Appends the kernel status to `func`'s results: 0, 1 when an embedding
-/// id was out of range, ATTNC_STATUS_CACHE_POSITION when a cache position
-/// was (first). Built before the embeddings and caches are lowered.
+/// id was out of range (or a called block failed so), and
+/// ATTNC_STATUS_CACHE_POSITION when a cache position or a
+/// positional_encoding offset was, here or in a called block (first): then
+/// no cache is written. Built before the embeddings and caches are lowered.
 void addKernelStatus(func::FuncOp func) {
   if (func.isExternal())
     return;
   OpBuilder b(func.getContext());
   Block &entry = func.getBody().front();
   Value badPositions;
-  auto addBad = [&](Location loc, Value bad) {
-    badPositions =
-        badPositions
-            ? arith::AddIOp::create(b, loc, badPositions, bad).getResult()
-            : bad;
+  auto sum = [&](Value &total, Location loc, Value more) {
+    total =
+        total ? arith::AddIOp::create(b, loc, total, more).getResult() : more;
   };
   // positional_encoding's offset: positions offset[b] .. offset[b] + T - 1
   // must be rows of D2L's table. Counted at the function's entry, so that
@@ -907,40 +908,15 @@ void addKernelStatus(func::FuncOp func) {
     assert(llvm::isa<BlockArgument>(op.getOffset()) &&
            "positional_encoding's offset is an argument");
     int64_t rows = op.getType().getDimSize(1);
-    addBad(op.getLoc(),
-           countBadIds(b, op.getLoc(), op.getOffset(),
-                       static_cast<int64_t>(op.getMaxLen()) - rows + 1));
+    sum(badPositions, op.getLoc(),
+        countBadIds(b, op.getLoc(), op.getOffset(),
+                    static_cast<int64_t>(op.getMaxLen()) - rows + 1));
   });
   Value badOffsets = badPositions;
-  func.walk([&](CacheUpdateOp op) {
-    b.setInsertionPoint(op);
-    addBad(op.getLoc(), countBadPositions(b, op.getLoc(), op));
-    // "Nothing written" holds for a bad offset too: the cache's positions
-    // become -1 then (out of range: the update writes no row).
-    if (badOffsets)
-      op.getPosMutable().assign(elementwiseSameShape(
-          b, op.getLoc(), tensorType(op.getPos()), ValueRange{op.getPos()},
-          [&](OpBuilder &nb, Location nl, ValueRange args) {
-            Value zero = arith::ConstantIntOp::create(nb, nl, 0, 32);
-            Value anyBad = arith::CmpIOp::create(
-                nb, nl, arith::CmpIPredicate::ne, badOffsets, zero);
-            return arith::SelectOp::create(
-                       nb, nl, anyBad,
-                       arith::ConstantIntOp::create(nb, nl, -1, 32), args[0])
-                .getResult();
-          }));
-  });
-  Value status;
-  func.walk([&](EmbeddingOp op) {
-    b.setInsertionPoint(op);
-    Value bad = countBadIds(b, op.getLoc(), op.getIds(),
-                            tensorType(op.getTable()).getDimSize(0));
-    status =
-        status ? arith::AddIOp::create(b, op.getLoc(), status, bad).getResult()
-               : bad;
-  });
   // A call of another kernel of the module (a block calling a block) gets
-  // that kernel's status too, which counts in this one's.
+  // that kernel's status too: its position status is this one's (and the
+  // cache writes after it write nothing), any other failure is a 1.
+  Value status;
   SmallVector<func::CallOp> calls;
   func.walk([&](func::CallOp call) {
     auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
@@ -948,6 +924,7 @@ void addKernelStatus(func::FuncOp func) {
     if (callee && !callee.isExternal())
       calls.push_back(call);
   });
+  SmallVector<std::pair<Operation *, Value>> callPositions;
   for (func::CallOp call : calls) {
     b.setInsertionPoint(call);
     SmallVector<Type> types(call.getResultTypes());
@@ -957,11 +934,53 @@ void addKernelStatus(func::FuncOp func) {
     call.replaceAllUsesWith(withStatus.getResults().drop_back());
     call.erase();
     b.setInsertionPointAfter(withStatus);
-    Value bad = withStatus.getResults().back();
-    status =
-        status ? arith::AddIOp::create(b, bad.getLoc(), status, bad).getResult()
-               : bad;
+    Location loc = withStatus.getLoc();
+    Value code = withStatus.getResults().back();
+    auto is = [&](arith::CmpIPredicate predicate, int32_t value) -> Value {
+      return arith::CmpIOp::create(
+          b, loc, predicate, code,
+          arith::ConstantIntOp::create(b, loc, value, 32));
+    };
+    Value position = is(arith::CmpIPredicate::eq, ATTNC_STATUS_CACHE_POSITION);
+    Value other = arith::AndIOp::create(
+        b, loc, is(arith::CmpIPredicate::ne, 0),
+        is(arith::CmpIPredicate::ne, ATTNC_STATUS_CACHE_POSITION));
+    Value badPosition =
+        arith::ExtUIOp::create(b, loc, b.getI32Type(), position);
+    callPositions.push_back({withStatus, badPosition});
+    sum(badPositions, loc, badPosition);
+    sum(status, loc, arith::ExtUIOp::create(b, loc, b.getI32Type(), other));
   }
+  DominanceInfo dominance(func);
+  func.walk([&](CacheUpdateOp op) {
+    b.setInsertionPoint(op);
+    sum(badPositions, op.getLoc(), countBadPositions(b, op.getLoc(), op));
+    // "Nothing written" holds for a bad offset too, and for a call before
+    // this write that failed so: the cache's positions become -1 then (out
+    // of range: the update writes no row).
+    Value badBefore = badOffsets;
+    for (auto [call, bad] : callPositions)
+      if (dominance.properlyDominates(call, op))
+        sum(badBefore, op.getLoc(), bad);
+    if (badBefore)
+      op.getPosMutable().assign(elementwiseSameShape(
+          b, op.getLoc(), tensorType(op.getPos()), ValueRange{op.getPos()},
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value zero = arith::ConstantIntOp::create(nb, nl, 0, 32);
+            Value anyBad = arith::CmpIOp::create(
+                nb, nl, arith::CmpIPredicate::ne, badBefore, zero);
+            return arith::SelectOp::create(
+                       nb, nl, anyBad,
+                       arith::ConstantIntOp::create(nb, nl, -1, 32), args[0])
+                .getResult();
+          }));
+  });
+  func.walk([&](EmbeddingOp op) {
+    b.setInsertionPoint(op);
+    sum(status, op.getLoc(),
+        countBadIds(b, op.getLoc(), op.getIds(),
+                    tensorType(op.getTable()).getDimSize(0)));
+  });
   func.walk([&](func::ReturnOp ret) {
     b.setInsertionPoint(ret);
     Value result;
