@@ -181,6 +181,23 @@ struct DecodeLowering {
     return {mul(head, dk), mul(kvHead, dk), mul(kvHead, dv)};
   }
 
+  /// value(i) stored at at(c) of `memref` for each output column c = lane
+  /// + 32 i of the lane's share within the row, where `when` holds.
+  void storeLaneColumns(Value lane, Value when, Value memref,
+                        function_ref<Value(int64_t)> value,
+                        function_ref<SmallVector<Value>(Value)> at) {
+    for (int64_t i = 0; i < vPerLane; ++i) {
+      OpBuilder::InsertionGuard inner(b);
+      Value c = column(lane, i);
+      Value here = when;
+      if (dv % warp != 0)
+        here = arith::AndIOp::create(b, loc, here, below(c, dv));
+      auto branch = scf::IfOp::create(b, loc, here, false);
+      b.setInsertionPointToStart(branch.thenBlock());
+      memref::StoreOp::create(b, loc, value(i), memref, at(c));
+    }
+  }
+
   /// Row `row` (h T + t) of entry `batch` in the partial buffers.
   Value flatRow(Value batch, Value row) { return add(mul(batch, rows), row); }
 
@@ -323,17 +340,9 @@ struct DecodeLowering {
       memref::StoreOp::create(b, loc, keys.getResult(1), partSum,
                               ValueRange{at, chunk});
     }
-    for (int64_t i = 0; i < vPerLane; ++i) {
-      OpBuilder::InsertionGuard inner(b);
-      Value c = column(lane, i);
-      Value stores = live;
-      if (dv % warp != 0)
-        stores = arith::AndIOp::create(b, loc, stores, below(c, dv));
-      auto branch = scf::IfOp::create(b, loc, stores, false);
-      b.setInsertionPointToStart(branch.thenBlock());
-      memref::StoreOp::create(b, loc, keys.getResult(2 + i), partOut,
-                              ValueRange{at, chunk, c});
-    }
+    storeLaneColumns(
+        lane, live, partOut, [&](int64_t i) { return keys.getResult(2 + i); },
+        [&](Value c) -> SmallVector<Value> { return {at, chunk, c}; });
     gpu::TerminatorOp::create(b, loc);
   }
 
@@ -395,21 +404,15 @@ struct DecodeLowering {
           }
           scf::YieldOp::create(b, loc, next);
         });
-    Value stores = arith::AndIOp::create(b, loc, live, entry.valid);
-    for (int64_t i = 0; i < vPerLane; ++i) {
-      OpBuilder::InsertionGuard inner(b);
-      Value c = column(lane, i);
-      Value here = stores;
-      if (dv % warp != 0)
-        here = arith::AndIOp::create(b, loc, here, below(c, dv));
-      auto branch = scf::IfOp::create(b, loc, here, false);
-      b.setInsertionPointToStart(branch.thenBlock());
-      memref::StoreOp::create(
-          b, loc,
-          arith::DivFOp::create(b, loc, sums.getResult(1 + i),
-                                sums.getResult(0)),
-          out, ValueRange{batch, token, add(mul(head, dv), c)});
-    }
+    storeLaneColumns(
+        lane, arith::AndIOp::create(b, loc, live, entry.valid), out,
+        [&](int64_t i) -> Value {
+          return arith::DivFOp::create(b, loc, sums.getResult(1 + i),
+                                       sums.getResult(0));
+        },
+        [&](Value c) -> SmallVector<Value> {
+          return {batch, token, add(mul(head, dv), c)};
+        });
     gpu::TerminatorOp::create(b, loc);
   }
 };

@@ -892,10 +892,16 @@ void addKernelStatus(func::FuncOp func) {
     return;
   OpBuilder b(func.getContext());
   Block &entry = func.getBody().front();
-  Value badPositions;
-  auto sum = [&](Value &total, Location loc, Value more) {
-    total =
-        total ? arith::AddIOp::create(b, loc, total, more).getResult() : more;
+  // The counts of bad positions and of other failures, each computed where
+  // its op is, summed at the return (which they all dominate).
+  SmallVector<Value> badPositions, failures;
+  // The sum of `terms` (i32) at the builder's point; null when none.
+  auto sum = [&](ArrayRef<Value> terms, Location loc) -> Value {
+    Value total;
+    for (Value term : terms)
+      total =
+          total ? arith::AddIOp::create(b, loc, total, term).getResult() : term;
+    return total;
   };
   // positional_encoding's offset: positions offset[b] .. offset[b] + T - 1
   // must be rows of D2L's table. Counted at the function's entry, so that
@@ -908,15 +914,14 @@ void addKernelStatus(func::FuncOp func) {
     assert(llvm::isa<BlockArgument>(op.getOffset()) &&
            "positional_encoding's offset is an argument");
     int64_t rows = op.getType().getDimSize(1);
-    sum(badPositions, op.getLoc(),
+    badPositions.push_back(
         countBadIds(b, op.getLoc(), op.getOffset(),
                     static_cast<int64_t>(op.getMaxLen()) - rows + 1));
   });
-  Value badOffsets = badPositions;
+  Value badOffsets = sum(badPositions, func.getLoc());
   // A call of another kernel of the module (a block calling a block) gets
   // that kernel's status too: its position status is this one's (and the
   // cache writes after it write nothing), any other failure is a 1.
-  Value status;
   SmallVector<func::CallOp> calls;
   func.walk([&](func::CallOp call) {
     auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
@@ -948,20 +953,23 @@ void addKernelStatus(func::FuncOp func) {
     Value badPosition =
         arith::ExtUIOp::create(b, loc, b.getI32Type(), position);
     callPositions.push_back({withStatus, badPosition});
-    sum(badPositions, loc, badPosition);
-    sum(status, loc, arith::ExtUIOp::create(b, loc, b.getI32Type(), other));
+    badPositions.push_back(badPosition);
+    failures.push_back(arith::ExtUIOp::create(b, loc, b.getI32Type(), other));
   }
   DominanceInfo dominance(func);
   func.walk([&](CacheUpdateOp op) {
     b.setInsertionPoint(op);
-    sum(badPositions, op.getLoc(), countBadPositions(b, op.getLoc(), op));
+    badPositions.push_back(countBadPositions(b, op.getLoc(), op));
     // "Nothing written" holds for a bad offset too, and for a call before
     // this write that failed so: the cache's positions become -1 then (out
     // of range: the update writes no row).
-    Value badBefore = badOffsets;
+    SmallVector<Value> before;
+    if (badOffsets)
+      before.push_back(badOffsets);
     for (auto [call, bad] : callPositions)
       if (dominance.properlyDominates(call, op))
-        sum(badBefore, op.getLoc(), bad);
+        before.push_back(bad);
+    Value badBefore = sum(before, op.getLoc());
     if (badBefore)
       op.getPosMutable().assign(elementwiseSameShape(
           b, op.getLoc(), tensorType(op.getPos()), ValueRange{op.getPos()},
@@ -977,25 +985,22 @@ void addKernelStatus(func::FuncOp func) {
   });
   func.walk([&](EmbeddingOp op) {
     b.setInsertionPoint(op);
-    sum(status, op.getLoc(),
-        countBadIds(b, op.getLoc(), op.getIds(),
-                    tensorType(op.getTable()).getDimSize(0)));
+    failures.push_back(countBadIds(b, op.getLoc(), op.getIds(),
+                                   tensorType(op.getTable()).getDimSize(0)));
   });
   func.walk([&](func::ReturnOp ret) {
     b.setInsertionPoint(ret);
-    Value result;
     Location loc = ret.getLoc();
     Value zero = arith::ConstantIntOp::create(b, loc, 0, 32);
-    if (status) {
+    Value result = zero;
+    if (Value status = sum(failures, loc)) {
       Value failed =
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, status, zero);
       result = arith::ExtUIOp::create(b, loc, b.getI32Type(), failed);
-    } else {
-      result = zero;
     }
-    if (badPositions) {
-      Value failed = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
-                                           badPositions, zero);
+    if (Value bad = sum(badPositions, loc)) {
+      Value failed =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, bad, zero);
       result = arith::SelectOp::create(
           b, loc, failed,
           arith::ConstantIntOp::create(b, loc, ATTNC_STATUS_CACHE_POSITION, 32),

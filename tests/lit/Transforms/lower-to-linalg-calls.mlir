@@ -15,11 +15,18 @@
 // CHECK: %[[AFAIL:.*]] = arith.cmpi ne, %[[A]]#1, %[[ZERO]] : i32
 // CHECK: %[[ANOTPOS:.*]] = arith.cmpi ne, %[[A]]#1, %[[POSITION]] : i32
 // CHECK: %[[AOTHER:.*]] = arith.andi %[[AFAIL]], %[[ANOTPOS]] : i1
+// CHECK: %[[APOS32:.*]] = arith.extui %[[APOS]] : i1 to i32
+// CHECK: %[[AOTHER32:.*]] = arith.extui %[[AOTHER]] : i1 to i32
 // CHECK: %[[B:.*]]:2 = call @lookup(%arg0, %arg1)
+// CHECK: %[[BPOS32:.*]] = arith.extui %{{.*}} : i1 to i32
+// CHECK: %[[BOTHER32:.*]] = arith.extui %{{.*}} : i1 to i32
 // CHECK: linalg.generic
-// CHECK: %[[BAD:.*]] = arith.cmpi ne, %{{.*}}, %[[ZERO]] : i32
+// summed at the return: another failure is a 1, a position failure -6
+// CHECK: %[[OTHERS:.*]] = arith.addi %[[AOTHER32]], %[[BOTHER32]] : i32
+// CHECK-NEXT: %[[BAD:.*]] = arith.cmpi ne, %[[OTHERS]], %[[ZERO]] : i32
 // CHECK-NEXT: %[[ONE:.*]] = arith.extui %[[BAD]] : i1 to i32
-// CHECK-NEXT: %[[BADPOS:.*]] = arith.cmpi ne, %{{.*}}, %[[ZERO]] : i32
+// CHECK-NEXT: %[[POSITIONS:.*]] = arith.addi %[[APOS32]], %[[BPOS32]] : i32
+// CHECK-NEXT: %[[BADPOS:.*]] = arith.cmpi ne, %[[POSITIONS]], %[[ZERO]] : i32
 // CHECK-NEXT: %[[RESULT:.*]] = arith.select %[[BADPOS]], %[[POSITION]], %[[ONE]] : i32
 // CHECK-NEXT: return %{{.*}}, %[[RESULT]] : tensor<3x4xf32>, i32
 func.func private @lookup(%ids: tensor<3xi32>, %table: tensor<10x4xf32>) -> tensor<3x4xf32> {
@@ -49,4 +56,18 @@ func.func @write_after_call(%ids: tensor<1x3xi32>, %table: tensor<10x4xf32>, %ca
   %rows = call @rows(%ids, %table) : (tensor<1x3xi32>, tensor<10x4xf32>) -> tensor<1x3x4xf32>
   %c = attn.cache_update %rows into %cache at %pos : tensor<1x3x4xf32>, tensor<1xi32> into tensor<1x8x4xf32>
   return %c : tensor<1x8x4xf32>
+}
+
+// Failures counted before and after calls, and a cache written before a
+// call (not guarded by it): the counts are summed at the return, which
+// every one of them dominates.
+// CHECK-LABEL: func.func @before_and_after(
+// CHECK: %[[R:.*]]:2 = call @rows
+// CHECK: arith.cmpi eq, %[[R]]#1
+// CHECK: return
+func.func @before_and_after(%ids: tensor<1x3xi32>, %table: tensor<10x4xf32>, %cache: tensor<1x8x4xf32>, %pos: tensor<1xi32>) -> (tensor<1x3x4xf32>, tensor<1x8x4xf32>, tensor<1x3x4xf32>) {
+  %first = attn.embedding %ids, %table : (tensor<1x3xi32>, tensor<10x4xf32>) -> tensor<1x3x4xf32>
+  %c = attn.cache_update %first into %cache at %pos : tensor<1x3x4xf32>, tensor<1xi32> into tensor<1x8x4xf32>
+  %rows = call @rows(%ids, %table) : (tensor<1x3xi32>, tensor<10x4xf32>) -> tensor<1x3x4xf32>
+  return %first, %c, %rows : tensor<1x3x4xf32>, tensor<1x8x4xf32>, tensor<1x3x4xf32>
 }
