@@ -2,8 +2,10 @@
 PyTorch with a static cache (gpt-fast's way: index_copy_ into a
 max-length cache, then SDPA with the cache's mask) and, for f32, ONNX
 Runtime's GroupQueryAttention with its past/present buffers shared
-(bench/peer_ort_decode.py, in the bench venv of bench/setup.sh), in one
-run, with the machine's read bandwidth beside them.
+(bench/peer_ort_decode.py) and llama.cpp through llama-cpp-python (a
+GGUF of random weights, bench/peer_llamacpp_decode.py), both in the bench
+venv of bench/setup.sh, in one run, with the machine's read bandwidth
+beside them.
 
     python bench/decode.py [--layers N] [--lengths 1024,8192] [--threads T]
                            [--dtype f32|bf16] [--model gpt2|llama]
@@ -100,23 +102,38 @@ def bandwidth(threads):
     return float(re.search(r"median ([0-9.]+) GB/s", out).group(1))
 
 
-def ort_step_ms(model, length, layers, threads):
-    """ONNX Runtime's median step (bench/peer_ort_decode.py in the bench
-    venv, checked against NumPy first), or the reason it has none."""
+def peer_step_ms(script, tag, name, extra):
+    """A peer's median step from SCRIPT in the bench venv (checked against
+    NumPy first), or None and the reason it has none."""
     here = os.path.dirname(os.path.abspath(__file__))
     venv = os.environ.get("ATTNC_BENCH_VENV",
                           os.path.join(here, "..", "build", "bench-venv"))
     python = os.path.join(venv, "bin", "python")
     if not os.path.exists(python):
-        return None, f"no {venv} (bench/setup.sh)"
-    run = subprocess.run([python, os.path.join(here, "peer_ort_decode.py"),
-                          "--model", model, "--length", str(length),
-                          "--layers", str(layers), "--threads", str(threads),
-                          "--check"], capture_output=True, text=True)
-    found = re.search(r"^ort (\S+) ([0-9.]+) ms", run.stdout, re.M)
+        return None, f"{name}: no {venv} (bench/setup.sh)"
+    run = subprocess.run([python, os.path.join(here, script), "--check"] +
+                         extra, capture_output=True, text=True)
+    found = re.search(rf"^{tag} (\S+) ([0-9.]+) ms", run.stdout, re.M)
     if run.returncode != 0 or not found:
-        return None, (run.stdout + run.stderr).strip().splitlines()[-1:]
-    return float(found.group(2)), f"onnxruntime {found.group(1)}"
+        last = (run.stdout + run.stderr).strip().splitlines()[-1:]
+        return None, f"{name}: not available: {' '.join(last)}"
+    return float(found.group(2)), f"{name} {found.group(1)}"
+
+
+def ort_step_ms(model, length, layers, threads):
+    """ONNX Runtime's GroupQueryAttention (bench/peer_ort_decode.py)."""
+    return peer_step_ms("peer_ort_decode.py", "ort", "onnxruntime",
+                        ["--model", model, "--length", str(length),
+                         "--layers", str(layers), "--threads", str(threads)])
+
+
+def llamacpp_step_ms(model, length, layers, threads, dtype):
+    """llama.cpp through llama-cpp-python (bench/peer_llamacpp_decode.py):
+    a whole model's step over its layers."""
+    return peer_step_ms("peer_llamacpp_decode.py", "llamacpp", "llama.cpp",
+                        ["--model", model, "--length", str(length),
+                         "--layers", str(layers), "--threads", str(threads),
+                         "--dtype", dtype])
 
 
 def main():
@@ -143,7 +160,8 @@ def main():
           f"{kv} kv heads), {args.dtype}; L3 {l3_bytes() >> 20} MiB; read "
           f"bandwidth {gbps:.1f} GB/s")
     print(f"{'L':>6} {'layers':>6} {'bytes/step':>11} {'roofline':>9} "
-          f"{'attnc':>9} {'torch':>9} {'ort':>9} {'attnc/roof':>10} "
+          f"{'attnc':>9} {'torch':>9} {'ort':>9} {'llama.cpp':>9} "
+          f"{'attnc/roof':>10} "
           f"{'best/attnc':>10}")
     notes = set()
     for length in (int(x) for x in args.lengths.split(",")):
@@ -197,15 +215,21 @@ def main():
             t_attnc = median_ms(attnc_step, count)
             t_torch = median_ms(torch_step, count)
         # ONNX Runtime's CPU GroupQueryAttention has no bf16 kernel.
-        t_ort, note = (None, "ort: no bf16 kernel on the CPU") \
+        t_ort, note = (None, "onnxruntime: no bf16 kernel on the CPU") \
             if args.dtype != "f32" else \
             ort_step_ms(args.model, length, count, args.threads)
         notes.add(str(note))
-        best = min(t for t in (t_torch, t_ort) if t is not None)
-        ort_text = f"{t_ort:>7.3f}ms" if t_ort is not None else f"{'n/a':>9}"
+        t_llama, note = llamacpp_step_ms(args.model, length, count,
+                                         args.threads, args.dtype)
+        notes.add(note)
+        best = min(t for t in (t_torch, t_ort, t_llama) if t is not None)
+
+        def cell(t):
+            return f"{t:>7.3f}ms" if t is not None else f"{'n/a':>9}"
         roof = step_bytes / (gbps * 1e9) * 1e3
         print(f"{length:>6} {count:>6} {step_bytes / 1e6:>9.1f}MB {roof:>8.3f}ms "
-              f"{t_attnc:>7.3f}ms {t_torch:>7.3f}ms {ort_text} "
+              f"{t_attnc:>7.3f}ms {t_torch:>7.3f}ms {cell(t_ort)} "
+              f"{cell(t_llama)} "
               f"{roof / t_attnc:>10.2f} {best / t_attnc:>10.2f}")
     print(f"torch {torch.__version__}; " + "; ".join(sorted(notes)))
 

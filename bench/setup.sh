@@ -4,8 +4,10 @@
 #   - Debian: python3-torch, python3-numpy, and libopenblas0-openmp (without
 #     it Debian's torch and numpy use libblas.so.3 = netlib reference BLAS,
 #     ~3 GFLOP/s, and every PyTorch number is meaningless);
-#   - PyPI (bench/requirements.txt): torch, onnxruntime, onnx, numpy in the
-#     venv build/bench-venv (or $ATTNC_BENCH_VENV).
+#   - PyPI (bench/requirements.txt): torch, onnxruntime, onnx, numpy, gguf
+#     and llama-cpp-python in the venv build/bench-venv (or
+#     $ATTNC_BENCH_VENV); llama-cpp-python builds llama.cpp from source for
+#     this CPU (about 6 minutes on 2 cores).
 # A PyPI package that cannot be installed (no network, no wheel) is only a
 # warning: the harness then reports that peer as "not available: ...".
 set -uo pipefail
@@ -32,14 +34,17 @@ if [[ ! -x $venv/bin/python ]]; then
   /usr/bin/python3 -m venv "$venv" || {
     echo "bench/setup.sh: warning: cannot create $venv"; exit 0; }
 fi
-if "$venv/bin/python" -c 'import torch, onnxruntime, onnx, numpy' \
+if "$venv/bin/python" -c 'import torch, onnxruntime, onnx, numpy, gguf, llama_cpp' \
     2>/dev/null; then
-  echo "bench/setup.sh: $venv has torch, onnxruntime, onnx, numpy"
+  echo "bench/setup.sh: $venv has torch, onnxruntime, onnx, numpy, gguf, llama_cpp"
   exit 0
 fi
 # One package at a time, so that one missing wheel does not block the rest.
 while read -r pkg; do
   [[ -z $pkg || $pkg == \#* ]] && continue
+  module=${pkg//-/_}
+  [[ $pkg == llama-cpp-python ]] && module=llama_cpp
+  "$venv/bin/python" -c "import $module" 2>/dev/null && continue
   "$venv/bin/python" -m pip install -q "$pkg" ||
     echo "bench/setup.sh: warning: pip install $pkg failed"
 done <"$root/bench/requirements.txt"

@@ -41,6 +41,8 @@
 #include "llvm/Transforms/IPO/GlobalDCE.h"
 #include "llvm/Transforms/IPO/Internalize.h"
 
+#include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 
@@ -150,13 +152,37 @@ scheduleTargetOf(const llvm::TargetMachine &machine,
   return target;
 }
 
+/// Halide's bitcode read into `context`, without the module flags in which
+/// Halide records its target (halide_mcpu_target, ...): they differ between
+/// the variants of a --mcpu list and mean nothing to LLVM 22's code
+/// generator, which the functions' attributes direct.
+llvm::Expected<std::unique_ptr<llvm::Module>>
+parseHalideBitcode(llvm::MemoryBufferRef bitcode, llvm::LLVMContext &context) {
+  auto parsed = llvm::parseBitcodeFile(bitcode, context);
+  if (!parsed)
+    return parsed.takeError();
+  if (llvm::NamedMDNode *flags = (*parsed)->getModuleFlagsMetadata()) {
+    std::vector<llvm::MDNode *> kept;
+    for (llvm::MDNode *flag : flags->operands()) {
+      auto *name = flag->getNumOperands() > 1
+                       ? llvm::dyn_cast<llvm::MDString>(flag->getOperand(1))
+                       : nullptr;
+      if (!name || !name->getString().starts_with("halide_"))
+        kept.push_back(flag);
+    }
+    flags->clearOperands();
+    for (llvm::MDNode *flag : kept)
+      flags->addOperand(flag);
+  }
+  return parsed;
+}
+
 /// One kernel's pipeline as Halide-compiled bitcode, read into `context`;
 /// the states it updates in `stateWrites`.
 llvm::Expected<std::unique_ptr<llvm::Module>>
 compileKernel(mlir::func::FuncOp kernel, const CompileOptions &options,
               const mlir::attn::CpuTargetDescription &description,
-              const llvm::TargetMachine &machine, bool withRuntime,
-              llvm::LLVMContext &context,
+              const llvm::TargetMachine &machine, llvm::LLVMContext &context,
               std::vector<halide::StateWrite> &stateWrites) {
   installReporter();
   std::string path;
@@ -173,10 +199,8 @@ compileKernel(mlir::func::FuncOp kernel, const CompileOptions &options,
       return pipeline.takeError();
     halide::constrainShapes(*pipeline);
     stateWrites = pipeline->stateWrites;
-    std::string targetString = halideTarget(machine, description);
-    if (!withRuntime)
-      targetString += "-no_runtime";
-    Halide::Target target(targetString);
+    // The runtime comes from runtimeBitcode.
+    Halide::Target target(halideTarget(machine, description) + "-no_runtime");
     Halide::Pipeline whole(pipeline->outputs);
     if (ownSchedule) {
       for (halide::Stage &stage : pipeline->stages)
@@ -211,26 +235,44 @@ compileKernel(mlir::func::FuncOp kernel, const CompileOptions &options,
   if (!buffer)
     return llvm::createStringError("cannot read Halide's bitcode: " +
                                    buffer.getError().message());
-  auto parsed = llvm::parseBitcodeFile((*buffer)->getMemBufferRef(), context);
-  if (!parsed)
-    return parsed.takeError();
-  // Halide records its target in module flags (halide_mcpu_target, ...);
-  // they differ between the variants of a --mcpu list and mean nothing to
-  // LLVM 22's code generator, which the functions' attributes direct.
-  if (llvm::NamedMDNode *flags = (*parsed)->getModuleFlagsMetadata()) {
-    std::vector<llvm::MDNode *> kept;
-    for (llvm::MDNode *flag : flags->operands()) {
-      auto *name = flag->getNumOperands() > 1
-                       ? llvm::dyn_cast<llvm::MDString>(flag->getOperand(1))
-                       : nullptr;
-      if (!name || !name->getString().starts_with("halide_"))
-        kept.push_back(flag);
-    }
-    flags->clearOperands();
-    for (llvm::MDNode *flag : kept)
-      flags->addOperand(flag);
+  return parseHalideBitcode((*buffer)->getMemBufferRef(), context);
+}
+
+/// Halide's runtime for `target` (a Halide target string) as bitcode,
+/// compiled by Halide once per process and target: kernels are compiled
+/// without it (`-no_runtime`) and each module links a copy. Compiling the
+/// runtime with every kernel was most of a small kernel's compile time.
+llvm::Expected<std::shared_ptr<const std::string>>
+runtimeBitcode(const std::string &target) {
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<const std::string>> compiled;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto found = compiled.find(target); found != compiled.end())
+    return found->second;
+  llvm::SmallString<128> file;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "attnc-halide-runtime", "bc", file))
+    return llvm::createStringError("cannot create a temporary file: " +
+                                   ec.message());
+  std::string path = file.str().str();
+  try {
+    // What Halide::compile_standalone_runtime does, to bitcode: a module
+    // without pipelines, for a target with the runtime.
+    Halide::Module runtime("attnc_halide_runtime", Halide::Target(target));
+    runtime.compile({{Halide::OutputFileType::bitcode, path}});
+  } catch (const Halide::Error &e) {
+    llvm::sys::fs::remove(path);
+    return halideError("compiling the runtime for " + target, e);
   }
-  return parsed;
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  llvm::sys::fs::remove(path);
+  if (!buffer)
+    return llvm::createStringError("cannot read Halide's runtime bitcode: " +
+                                   buffer.getError().message());
+  auto bitcode =
+      std::make_shared<const std::string>((*buffer)->getBuffer().str());
+  compiled.emplace(target, bitcode);
+  return bitcode;
 }
 
 /// The ABI wrappers of one kernel: NAME(args...) builds a halide_buffer_t
@@ -590,8 +632,7 @@ attnc::translateWithHalide(mlir::ModuleOp module, const CompileOptions &options,
   for (const KernelSignature &signature : *signatures) {
     auto kernel = module.lookupSymbol<mlir::func::FuncOp>(signature.name);
     auto compiled = compileKernel(kernel, options, *description, machine,
-                                  /*withRuntime=*/!combined, context,
-                                  stateWrites.emplace_back());
+                                  context, stateWrites.emplace_back());
     if (!compiled)
       return compiled.takeError();
     if (!combined)
@@ -602,6 +643,15 @@ attnc::translateWithHalide(mlir::ModuleOp module, const CompileOptions &options,
   }
   if (!combined)
     return llvm::createStringError("the module has no kernel");
+  auto runtime = runtimeBitcode(halideTarget(machine, *description));
+  if (!runtime)
+    return runtime.takeError();
+  auto runtimeModule = parseHalideBitcode(
+      llvm::MemoryBufferRef(**runtime, "attnc_halide_runtime.bc"), context);
+  if (!runtimeModule)
+    return runtimeModule.takeError();
+  if (llvm::Linker::linkModules(*combined, std::move(*runtimeModule)))
+    return llvm::createStringError("linking Halide's runtime failed");
   combined->setTargetTriple(machine.getTargetTriple());
   combined->setDataLayout(machine.createDataLayout());
 
