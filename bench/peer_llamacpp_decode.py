@@ -111,7 +111,8 @@ def write_gguf(path, tensors, D, heads, kv, layers, length, dtype):
 def load(path, length, threads, dtype, flash):
     return llama_cpp.Llama(
         model_path=path, n_ctx=length, n_batch=512, n_threads=threads,
-        n_threads_batch=threads, type_k=GGML_TYPE[dtype],
+        # The prefill (untimed) on every CPU; a one-token step on `threads`.
+        n_threads_batch=os.cpu_count(), type_k=GGML_TYPE[dtype],
         type_v=GGML_TYPE[dtype], flash_attn=flash, logits_all=False,
         verbose=False)
 
