@@ -35,11 +35,7 @@ import torch.nn.functional as F
 
 import attnc
 
-MODELS = {
-    # (D, heads, kv_heads)
-    "gpt2": (768, 12, 12),
-    "llama": (2048, 32, 8),
-}
+from decode_shapes import MODELS
 
 
 def spec(model, length, dtype):

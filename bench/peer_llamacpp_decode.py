@@ -25,7 +25,6 @@ rope, GQA and cache wiring of this GGUF). Prints one line: `llamacpp
 VERSION MS ms`.
 """
 
-import argparse
 import os
 import statistics
 import sys
@@ -37,7 +36,7 @@ import numpy as np
 import gguf
 import llama_cpp
 
-MODELS = {"gpt2": (768, 12, 12), "llama": (2048, 32, 8)}
+from decode_shapes import MODELS, peer_arguments
 FFN = 64
 # An SPM vocabulary: <unk>, <s>, </s> and the 256 byte tokens.
 VOCAB = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
@@ -185,15 +184,9 @@ def check(D, heads, kv, threads, flash, directory):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--model", choices=sorted(MODELS), default="gpt2")
-    p.add_argument("--length", type=int, required=True)
-    p.add_argument("--layers", type=int, default=12)
-    p.add_argument("--threads", type=int, default=1)
+    p = peer_arguments(steps=20)
     p.add_argument("--dtype", choices=sorted(GGML_TYPE), default="f32")
-    p.add_argument("--steps", type=int, default=20)
     p.add_argument("--no-flash", dest="flash", action="store_false")
-    p.add_argument("--check", action="store_true")
     args = p.parse_args()
     D, heads, kv = MODELS[args.model]
     L = args.length

@@ -17,7 +17,6 @@ on a mismatch. Only f32: ORT's CPU GroupQueryAttention has float32 and
 float16 kernels, no bfloat16.
 """
 
-import argparse
 import statistics
 import sys
 import time
@@ -27,7 +26,7 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper
 
-MODELS = {"gpt2": (768, 12, 12), "llama": (2048, 32, 8)}
+from decode_shapes import MODELS, peer_arguments
 
 
 def graph(D, heads, kv, L, rope):
@@ -151,13 +150,7 @@ def reference(layer, D, heads, kv, L, rope):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--model", choices=sorted(MODELS), default="gpt2")
-    p.add_argument("--length", type=int, required=True)
-    p.add_argument("--layers", type=int, default=12)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--steps", type=int, default=30)
-    p.add_argument("--check", action="store_true")
+    p = peer_arguments(steps=30)
     args = p.parse_args()
     D, heads, kv = MODELS[args.model]
     rope = kv != heads
