@@ -44,6 +44,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 
 // attnc_halide_par_for.c as bitcode (HalideParForBitcode.cpp, generated).
@@ -152,6 +153,30 @@ scheduleTargetOf(const llvm::TargetMachine &machine,
   return target;
 }
 
+/// `module` compiled by Halide to bitcode (through a temporary file: Halide
+/// writes its outputs to files); `what` names it in an error.
+llvm::Expected<std::string> bitcodeOf(const Halide::Module &module,
+                                      const std::string &what) {
+  llvm::SmallString<128> file;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("attnc-halide", "bc", file))
+    return llvm::createStringError("cannot create a temporary file: " +
+                                   ec.message());
+  std::string path = file.str().str();
+  try {
+    module.compile({{Halide::OutputFileType::bitcode, path}});
+  } catch (const Halide::Error &e) {
+    llvm::sys::fs::remove(path);
+    return halideError(what, e);
+  }
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  llvm::sys::fs::remove(path);
+  if (!buffer)
+    return llvm::createStringError("cannot read Halide's bitcode: " +
+                                   buffer.getError().message());
+  return (*buffer)->getBuffer().str();
+}
+
 /// Halide's bitcode read into `context`, without the module flags in which
 /// Halide records its target (halide_mcpu_target, ...): they differ between
 /// the variants of a --mcpu list and mean nothing to LLVM 22's code
@@ -185,7 +210,8 @@ compileKernel(mlir::func::FuncOp kernel, const CompileOptions &options,
               const llvm::TargetMachine &machine, llvm::LLVMContext &context,
               std::vector<halide::StateWrite> &stateWrites) {
   installReporter();
-  std::string path;
+  std::string what = "compiling kernel '" + kernel.getName().str() + "'";
+  std::optional<Halide::Module> module;
   // Halide reports errors as exceptions, in building the Funcs too.
   try {
     bool ownSchedule = options.halideSchedule == "attnc";
@@ -216,26 +242,16 @@ compileKernel(mlir::func::FuncOp kernel, const CompileOptions &options,
     }
     std::vector<Halide::Argument> arguments(pipeline->arguments.begin(),
                                             pipeline->arguments.end());
-    Halide::Module module = whole.compile_to_module(
-        arguments, pipelineName(kernel.getName()), target);
-    llvm::SmallString<128> file;
-    if (std::error_code ec =
-            llvm::sys::fs::createTemporaryFile("attnc-halide", "bc", file))
-      return llvm::createStringError("cannot create a temporary file: " +
-                                     ec.message());
-    path = file.str().str();
-    module.compile({{Halide::OutputFileType::bitcode, path}});
+    module = whole.compile_to_module(arguments, pipelineName(kernel.getName()),
+                                     target);
   } catch (const Halide::Error &e) {
-    if (!path.empty())
-      llvm::sys::fs::remove(path);
-    return halideError("compiling kernel '" + kernel.getName().str() + "'", e);
+    return halideError(what, e);
   }
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  llvm::sys::fs::remove(path);
-  if (!buffer)
-    return llvm::createStringError("cannot read Halide's bitcode: " +
-                                   buffer.getError().message());
-  return parseHalideBitcode((*buffer)->getMemBufferRef(), context);
+  auto bitcode = bitcodeOf(*module, what);
+  if (!bitcode)
+    return bitcode.takeError();
+  return parseHalideBitcode(llvm::MemoryBufferRef(*bitcode, "kernel.bc"),
+                            context);
 }
 
 /// Halide's runtime for `target` (a Halide target string) as bitcode,
@@ -249,30 +265,21 @@ runtimeBitcode(const std::string &target) {
   std::lock_guard<std::mutex> lock(mutex);
   if (auto found = compiled.find(target); found != compiled.end())
     return found->second;
-  llvm::SmallString<128> file;
-  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
-          "attnc-halide-runtime", "bc", file))
-    return llvm::createStringError("cannot create a temporary file: " +
-                                   ec.message());
-  std::string path = file.str().str();
+  std::string what = "compiling the runtime for " + target;
+  // What Halide::compile_standalone_runtime does, to bitcode: a module
+  // without pipelines, for a target with the runtime.
+  std::optional<Halide::Module> runtime;
   try {
-    // What Halide::compile_standalone_runtime does, to bitcode: a module
-    // without pipelines, for a target with the runtime.
-    Halide::Module runtime("attnc_halide_runtime", Halide::Target(target));
-    runtime.compile({{Halide::OutputFileType::bitcode, path}});
+    runtime.emplace("attnc_halide_runtime", Halide::Target(target));
   } catch (const Halide::Error &e) {
-    llvm::sys::fs::remove(path);
-    return halideError("compiling the runtime for " + target, e);
+    return halideError(what, e);
   }
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  llvm::sys::fs::remove(path);
-  if (!buffer)
-    return llvm::createStringError("cannot read Halide's runtime bitcode: " +
-                                   buffer.getError().message());
-  auto bitcode =
-      std::make_shared<const std::string>((*buffer)->getBuffer().str());
-  compiled.emplace(target, bitcode);
-  return bitcode;
+  auto bitcode = bitcodeOf(*runtime, what);
+  if (!bitcode)
+    return bitcode.takeError();
+  auto shared = std::make_shared<const std::string>(std::move(*bitcode));
+  compiled.emplace(target, shared);
+  return shared;
 }
 
 /// The ABI wrappers of one kernel: NAME(args...) builds a halide_buffer_t
