@@ -19,10 +19,15 @@
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 
 #include <limits>
+#include <map>
 #include <numeric>
 
 using namespace mlir;
 using namespace mlir::attn;
+
+/// Pass 3 with its accumulators in memory reads this many value rows
+/// between an accumulator's load and store.
+constexpr int64_t kValueRowsPerStep = 2;
 
 DecodeEmitter::DecodeEmitter(OpBuilder &b, Location loc, DecodeAttentionOp op,
                              const attn::CpuSchedule &schedule, bool parallel)
@@ -38,13 +43,27 @@ DecodeEmitter::DecodeEmitter(OpBuilder &b, Location loc, DecodeAttentionOp op,
   kvHeads = op.getNumKvHeads();
   depth = qShape[2] / heads;
   cacheRows = cacheShape[1];
-  rows = heads / kvHeads * tokens;
   lanes = std::max<int64_t>(1, schedule.vectorLanes);
   // Chunks of whole vectors of scores; one chunk for a short cache.
   int64_t roundedRows = (cacheRows + lanes - 1) / lanes * lanes;
   chunkKeys = std::min(roundedRows,
                        std::max(lanes, schedule.decodeKeys / lanes * lanes));
   chunks = (cacheRows + chunkKeys - 1) / chunkKeys;
+  // The most kv heads (a divisor of G) whose rows stay within decodeRows;
+  // one at least.
+  rowsPerKvHead = heads / kvHeads * tokens;
+  for (int64_t e = kvHeads; e >= 1; --e)
+    if (kvHeads % e == 0 &&
+        (e == 1 || e * rowsPerKvHead <= schedule.decodeRows)) {
+      groupKvHeads = e;
+      break;
+    }
+  groups = kvHeads / groupKvHeads;
+  rows = groupKvHeads * rowsPerKvHead;
+  paddedRows = rows <= lanes ? static_cast<int64_t>(llvm::PowerOf2Ceil(rows))
+                             : llvm::alignTo(rows, lanes);
+  keysPerVector = std::max<int64_t>(1, lanes / paddedRows);
+  vectorsPerKey = std::max<int64_t>(1, paddedRows / lanes);
   pieces = powerOfTwoPieces(depth, lanes);
   maxAccumulators = std::max<int64_t>(1, schedule.attentionAccumulators);
   if (std::optional<uint64_t> w = op.getWindow())
@@ -53,8 +72,12 @@ DecodeEmitter::DecodeEmitter(OpBuilder &b, Location loc, DecodeAttentionOp op,
     products = cast<FloatType>(*type);
   prefetchKeys = std::max<int64_t>(0, schedule.decodePrefetchKeys);
   cacheLineBytes = std::max<int64_t>(4, schedule.prefetchStrideFloats * 4);
+  vectorScores =
+      llvm::isPowerOf2_64(lanes) &&
+      llvm::all_of(pieces, [&](auto piece) { return piece.second == lanes; });
   Type cacheElement = cast<MemRefType>(k.getType()).getElementType();
-  pairDot = products && products.isBF16() && cacheElement.isBF16() &&
+  pairDot = vectorScores && products && products.isBF16() &&
+            cacheElement.isBF16() &&
             (schedule.bf16Dot == CpuSchedule::Bf16Dot::Vdpbf16ps ||
              schedule.bf16Amx) &&
             lanes == 16 && depth % (2 * lanes) == 0;
@@ -120,11 +143,11 @@ void DecodeEmitter::forEach(int64_t count, bool threads,
 
 void DecodeEmitter::emit() {
   Type f32Type = b.getF32Type();
-  int64_t entries = batch * kvHeads;
+  int64_t entries = batch * groups;
   partMax = memref::AllocOp::create(
-      b, loc, MemRefType::get({entries, chunks, rows}, f32Type));
+      b, loc, MemRefType::get({entries, chunks, paddedRows}, f32Type));
   partSum = memref::AllocOp::create(
-      b, loc, MemRefType::get({entries, chunks, rows}, f32Type));
+      b, loc, MemRefType::get({entries, chunks, paddedRows}, f32Type));
   partOut = memref::AllocOp::create(
       b, loc, MemRefType::get({entries, chunks, rows, depth}, f32Type));
   // Threads only pay off past a few microseconds of work; whether they
@@ -145,8 +168,9 @@ void DecodeEmitter::emit() {
 
 DecodeEmitter::Entry DecodeEmitter::entryOf(Value n) {
   Entry entry;
-  entry.batch = arith::DivUIOp::create(b, loc, n, index(kvHeads));
-  entry.group = arith::RemUIOp::create(b, loc, n, index(kvHeads));
+  entry.batch = arith::DivUIOp::create(b, loc, n, index(groups));
+  entry.firstKvHead = mul(arith::RemUIOp::create(b, loc, n, index(groups)),
+                          index(groupKvHeads));
   Value p = memref::LoadOp::create(b, loc, pos, ValueRange{entry.batch});
   entry.pos = arith::IndexCastOp::create(b, loc, b.getIndexType(), p);
   Value atLeastZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
@@ -164,10 +188,32 @@ std::pair<Value, Value> DecodeEmitter::visibleRange(Value p) {
   return {begin ? begin : index(0), add(p, index(tokens))};
 }
 
+Value DecodeEmitter::kvColumn(const Entry &entry, Value local) {
+  return mul(add(entry.firstKvHead, local), index(depth));
+}
+
+Value DecodeEmitter::indexVector(ArrayRef<int64_t> values) {
+  auto type =
+      VectorType::get({static_cast<int64_t>(values.size())}, b.getIndexType());
+  SmallVector<Attribute> elements;
+  for (int64_t x : values)
+    elements.push_back(b.getIndexAttr(x));
+  return arith::ConstantOp::create(b, loc, type,
+                                   DenseElementsAttr::get(type, elements));
+}
+
 SmallVector<Value> DecodeEmitter::cacheRow(Value cache, Value batchIndex,
                                            Value row, Value column) {
   Type element = cast<MemRefType>(cache.getType()).getElementType();
   SmallVector<Value> values;
+  if (pairDot && cache == k) {
+    // vdpbf16ps's operands: the row's bf16 as they are, 2 x lanes a time.
+    for (int64_t offset = 0; offset < depth; offset += 2 * lanes)
+      values.push_back(vector::LoadOp::create(
+          b, loc, VectorType::get({2 * lanes}, element), cache,
+          ValueRange{batchIndex, row, add(column, index(offset))}));
+    return values;
+  }
   for (auto [offset, count] : pieces) {
     Value x = vector::LoadOp::create(
         b, loc, VectorType::get({count}, element), cache,
@@ -182,35 +228,27 @@ SmallVector<Value> DecodeEmitter::cacheRow(Value cache, Value batchIndex,
   return values;
 }
 
-void DecodeEmitter::prefetchRow(Value cache, Value batchIndex, Value row,
-                                Value column) {
-  // A head's slice of a row is a line or two every G * d elements, a
-  // stride the hardware prefetchers follow late: each line of the row
-  // `prefetchKeys` ahead is asked for (clamped into the cache: the last
-  // rows ask for the last row again).
-  Value clamped =
-      arith::MinSIOp::create(b, loc, row, index(cacheRows - 1)).getResult();
+void DecodeEmitter::prefetchRow(Value cache, const Entry &entry, Value row) {
+  // A group's span that is only part of a row is read at the row's
+  // stride, which the hardware prefetchers follow late: each line of the
+  // span `prefetchKeys` rows ahead is asked for (clamped into the cache:
+  // the last rows ask for the last row again). Whole rows are one stream
+  // they follow on their own (and the prefetches only cost).
+  if (prefetchKeys == 0 || groupKvHeads == kvHeads)
+    return;
+  Value clamped = arith::MinSIOp::create(b, loc, add(row, index(prefetchKeys)),
+                                         index(cacheRows - 1))
+                      .getResult();
   auto type = cast<MemRefType>(cache.getType());
   int64_t lineElements = std::max<int64_t>(
       1,
       cacheLineBytes / std::max<int64_t>(1, type.getElementTypeBitWidth() / 8));
-  for (int64_t e = 0; e < depth; e += lineElements)
+  Value column = kvColumn(entry, index(0));
+  for (int64_t e = 0; e < groupKvHeads * depth; e += lineElements)
     memref::PrefetchOp::create(
-        b, loc, cache, ValueRange{batchIndex, clamped, add(column, index(e))},
+        b, loc, cache, ValueRange{entry.batch, clamped, add(column, index(e))},
         /*isWrite=*/false, /*localityHint=*/3,
         /*isDataCache=*/true);
-}
-
-SmallVector<Value> DecodeEmitter::bf16Pairs(ArrayRef<Value> query) {
-  SmallVector<int64_t> both(2 * lanes);
-  std::iota(both.begin(), both.end(), 0);
-  auto pairsType = VectorType::get({2 * lanes}, b.getBF16Type());
-  SmallVector<Value> pairs;
-  for (size_t i = 0; i + 1 < query.size(); i += 2)
-    pairs.push_back(arith::TruncFOp::create(
-        b, loc, pairsType,
-        vector::ShuffleOp::create(b, loc, query[i], query[i + 1], both)));
-  return pairs;
 }
 
 Value DecodeEmitter::dot(ArrayRef<Value> query, ArrayRef<Value> key) {
@@ -237,9 +275,9 @@ Value DecodeEmitter::dot(ArrayRef<Value> query, ArrayRef<Value> key) {
 }
 
 Value DecodeEmitter::sumLanes(ArrayRef<Value> vectors) {
-  // Each step pairs the vectors (keys in order) and halves the partial
-  // lanes per key: a key's `width` lanes become width / 2, lane by lane
-  // sums of its two halves, until each key has one lane.
+  // Each step pairs the vectors (in order) and halves the partial lanes
+  // per vector: a vector's `width` lanes become width / 2, lane by lane
+  // sums of its two halves, until each vector has one lane.
   SmallVector<Value> level(vectors.begin(), vectors.end());
   int64_t n = static_cast<int64_t>(level.size());
   for (int64_t width = n; width > 1; width /= 2) {
@@ -265,237 +303,415 @@ Value DecodeEmitter::sumLanes(ArrayRef<Value> vectors) {
   return level.front();
 }
 
-void DecodeEmitter::copyQueries(const Entry &entry) {
-  int64_t perGroup = heads / kvHeads;
-  Value firstHead = mul(entry.group, index(perGroup));
-  for (int64_t hq = 0; hq < perGroup; ++hq) {
-    Value column = mul(add(firstHead, index(hq)), index(depth));
-    forRange(index(0), index(tokens), [&](Value t) {
-      Value r = add(t, index(hq * tokens));
-      for (auto [offset, count] : pieces) {
-        Value x = vector::LoadOp::create(
-            b, loc, VectorType::get({count}, b.getF32Type()), q,
-            ValueRange{entry.batch, t, add(column, index(offset))});
-        vector::StoreOp::create(b, loc, productOperand(b, loc, x, products), qs,
-                                ValueRange{r, index(offset)});
-      }
-    });
+Value DecodeEmitter::foldKeys(Value x, bool maximum) {
+  // Lane l holds row l % P: halves fold onto each other until P remain.
+  for (int64_t width = cast<VectorType>(x.getType()).getNumElements();
+       width > paddedRows; width /= 2) {
+    SmallVector<int64_t> low, high;
+    for (int64_t l = 0; l < width / 2; ++l) {
+      low.push_back(l);
+      high.push_back(width / 2 + l);
+    }
+    Value lo = vector::ShuffleOp::create(b, loc, x, x, low);
+    Value hi = vector::ShuffleOp::create(b, loc, x, x, high);
+    x = maximum ? arith::MaximumFOp::create(b, loc, lo, hi).getResult()
+                : arith::AddFOp::create(b, loc, lo, hi).getResult();
   }
+  return x;
+}
+
+void DecodeEmitter::copyQueries(const Entry &entry) {
+  // Row r is query head firstKvHead (H/G) + r / T, token r % T.
+  Value firstHead = mul(entry.firstKvHead, index(heads / kvHeads));
+  Type element = cast<MemRefType>(qs.getType()).getElementType();
+  forRange(index(0), index(rows), [&](Value r) {
+    Value t = arith::RemUIOp::create(b, loc, r, index(tokens));
+    Value head =
+        add(firstHead, arith::DivUIOp::create(b, loc, r, index(tokens)));
+    Value column = mul(head, index(depth));
+    for (auto [offset, count] : pieces) {
+      Value x = vector::LoadOp::create(
+          b, loc, VectorType::get({count}, b.getF32Type()), q,
+          ValueRange{entry.batch, t, add(column, index(offset))});
+      x = productOperand(b, loc, x, products);
+      if (!element.isF32()) // exact: x is a bf16 value
+        x = arith::TruncFOp::create(b, loc, VectorType::get({count}, element),
+                                    x);
+      vector::StoreOp::create(b, loc, x, qs, ValueRange{r, index(offset)});
+    }
+  });
 }
 
 void DecodeEmitter::chunk(Value n, Value c) {
   Entry entry = entryOf(n);
   auto [begin, end] = visibleRange(entry.pos);
-  Value j0 = mul(c, index(chunkKeys));
-  Value jb = arith::MaxSIOp::create(b, loc, j0, begin);
-  Value je = arith::MinSIOp::create(b, loc, add(j0, index(chunkKeys)), end);
-  Value some = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, jb, je);
+  Keys keys;
+  keys.j0 = mul(c, index(chunkKeys));
+  keys.jb = arith::MaxSIOp::create(b, loc, keys.j0, begin);
+  keys.je = arith::MinSIOp::create(b, loc, add(keys.j0, index(chunkKeys)), end);
+  Value some = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, keys.jb,
+                                     keys.je);
   auto ifSome = scf::IfOp::create(
       b, loc, arith::AndIOp::create(b, loc, entry.valid, some), false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifSome.thenBlock());
 
-  Type f32Type = b.getF32Type();
-  qs = memref::AllocOp::create(b, loc, MemRefType::get({rows, depth}, f32Type));
-  scores = memref::AllocOp::create(b, loc,
-                                   MemRefType::get({rows, chunkKeys}, f32Type));
-  copyQueries(entry);
-  Value minusInf = f32(-std::numeric_limits<float>::infinity());
-  Value column = mul(entry.group, index(depth));
-  auto vectorType = VectorType::get({lanes}, f32Type);
+  // [ja, jz): [jb, je) rounded out to whole vectors of scores (within the
+  // chunk, whose size is whole vectors).
+  Value perVector = index(keysPerVector);
+  Value fromChunk = arith::SubIOp::create(b, loc, keys.jb, keys.j0);
+  keys.ja =
+      add(keys.j0,
+          mul(arith::DivUIOp::create(b, loc, fromChunk, perVector), perVector));
+  keys.groupsOfKeys = arith::DivUIOp::create(
+      b, loc,
+      add(arith::SubIOp::create(b, loc, keys.je, keys.ja),
+          index(keysPerVector - 1)),
+      perVector);
 
-  // Scores: -inf where no key is (a chunk's ends, a token's mask).
-  forRange(index(0), index(rows), [&](Value r) {
-    for (int64_t j = 0; j < chunkKeys; j += lanes)
-      vector::StoreOp::create(b, loc, splat(minusInf, lanes), scores,
-                              ValueRange{r, index(j)});
-  });
-  // Pass 1: each key row once, against every query row of the kv head.
-  // The query rows stay in registers when they fit beside a key row (a
+  Type f32Type = b.getF32Type();
+  qs = memref::AllocOp::create(
+      b, loc,
+      MemRefType::get({rows, depth},
+                      pairDot ? Type(b.getBF16Type()) : f32Type));
+  scores = memref::AllocOp::create(
+      b, loc, MemRefType::get({chunkKeys * paddedRows}, f32Type));
+  copyQueries(entry);
+  if (vectorScores)
+    scoreKeys(entry, keys);
+  else
+    scoreKeysOneByOne(entry, keys);
+  weighKeys(n, c, keys);
+  sumValues(n, c, entry, keys);
+  memref::DeallocOp::create(b, loc, qs);
+  memref::DeallocOp::create(b, loc, scores);
+}
+
+void DecodeEmitter::scoreKeys(const Entry &entry, const Keys &keys) {
+  Type f32Type = b.getF32Type();
+  auto vectorType = VectorType::get({lanes}, f32Type);
+  Value minusInf = f32(-std::numeric_limits<float>::infinity());
+  // The query rows stay in registers when they fit beside the key rows (a
   // decode step's few rows): the scratch's loads could not be hoisted by
   // LLVM past the stores of the scores (both come from the allocator).
-  auto queryRow = [&](Value r) {
-    SmallVector<Value> query;
-    for (auto [offset, count] : pieces)
-      query.push_back(vector::LoadOp::create(b, loc,
-                                             VectorType::get({count}, f32Type),
-                                             qs, ValueRange{r, index(offset)}));
-    return query;
-  };
   int64_t registerRows =
       rows * static_cast<int64_t>(pieces.size()) <= maxAccumulators / 2 ? rows
                                                                         : 0;
+  auto loadQuery = [&](int64_t r) {
+    SmallVector<Value> query;
+    if (pairDot) {
+      for (int64_t offset = 0; offset < depth; offset += 2 * lanes)
+        query.push_back(vector::LoadOp::create(
+            b, loc, VectorType::get({2 * lanes}, b.getBF16Type()), qs,
+            ValueRange{index(r), index(offset)}));
+      return query;
+    }
+    for (auto [offset, count] : pieces)
+      query.push_back(
+          vector::LoadOp::create(b, loc, VectorType::get({count}, f32Type), qs,
+                                 ValueRange{index(r), index(offset)}));
+    return query;
+  };
   SmallVector<SmallVector<Value>> heldQueries;
   for (int64_t r = 0; r < registerRows; ++r)
-    heldQueries.push_back(queryRow(index(r)));
-  auto queryOf = [&](Value r, int64_t held) -> SmallVector<Value> {
-    return registerRows ? heldQueries[held] : queryRow(r);
+    heldQueries.push_back(loadQuery(r));
+  // Lane l of a vector of scores: key keyOf(l) of its group of keys and
+  // row rowOf(s, l) (s: the vector of the key).
+  auto keyOf = [&](int64_t l) {
+    return keysPerVector > 1 ? l / paddedRows : 0;
   };
-  // Token t of row r sees [begin(p + t), p + t]; with T = 1 every key of
-  // [jb, je) is the token's.
-  auto rowPosition = [&](Value r) {
-    return add(entry.pos, arith::RemUIOp::create(b, loc, r, index(tokens)));
+  auto rowOf = [&](int64_t s, int64_t l) {
+    return keysPerVector > 1 ? l % paddedRows : s * lanes + l;
   };
-  auto eachRow = [&](function_ref<void(Value, ArrayRef<Value>)> body) {
-    if (registerRows) {
-      for (int64_t r = 0; r < registerRows; ++r)
-        body(index(r), heldQueries[r]);
-      return;
-    }
-    forRange(index(0), index(rows), [&](Value r) { body(r, queryOf(r, 0)); });
-  };
-  // Blocks of `lanes` keys when the head is whole vectors: each key's
-  // products stay a vector, and one tree of shuffles sums the block's
-  // vectors into a vector of its scores, instead of a horizontal sum per
-  // key.
-  bool blocks =
-      llvm::isPowerOf2_64(lanes) &&
-      llvm::all_of(pieces, [&](auto piece) { return piece.second == lanes; });
-  Value tailBegin = jb;
-  if (blocks) {
-    Value count = arith::DivUIOp::create(
-        b, loc, arith::SubIOp::create(b, loc, je, jb), index(lanes));
-    tailBegin = add(jb, mul(count, index(lanes)));
-    forRange(index(0), count, [&](Value block) {
-      Value first = add(jb, mul(block, index(lanes)));
-      for (int64_t i = 0; i < lanes; ++i)
-        prefetchRow(k, entry.batch, add(first, index(prefetchKeys + i)),
-                    column);
-      Value slot = arith::SubIOp::create(b, loc, first, j0);
-      eachRow([&](Value r, ArrayRef<Value> query) {
-        SmallVector<Value> products;
-        // vdpbf16ps: lane i of a key's vector sums the products of d
-        // columns 2i and 2i + 1 of each 32 (exact: bf16 x bf16 fits f32),
-        // where the FMAs sum column i of each 16.
-        SmallVector<Value> queryPairs;
-        if (pairDot)
-          queryPairs = bf16Pairs(query);
-        auto pairsType = VectorType::get({2 * lanes}, b.getBF16Type());
-        for (int64_t i = 0; i < lanes; ++i) {
-          Value row = add(first, index(i));
+  forRange(index(0), keys.groupsOfKeys, [&](Value i) {
+    Value first = add(keys.ja, mul(i, index(keysPerVector)));
+    for (int64_t key = 0; key < keysPerVector; ++key)
+      prefetchRow(k, entry, add(first, index(key)));
+    // Each (key, kv head) slice loaded once, in the row's order; keys past
+    // je (a partial group's) read row je - 1 instead, and are masked.
+    std::map<std::pair<int64_t, int64_t>, SmallVector<Value>> slices;
+    auto sliceOf = [&](int64_t key, int64_t kvHead) -> ArrayRef<Value> {
+      auto [it, inserted] = slices.try_emplace({key, kvHead});
+      if (inserted) {
+        Value row = add(first, index(key));
+        if (keysPerVector > 1)
+          row = arith::MinSIOp::create(
+              b, loc, row, arith::SubIOp::create(b, loc, keys.je, index(1)));
+        it->second =
+            cacheRow(k, entry.batch, row, kvColumn(entry, index(kvHead)));
+      }
+      return it->second;
+    };
+    for (int64_t s = 0; s < vectorsPerKey; ++s) {
+      SmallVector<Value> sums;
+      for (int64_t l = 0; l < lanes; ++l) {
+        int64_t r = rowOf(s, l);
+        if (r >= rows) {
+          sums.push_back(splat(f32(0), lanes));
+          continue;
+        }
+        ArrayRef<Value> key = sliceOf(keyOf(l), r / rowsPerKvHead);
+        SmallVector<Value> query = registerRows ? heldQueries[r] : loadQuery(r);
+        Value sum;
+        for (auto [x, y] : llvm::zip(query, key)) {
           if (pairDot) {
-            Value sum = splat(f32(0.0f), lanes);
-            for (auto [m, pairs] : llvm::enumerate(queryPairs)) {
-              Value key = vector::LoadOp::create(
-                  b, loc, pairsType, k,
-                  ValueRange{entry.batch, row,
-                             add(column, index(int64_t(m) * 2 * lanes))});
-              sum = x86vector::DotBF16Op::create(b, loc, vectorType, sum, pairs,
-                                                 key);
-            }
-            products.push_back(sum);
+            // vdpbf16ps: lane i sums the products of columns 2i and 2i + 1
+            // of each 32 (exact: bf16 x bf16 fits f32), where the FMAs
+            // sum column i of each 16.
+            sum = x86vector::DotBF16Op::create(
+                b, loc, vectorType, sum ? sum : splat(f32(0), lanes), x, y);
             continue;
           }
-          SmallVector<Value> key = cacheRow(k, entry.batch, row, column);
-          Value sum;
-          for (auto [x, y] : llvm::zip(query, key))
-            sum = sum ? vector::FMAOp::create(b, loc, x, y, sum)
-                      : arith::MulFOp::create(b, loc, x, y).getResult();
-          products.push_back(sum);
+          sum = sum ? vector::FMAOp::create(b, loc, x, y, sum)
+                    : arith::MulFOp::create(b, loc, x, y).getResult();
         }
-        Value score = arith::MulFOp::create(b, loc, sumLanes(products),
-                                            splat(f32(scale), lanes));
-        if (tokens > 1) {
-          Value row = rowPosition(r);
-          auto indexVector = VectorType::get({lanes}, b.getIndexType());
-          Value keys = arith::AddIOp::create(
-              b, loc, vector::StepOp::create(b, loc, indexVector),
-              splat(first, lanes));
-          Value visible = isKeyVisible(
-              b, loc, keys, visibleBegin(b, loc, row, window),
-              add(row, index(1)), [&](Value x) { return splat(x, lanes); });
-          score = arith::SelectOp::create(b, loc, visible, score,
-                                          splat(minusInf, lanes));
-        }
-        vector::StoreOp::create(b, loc, score, scores, ValueRange{r, slot});
-      });
-    });
-  }
-  // The other keys one at a time.
-  forRange(tailBegin, je, [&](Value j) {
-    SmallVector<Value> key = cacheRow(k, entry.batch, j, column);
-    Value slot = arith::SubIOp::create(b, loc, j, j0);
-    eachRow([&](Value r, ArrayRef<Value> query) {
-      Value score = arith::MulFOp::create(b, loc, dot(query, key), f32(scale));
-      if (tokens > 1) {
-        Value row = rowPosition(r);
-        Value visible = isKeyVisible(
-            b, loc, j, visibleBegin(b, loc, row, window), add(row, index(1)));
-        score = arith::SelectOp::create(b, loc, visible, score, minusInf);
+        sums.push_back(sum);
       }
-      memref::StoreOp::create(b, loc, score, scores, ValueRange{r, slot});
+      Value score = arith::MulFOp::create(b, loc, sumLanes(sums),
+                                          splat(f32(scale), lanes));
+      if (keysPerVector > 1 || tokens > 1) {
+        SmallVector<int64_t> keyOffsets, rowTokens;
+        for (int64_t l = 0; l < lanes; ++l) {
+          keyOffsets.push_back(keyOf(l));
+          rowTokens.push_back(rowOf(s, l) % tokens);
+        }
+        auto indices = [&](Value x) { return splat(x, lanes); };
+        Value keyIndices = arith::AddIOp::create(
+            b, loc, indexVector(keyOffsets), splat(first, lanes));
+        Value visible =
+            isKeyVisible(b, loc, keyIndices, keys.jb, keys.je, indices);
+        if (tokens > 1) {
+          // Token t of a row sees [begin(p + t), p + t].
+          Value rowPosition = arith::AddIOp::create(
+              b, loc, indexVector(rowTokens), splat(entry.pos, lanes));
+          Value rowEnd = arith::AddIOp::create(b, loc, rowPosition,
+                                               splat(index(1), lanes));
+          Value rowBegin =
+              window ? arith::SubIOp::create(b, loc, rowEnd,
+                                             splat(index(*window), lanes))
+                           .getResult()
+                     : Value();
+          visible = arith::AndIOp::create(
+              b, loc, visible,
+              isKeyVisible(b, loc, keyIndices, rowBegin, rowEnd));
+        }
+        score = arith::SelectOp::create(b, loc, visible, score,
+                                        splat(minusInf, lanes));
+      }
+      Value slot = add(
+          mul(arith::SubIOp::create(b, loc, first, keys.j0), index(paddedRows)),
+          index(s * lanes));
+      vector::StoreOp::create(b, loc, score, scores, ValueRange{slot});
+    }
+  });
+}
+
+void DecodeEmitter::scoreKeysOneByOne(const Entry &entry, const Keys &keys) {
+  Type f32Type = b.getF32Type();
+  Value minusInf = f32(-std::numeric_limits<float>::infinity());
+  Value keyEnd = add(keys.ja, mul(keys.groupsOfKeys, index(keysPerVector)));
+  Value lastKey = arith::SubIOp::create(b, loc, keys.je, index(1));
+  forRange(keys.ja, keyEnd, [&](Value j) {
+    Value row = arith::MinSIOp::create(b, loc, j, lastKey);
+    Value inChunk = isKeyVisible(b, loc, j, keys.jb, keys.je);
+    Value slot =
+        mul(arith::SubIOp::create(b, loc, j, keys.j0), index(paddedRows));
+    forRange(index(0), index(paddedRows), [&](Value r) {
+      // The padding rows' scores are -inf; their loads read row R - 1.
+      Value real = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, r,
+                                         index(rows));
+      Value rowRead = arith::MinUIOp::create(b, loc, r, index(rows - 1));
+      SmallVector<Value> query;
+      for (auto [offset, count] : pieces)
+        query.push_back(
+            vector::LoadOp::create(b, loc, VectorType::get({count}, f32Type),
+                                   qs, ValueRange{rowRead, index(offset)}));
+      Value kvHead =
+          arith::DivUIOp::create(b, loc, rowRead, index(rowsPerKvHead));
+      SmallVector<Value> key =
+          cacheRow(k, entry.batch, row, kvColumn(entry, kvHead));
+      Value score = arith::MulFOp::create(b, loc, dot(query, key), f32(scale));
+      Value visible = arith::AndIOp::create(b, loc, real, inChunk);
+      if (tokens > 1) {
+        Value rowPosition =
+            add(entry.pos, arith::RemUIOp::create(b, loc, r, index(tokens)));
+        visible = arith::AndIOp::create(
+            b, loc, visible,
+            isKeyVisible(b, loc, j, visibleBegin(b, loc, rowPosition, window),
+                         add(rowPosition, index(1))));
+      }
+      score = arith::SelectOp::create(b, loc, visible, score, minusInf);
+      memref::StoreOp::create(b, loc, score, scores, ValueRange{add(slot, r)});
     });
   });
-  // Pass 2: each row's max, weights and sum over the chunk.
-  forRange(index(0), index(rows), [&](Value r) {
-    Value most = splat(minusInf, lanes);
-    for (int64_t j = 0; j < chunkKeys; j += lanes)
-      most = arith::MaximumFOp::create(
-          b, loc, most,
-          vector::LoadOp::create(b, loc, vectorType, scores,
-                                 ValueRange{r, index(j)}));
-    Value rowMax = vector::ReductionOp::create(
-        b, loc, vector::CombiningKind::MAXIMUMF, most);
+}
+
+void DecodeEmitter::weighKeys(Value n, Value c, const Keys &keys) {
+  // Each vector of scores: keysPerVector keys x P rows, or `lanes` of a
+  // key's rows; a key's vectors are `stride` apart.
+  int64_t stride = keysPerVector * paddedRows;
+  int64_t width = std::min(lanes, paddedRows);
+  auto vectorType = VectorType::get({lanes}, b.getF32Type());
+  Value minusInf = f32(-std::numeric_limits<float>::infinity());
+  Value first =
+      mul(arith::SubIOp::create(b, loc, keys.ja, keys.j0), index(paddedRows));
+  SmallVector<int64_t> tile;
+  for (int64_t l = 0; l < lanes; ++l)
+    tile.push_back(l % width);
+  for (int64_t s = 0; s < vectorsPerKey; ++s) {
+    auto slotOf = [&](Value i) {
+      return add(add(first, mul(i, index(stride))), index(s * lanes));
+    };
+    Value most =
+        forWithValues(index(0), keys.groupsOfKeys,
+                      ValueRange{splat(minusInf, lanes)},
+                      [&](Value i, ValueRange acc) -> SmallVector<Value> {
+                        Value x = vector::LoadOp::create(
+                            b, loc, vectorType, scores, ValueRange{slotOf(i)});
+                        return {arith::MaximumFOp::create(b, loc, acc[0], x)};
+                      })
+            .front();
+    Value rowMax = foldKeys(most, /*maximum=*/true);
     // A row with no key in this chunk (its mask): weights exp(-inf) = 0.
     Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                       rowMax, minusInf);
-    Value shift = arith::SelectOp::create(b, loc, none, f32(0), rowMax);
-    Value sum = splat(f32(0), lanes);
-    for (int64_t j = 0; j < chunkKeys; j += lanes) {
-      Value s = vector::LoadOp::create(b, loc, vectorType, scores,
-                                       ValueRange{r, index(j)});
-      Value p = math::ExpOp::create(
-          b, loc, arith::SubFOp::create(b, loc, s, splat(shift, lanes)));
-      sum = arith::AddFOp::create(b, loc, sum, p);
-      vector::StoreOp::create(b, loc, productOperand(b, loc, p, products),
-                              scores, ValueRange{r, index(j)});
-    }
-    Value rowSum =
-        vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, sum);
-    memref::StoreOp::create(b, loc, rowMax, partMax, ValueRange{n, c, r});
-    memref::StoreOp::create(b, loc, rowSum, partSum, ValueRange{n, c, r});
-  });
-  // Pass 3: each value row once per block of rows, whose accumulators
-  // stay in registers.
+                                       rowMax, splat(minusInf, width));
+    Value shift =
+        arith::SelectOp::create(b, loc, none, splat(f32(0), width), rowMax);
+    if (width < lanes)
+      shift = vector::ShuffleOp::create(b, loc, shift, shift, tile);
+    Value sum =
+        forWithValues(
+            index(0), keys.groupsOfKeys, ValueRange{splat(f32(0), lanes)},
+            [&](Value i, ValueRange acc) -> SmallVector<Value> {
+              Value slot = slotOf(i);
+              Value x = vector::LoadOp::create(b, loc, vectorType, scores,
+                                               ValueRange{slot});
+              Value p = math::ExpOp::create(
+                  b, loc, arith::SubFOp::create(b, loc, x, shift));
+              vector::StoreOp::create(b, loc,
+                                      productOperand(b, loc, p, products),
+                                      scores, ValueRange{slot});
+              return {arith::AddFOp::create(b, loc, acc[0], p)};
+            })
+            .front();
+    Value rowSum = foldKeys(sum, /*maximum=*/false);
+    vector::StoreOp::create(b, loc, rowMax, partMax,
+                            ValueRange{n, c, index(s * lanes)});
+    vector::StoreOp::create(b, loc, rowSum, partSum,
+                            ValueRange{n, c, index(s * lanes)});
+  }
+}
+
+void DecodeEmitter::sumValues(Value n, Value c, const Entry &entry,
+                              const Keys &keys) {
+  Type f32Type = b.getF32Type();
+  auto weightOf = [&](Value j, Value r) {
+    Value slot =
+        mul(arith::SubIOp::create(b, loc, j, keys.j0), index(paddedRows));
+    return memref::LoadOp::create(b, loc, scores, ValueRange{add(slot, r)})
+        .getResult();
+  };
+  int64_t pieceCount = static_cast<int64_t>(pieces.size());
+  if (groupKvHeads > 1 && rows * pieceCount > maxAccumulators) {
+    // More rows than registers, over several kv heads: the accumulators
+    // in the partials (L1), each value row's span read once.
+    forRange(index(0), index(rows), [&](Value r) {
+      for (auto [offset, width] : pieces)
+        vector::StoreOp::create(b, loc, splat(f32(0), width), partOut,
+                                ValueRange{n, c, r, index(offset)});
+    });
+    // `step` value rows at a time: each accumulator loaded and stored once
+    // for all of them (summed in key order, as one at a time would).
+    auto valueRows = [&](Value j, int64_t step) {
+      for (int64_t u = 0; u < step; ++u)
+        prefetchRow(v, entry, add(j, index(u)));
+      forRange(index(0), index(groupKvHeads), [&](Value kvHead) {
+        SmallVector<SmallVector<Value>> values;
+        for (int64_t u = 0; u < step; ++u)
+          values.push_back(cacheRow(v, entry.batch, add(j, index(u)),
+                                    kvColumn(entry, kvHead)));
+        Value r0 = mul(kvHead, index(rowsPerKvHead));
+        for (int64_t i = 0; i < rowsPerKvHead; ++i) {
+          Value r = add(r0, index(i));
+          SmallVector<Value> weights;
+          for (int64_t u = 0; u < step; ++u)
+            weights.push_back(weightOf(add(j, index(u)), r));
+          for (auto [p, piece] : llvm::enumerate(pieces)) {
+            auto type = VectorType::get({piece.second}, f32Type);
+            SmallVector<Value> at{n, c, r, index(piece.first)};
+            Value acc = vector::LoadOp::create(b, loc, type, partOut, at);
+            for (int64_t u = 0; u < step; ++u)
+              acc = vector::FMAOp::create(
+                  b, loc, splat(weights[u], piece.second), values[u][p], acc);
+            vector::StoreOp::create(b, loc, acc, partOut, at);
+          }
+        }
+      });
+    };
+    Value span = arith::SubIOp::create(b, loc, keys.je, keys.jb);
+    Value pairs =
+        arith::DivUIOp::create(b, loc, span, index(kValueRowsPerStep));
+    forRange(index(0), pairs, [&](Value i) {
+      valueRows(add(keys.jb, mul(i, index(kValueRowsPerStep))),
+                kValueRowsPerStep);
+    });
+    forRange(add(keys.jb, mul(pairs, index(kValueRowsPerStep))), keys.je,
+             [&](Value j) { valueRows(j, 1); });
+    return;
+  }
+  // Blocks of rows whose accumulators stay in registers: all rows in one
+  // (each value row's span once), or one kv head's rows in several, each
+  // reading the head's slice of the chunk's value rows again (from the
+  // caches: C rows of one head).
   int64_t perBlock = std::max<int64_t>(
-      1, std::min<int64_t>(rows, maxAccumulators /
-                                     static_cast<int64_t>(pieces.size())));
+      1, std::min<int64_t>(rows, maxAccumulators / pieceCount));
   auto rowBlock = [&](Value r0, int64_t count) {
     SmallVector<Value> zeros;
     for (int64_t i = 0; i < count; ++i)
       for (auto [offset, width] : pieces)
         zeros.push_back(splat(f32(0), width));
     SmallVector<Value> sums =
-        forWithValues(jb, je, zeros, [&](Value j, ValueRange acc) {
-          prefetchRow(v, entry.batch, add(j, index(prefetchKeys)), column);
-          SmallVector<Value> value = cacheRow(v, entry.batch, j, column);
-          Value slot = arith::SubIOp::create(b, loc, j, j0);
+        forWithValues(keys.jb, keys.je, zeros, [&](Value j, ValueRange acc) {
+          prefetchRow(v, entry, j);
+          // One block of all rows (r0 = 0), or blocks of the one kv
+          // head's rows.
+          std::map<int64_t, SmallVector<Value>> slices;
+          auto valueOf = [&](int64_t i) -> ArrayRef<Value> {
+            int64_t kvHead = count == rows ? i / rowsPerKvHead : 0;
+            auto [it, inserted] = slices.try_emplace(kvHead);
+            if (inserted)
+              it->second =
+                  cacheRow(v, entry.batch, j, kvColumn(entry, index(kvHead)));
+            return it->second;
+          };
           SmallVector<Value> next;
           for (int64_t i = 0; i < count; ++i) {
-            Value weight = memref::LoadOp::create(
-                b, loc, scores, ValueRange{add(r0, index(i)), slot});
+            ArrayRef<Value> value = valueOf(i);
+            Value weight = weightOf(j, add(r0, index(i)));
             for (auto [p, piece] : llvm::enumerate(pieces))
               next.push_back(
                   vector::FMAOp::create(b, loc, splat(weight, piece.second),
-                                        value[p], acc[i * pieces.size() + p]));
+                                        value[p], acc[i * pieceCount + p]));
           }
           return next;
         });
     for (int64_t i = 0; i < count; ++i)
       for (auto [p, piece] : llvm::enumerate(pieces))
         vector::StoreOp::create(
-            b, loc, sums[i * pieces.size() + p], partOut,
+            b, loc, sums[i * pieceCount + p], partOut,
             ValueRange{n, c, add(r0, index(i)), index(piece.first)});
   };
+  if (perBlock == rows) {
+    rowBlock(index(0), rows);
+    return;
+  }
+  // Here groupKvHeads == 1: every block is the one kv head's.
   int64_t fullBlocks = rows / perBlock;
-  if (fullBlocks > 0)
-    forRange(index(0), index(fullBlocks), [&](Value block) {
-      rowBlock(mul(block, index(perBlock)), perBlock);
-    });
+  forRange(index(0), index(fullBlocks), [&](Value block) {
+    rowBlock(mul(block, index(perBlock)), perBlock);
+  });
   if (int64_t rest = rows % perBlock)
     rowBlock(index(fullBlocks * perBlock), rest);
-  memref::DeallocOp::create(b, loc, qs);
-  memref::DeallocOp::create(b, loc, scores);
 }
 
 void DecodeEmitter::reduce(Value n) {
@@ -508,7 +724,7 @@ void DecodeEmitter::reduce(Value n) {
   Value last = arith::DivUIOp::create(b, loc, add(end, index(chunkKeys - 1)),
                                       index(chunkKeys));
   Value minusInf = f32(-std::numeric_limits<float>::infinity());
-  int64_t perGroup = heads / kvHeads;
+  Value firstHead = mul(entry.firstKvHead, index(heads / kvHeads));
   forRange(index(0), index(rows), [&](Value r) {
     // The row's max over its chunks (each chunk holds a visible key of some
     // row; this row sees itself, so the max is finite).
@@ -544,8 +760,8 @@ void DecodeEmitter::reduce(Value n) {
         });
     Value rowSum = sums[0];
     Value t = arith::RemUIOp::create(b, loc, r, index(tokens));
-    Value head = add(mul(entry.group, index(perGroup)),
-                     arith::DivUIOp::create(b, loc, r, index(tokens)));
+    Value head =
+        add(firstHead, arith::DivUIOp::create(b, loc, r, index(tokens)));
     Value column = mul(head, index(depth));
     for (auto [p, piece] : llvm::enumerate(pieces)) {
       Value o = arith::DivFOp::create(b, loc, sums[1 + p],

@@ -165,12 +165,14 @@ int64_t pieceLanes(const GemmOperandKind &kind, int64_t width) {
 /// slice instead (see packSliceOfB). C has `matrixRows` rows; the next
 /// block's C is prefetched a line every `prefetchStride` floats. For bf16
 /// pairs (`kind`), k counts pairs: A's columns 2k and 2k + 1, B's slot row k.
+/// The epilogue's first slice is the one at `firstK` (null: 0).
 void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
                        Value out, ValueRange batch, Value m, Value n,
                        int64_t rows, int64_t width, Value kBegin, int64_t depth,
                        int64_t totalDepth, const attn::GemmEpilogue &epilogue,
                        Value packedB, int64_t matrixRows,
-                       int64_t prefetchStride, const GemmOperandKind &kind) {
+                       int64_t prefetchStride, const GemmOperandKind &kind,
+                       Value firstK = nullptr) {
   int64_t lanes = pieceLanes(kind, width), pieces = width / lanes;
   auto vectorType = VectorType::get({lanes}, b.getF32Type());
   auto at = [&](ValueRange tail) {
@@ -192,9 +194,10 @@ void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
   // The next row block's C lines are asked for now, so that they arrive
   // while this block's k loop runs: that block's loads of C otherwise wait
   // on memory (C is written once and read again only a whole column pass
-  // later). The row is clamped into C: the last block prefetches itself.
+  // later). The row is clamped into C: the last block prefetches itself
+  // (none when the block has all of C's rows).
   Value lastRow = arith::ConstantIndexOp::create(b, loc, matrixRows - 1);
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t r = 0; r < rows && rows < matrixRows; ++r) {
     Value next = arith::MinSIOp::create(
         b, loc,
         arith::AddIOp::create(b, loc, m,
@@ -217,9 +220,9 @@ void emitRegisterBlock(OpBuilder &b, Location loc, Value lhs, Value rhs,
   if (!epilogue.zeroInit && !epilogue.bias) {
     accumulators = loadC(b);
   } else {
-    Value first =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, kBegin,
-                              arith::ConstantIndexOp::create(b, loc, 0));
+    Value first = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq, kBegin,
+        firstK ? firstK : arith::ConstantIndexOp::create(b, loc, 0));
     auto start = scf::IfOp::create(
         b, loc, SmallVector<Type>(rows * pieces, vectorType), first,
         /*addThenBlock=*/true, /*addElseBlock=*/true);
@@ -368,6 +371,132 @@ void packSliceOfB(OpBuilder &b, Location loc, Value rhs, ValueRange batch,
       });
 }
 
+/// C = A B (+ the epilogue) for a GEMM of fewer rows than a register block
+/// (a decode step's projections), which is bound by reading B once: B's
+/// rows are read in chunks of `gemvChunkSteps` k steps, each chunk's rows
+/// at once -- one stream, where column blocks would read B in strided
+/// passes -- into partial sums of its own (P[c], in L1 while the chunk
+/// runs; blocks of `gemvBlockSteps` rows of B between the loads and stores
+/// of P[c]), the chunks split over threads. The partials are then summed
+/// in chunk order onto C's start (zeros, the bias or C) and the activation
+/// applied. The chunks depend only on the shapes: the same bits on any
+/// number of threads.
+void emitStreamingGemm(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                       Value out, int64_t rows, int64_t columns, int64_t depth,
+                       int64_t columnTile, const attn::GemmEpilogue &epilogue,
+                       bool parallel, const attn::CpuSchedule &schedule,
+                       const GemmOperandKind &kind) {
+  auto constant = [&](OpBuilder &b, int64_t value) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, value);
+  };
+  int64_t chunkSteps = std::clamp<int64_t>(schedule.gemvChunkSteps, 1, depth);
+  int64_t blockSteps =
+      std::clamp<int64_t>(schedule.gemvBlockSteps, 1, chunkSteps);
+  int64_t fullChunks = depth / chunkSteps, leftSteps = depth % chunkSteps;
+  int64_t chunks = fullChunks + (leftSteps ? 1 : 0);
+  Type f32 = b.getF32Type();
+  Value partials = memref::AllocOp::create(
+      b, loc, MemRefType::get({chunks, rows, columns}, f32),
+      b.getI64IntegerAttr(64));
+  // Leftover columns as blocks of powers of two (see lowerToRegisterBlocks).
+  SmallVector<std::pair<int64_t, int64_t>> columnBlocks;
+  int64_t fullColumns = columns / columnTile * columnTile;
+  for (int64_t n = 0; n < fullColumns; n += columnTile)
+    columnBlocks.push_back({n, columnTile});
+  for (auto [offset, lanes] :
+       attn::powerOfTwoPieces(columns - fullColumns, columnTile))
+    columnBlocks.push_back({fullColumns + offset, lanes});
+  attn::GemmEpilogue fromZero;
+  fromZero.zeroInit = true;
+  auto partialType =
+      MemRefType::get({rows, columns}, f32,
+                      StridedLayoutAttr::get(
+                          b.getContext(), ShapedType::kDynamic, {columns, 1}));
+  // The `steps` k steps of chunk c, from k0, into P[c].
+  auto emitChunk = [&](OpBuilder &b, Value c, Value k0, int64_t steps) {
+    Value partial = memref::SubViewOp::create(
+        b, loc, partialType, partials,
+        ArrayRef<OpFoldResult>{c, b.getIndexAttr(0), b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(rows),
+                               b.getIndexAttr(columns)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1),
+                               b.getIndexAttr(1)});
+    auto emitSteps = [&](OpBuilder &b, Value kBegin, int64_t count) {
+      for (auto [n, width] : columnBlocks)
+        emitRegisterBlock(b, loc, lhs, rhs, partial, {}, constant(b, 0),
+                          constant(b, n), rows, width, kBegin, count, depth,
+                          fromZero, nullptr, rows, 1, kind, k0);
+    };
+    int64_t blocks = steps / blockSteps;
+    attn::forEachBlock(b, loc, 0, blocks, blockSteps, /*parallel=*/false,
+                       [&](OpBuilder &b, Value s) {
+                         emitSteps(b, arith::AddIOp::create(b, loc, k0, s),
+                                   blockSteps);
+                       });
+    if (int64_t rest = steps % blockSteps)
+      emitSteps(
+          b,
+          arith::AddIOp::create(b, loc, k0, constant(b, blocks * blockSteps)),
+          rest);
+  };
+  attn::forEachBlock(
+      b, loc, 0, chunks, 1, parallel, [&](OpBuilder &b, Value c) {
+        Value k0 = arith::MulIOp::create(b, loc, c, constant(b, chunkSteps));
+        if (!leftSteps) {
+          emitChunk(b, c, k0, chunkSteps);
+          return;
+        }
+        Value full = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, c,
+                                           constant(b, fullChunks));
+        auto ifFull = scf::IfOp::create(b, loc, full, /*withElse=*/true);
+        OpBuilder thenBuilder = ifFull.getThenBodyBuilder();
+        emitChunk(thenBuilder, c, k0, chunkSteps);
+        OpBuilder elseBuilder = ifFull.getElseBodyBuilder();
+        emitChunk(elseBuilder, c, k0, leftSteps);
+      });
+  // C = start + P[0] + P[1] + ..., then the activation.
+  int64_t lanes = std::max<int64_t>(1, schedule.vectorLanes);
+  auto sumColumns = [&](OpBuilder &b, int64_t m, Value n, int64_t width) {
+    auto type = VectorType::get({width}, f32);
+    Value row = constant(b, m);
+    Value start;
+    if (epilogue.bias)
+      start =
+          vector::LoadOp::create(b, loc, type, epilogue.bias, ValueRange{n});
+    else if (epilogue.zeroInit)
+      start =
+          arith::ConstantOp::create(b, loc, DenseElementsAttr::get(type, 0.0f));
+    else
+      start = vector::LoadOp::create(b, loc, type, out, ValueRange{row, n});
+    auto loop = scf::ForOp::create(
+        b, loc, constant(b, 0), constant(b, chunks), constant(b, 1),
+        ValueRange{start},
+        [&](OpBuilder &nb, Location nl, Value c, ValueRange sum) {
+          Value part = vector::LoadOp::create(nb, nl, type, partials,
+                                              ValueRange{c, row, n});
+          scf::YieldOp::create(
+              nb, nl, ValueRange{arith::AddFOp::create(nb, nl, sum[0], part)});
+        });
+    Value sum = loop.getResult(0);
+    if (epilogue.activationOutput)
+      vector::StoreOp::create(
+          b, loc, attn::applyActivation(b, loc, epilogue.activation, sum),
+          epilogue.activationOutput, ValueRange{row, n});
+    else
+      vector::StoreOp::create(b, loc, sum, out, ValueRange{row, n});
+  };
+  int64_t fullVectors = columns / lanes;
+  for (int64_t m = 0; m < rows; ++m) {
+    attn::forEachBlock(
+        b, loc, 0, fullVectors, lanes, /*parallel=*/false,
+        [&](OpBuilder &b, Value n) { sumColumns(b, m, n, lanes); });
+    for (auto [offset, width] :
+         attn::powerOfTwoPieces(columns - fullVectors * lanes, lanes))
+      sumColumns(b, m, constant(b, fullVectors * lanes + offset), width);
+  }
+  memref::DeallocOp::create(b, loc, partials);
+}
+
 /// Replaces a linalg.matmul / linalg.batch_matmul on buffers (default maps,
 /// f32), or a bf16 pair GEMM (Bf16PairGemm.h; the schedule's bf16-dot), by
 /// register blocks of at most rowTile x columnTile. Shapes are static, so the
@@ -447,6 +576,15 @@ LogicalResult lowerToRegisterBlocks(RewriterBase &rewriter, linalg::LinalgOp op,
   if (!batched && depth > 0)
     epilogue = attn::foldGemmEpilogue(rewriter, op);
   rewriter.setInsertionPoint(op);
+  if (!batched && rows > 0 && rows < rowTile && depth > 0 &&
+      schedule.gemvChunkSteps > 0) {
+    emitStreamingGemm(rewriter, loc, lhs, rhs, out, rows, columns, depth,
+                      columnTile, epilogue, parallel, schedule, kind);
+    if (epilogue.activation)
+      rewriter.eraseOp(epilogue.activation);
+    rewriter.eraseOp(op);
+    return success();
+  }
 
   auto emitAll = [&](OpBuilder &b, ValueRange batch) {
     // Full blocks, then the leftover rows/columns as one smaller block each.

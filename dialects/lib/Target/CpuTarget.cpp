@@ -45,6 +45,8 @@ std::string CpuSchedule::format() const {
   line("gemm-columns", gemmColumns);
   line("gemm-depth", gemmDepth);
   line("gemm-pack-row-blocks", gemmPackRowBlocks);
+  line("gemv-chunk-steps", gemvChunkSteps);
+  line("gemv-block-steps", gemvBlockSteps);
   line("strip-elements", stripElements);
   line("max-vector-row", maxVectorRow);
   line("transpose-block", transposeBlock);
@@ -55,6 +57,7 @@ std::string CpuSchedule::format() const {
   line("attention-row-blocks-per-sweep", attentionRowBlocksPerSweep);
   line("attention-softmax-blocks", attentionSoftmaxBlocks);
   line("decode-keys", decodeKeys);
+  line("decode-rows", decodeRows);
   line("decode-prefetch-keys", decodePrefetchKeys);
   line("memory-bound-rows", memoryBoundRows);
   line("parallel-flops", parallelFlops);
@@ -98,6 +101,12 @@ CpuSchedule attn::deriveCpuSchedule(const CpuTargetDescription &target) {
                 int64_t(llvm::bit_floor(uint64_t(std::max<int64_t>(
                     1, target.l2BytesPerCore / 2 / (s.gemmColumns * 4))))));
   s.gemmPackRowBlocks = 4;
+  // A one-row GEMM's chunks of B: 64 rows of 768 floats are 192 KiB, a
+  // stream long enough for the prefetchers, and a 768 x 768 weight still
+  // gives 12 chunks to the threads; 4 rows of B per block of C loads and
+  // stores make those a quarter of the loads of B.
+  s.gemvChunkSteps = 64;
+  s.gemvBlockSteps = 4;
   // Four vectors per strip: enough independent work per iteration to hide
   // load latency, few enough to stay in registers.
   s.stripElements = 4 * s.vectorLanes;
@@ -128,6 +137,10 @@ CpuSchedule attn::deriveCpuSchedule(const CpuTargetDescription &target) {
   // threads even with one kv head, few enough that each one's rows of k
   // and v (64 KiB each for d = 64 in f32) stream from memory in long runs.
   s.decodeKeys = 256;
+  // The kv heads of a decode step together (12 of GPT-2's, Llama's 8 x 4
+  // query rows): a pass reads whole cache rows, a sequential stream, while
+  // a chunk's scores (keys x rows) stay within the L2.
+  s.decodeRows = 64;
   // Far enough ahead to cover the memory latency at a few ns per key.
   s.decodePrefetchKeys = 16;
   s.parallelFlops = int64_t(1) << 20;

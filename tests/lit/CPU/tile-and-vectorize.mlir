@@ -339,17 +339,45 @@ func.func @matmul_packs_b(%a: memref<64x8xf32>, %b: memref<8x128xf32>, %c: memre
 // -----
 
 // A GEMM of fewer rows than a register block's (a decode step's
-// projection) takes wider blocks: 1 row of 8 x 32 columns (as many
-// accumulators as an 8 x 32 block), 3 rows of 2 x 32.
+// projection) is bound by reading B once: its k steps in chunks of
+// gemv-chunk-steps (64; 160 = 2 x 64 + 32, the last one shorter) split over
+// threads, each reading its rows of B at once into partial sums of its own,
+// 4 rows (gemv-block-steps) per load and store of a block of them; the
+// blocks wider (1 row of 8 x 32 columns, as many accumulators as an 8 x 32
+// block). Then C's start plus the partials in chunk order. 3 rows: 2 x 32.
 // CHECK-LABEL: func.func @one_row
-// CHECK: scf.for {{.*}} -> (vector<256xf32>)
-// CHECK: vector.fma {{.*}} : vector<256xf32>
-// CHECK: vector.store {{.*}} : memref<1x512xf32>, vector<256xf32>
+// CHECK-SAME: (%[[A:.*]]: memref<1x160xf32>, %[[B:.*]]: memref<160x512xf32>, %[[C:.*]]: memref<1x512xf32>)
+// CHECK: %[[P:.*]] = memref.alloc() {alignment = 64 : i64} : memref<3x1x512xf32>
+// CHECK: scf.for %[[CHUNK:.*]] = %c0 to %c3 step %c1 {
+// CHECK:   %[[K0:.*]] = arith.muli %[[CHUNK]], %c64
+// CHECK:   %[[FULL:.*]] = arith.cmpi ult, %[[CHUNK]], %c2
+// CHECK:   scf.if %[[FULL]] {
+// CHECK:     %[[PC:.*]] = memref.subview %[[P]][%[[CHUNK]], 0, 0] [1, 1, 512] [1, 1, 1]
+// CHECK:     scf.for %[[S:.*]] = %c0 to %c64 step %c4 {
+// CHECK:       %[[KB:.*]] = arith.addi %[[K0]], %[[S]]
+// CHECK:       %[[FIRST:.*]] = arith.cmpi eq, %[[KB]], %[[K0]]
+// CHECK:       scf.if %[[FIRST]] -> (vector<256xf32>) {
+// CHECK:       } else {
+// CHECK:         vector.load %[[PC]][%c0, %c0] {{.*}}, vector<256xf32>
+// CHECK:       scf.for {{.*}} -> (vector<256xf32>)
+// CHECK:         vector.load %[[B]]
+// CHECK:         vector.fma {{.*}} : vector<256xf32>
+// CHECK:       vector.store %{{.*}}, %[[PC]][%c0, %c0] {{.*}}, vector<256xf32>
+// CHECK:       vector.store %{{.*}}, %[[PC]][%c0, %c256] {{.*}}, vector<256xf32>
+// CHECK:   } else {
+// CHECK:     scf.for %{{.*}} = %c0 to %c32 step %c4 {
+// CHECK: scf.for %[[N:.*]] = %c0 to %c512 step %c16 {
+// CHECK:   %[[START:.*]] = vector.load %[[C]][%c0, %[[N]]] : memref<1x512xf32>, vector<16xf32>
+// CHECK:   %[[SUM:.*]] = scf.for %[[I:.*]] = %c0 to %c3 step %c1 iter_args(%[[ACC:.*]] = %[[START]])
+// CHECK:     %[[PART:.*]] = vector.load %[[P]][%[[I]], %c0, %[[N]]]
+// CHECK:     arith.addf %[[ACC]], %[[PART]]
+// CHECK:   vector.store %[[SUM]], %[[C]][%c0, %[[N]]]
+// CHECK: memref.dealloc %[[P]]
 // CHECK-NOT: vector<32xf32>
 // CHECK-LABEL: func.func @three_rows
 // CHECK: scf.for {{.*}} -> (vector<64xf32>, vector<64xf32>, vector<64xf32>)
-func.func @one_row(%a: memref<1x16xf32>, %b: memref<16x512xf32>, %c: memref<1x512xf32>) {
-  linalg.matmul ins(%a, %b : memref<1x16xf32>, memref<16x512xf32>) outs(%c : memref<1x512xf32>)
+func.func @one_row(%a: memref<1x160xf32>, %b: memref<160x512xf32>, %c: memref<1x512xf32>) {
+  linalg.matmul ins(%a, %b : memref<1x160xf32>, memref<160x512xf32>) outs(%c : memref<1x512xf32>)
   return
 }
 func.func @three_rows(%a: memref<3x16xf32>, %b: memref<16x128xf32>, %c: memref<3x128xf32>) {

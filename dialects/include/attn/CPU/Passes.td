@@ -133,6 +133,14 @@ def AttnTileAndVectorize
     rows and columns are blocks of smaller static sizes: no masks, no
     partial vectors.
 
+    A plain matmul of fewer rows than `row-tile` (a decode step's
+    projections, bound by reading B) reads B in chunks of
+    `gemv-chunk-steps` k steps, an `scf.parallel` with `parallel`: each
+    chunk's rows at once, its register blocks (as wide as a full block's
+    accumulators) covering `gemv-block-steps` k steps each into partial
+    sums of the chunk, which a last loop adds in chunk order onto C's start
+    (zeros, the bias or C) before the activation.
+
     A bf16 pair GEMM (`attn-bf16-pair-gemms`, `attn.bf16_pair_gemm`) becomes
     register blocks of the same shape whose k steps are pairs: `vdpbf16ps`
     (`x86vector.avx512.dot`) on its slots, or two FMAs (k = 2p+1, then 2p)
@@ -298,10 +306,11 @@ def AttnLowerFusedAttention
     Extra memory: about `d * Tk + dv` floats per thread, whatever Tq.
 
     `attn.decode_attention` (a block's attention over its KV cache) gets a
-    loop nest of its own (DecodeEmitter.h): the work items are (batch x kv
-    heads) x chunks of `decode-keys` cache rows, an `scf.parallel` with
-    `parallel`; each reads its visible key rows once for all the query rows
-    of its kv head (scores, masked to -inf, in a `[rows, decode-keys]`
+    loop nest of its own (DecodeEmitter.h): the work items are (batch x
+    groups of kv heads, up to `decode-rows` query rows) x chunks of
+    `decode-keys` cache rows, an `scf.parallel` with `parallel`; each reads
+    its group's span of its visible key rows once for all the query rows
+    of the group (scores, masked to -inf, in a `[decode-keys, rows]`
     scratch), takes the chunk's max, weights and sum, then reads its value
     rows once; a second loop reduces each row's chunks in order. No cache
     row past a token's position is read. Extra memory: the partials, `(d +

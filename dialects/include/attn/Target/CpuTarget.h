@@ -75,6 +75,13 @@ struct CpuSchedule {
   /// A GEMM copies each slice of B under a column block into a contiguous
   /// buffer when at least this many row blocks read it (0: never).
   int64_t gemmPackRowBlocks = 4;
+  /// A GEMM of fewer rows than a register block (a decode step's
+  /// projections) is bound by reading B once: it reads B in chunks of this
+  /// many k steps, each chunk's rows as one stream into partial sums of
+  /// its own (the unit of its split over threads), a register block
+  /// covering gemvBlockSteps rows of B between its loads and stores of C.
+  int64_t gemvChunkSteps = 64;
+  int64_t gemvBlockSteps = 4;
   /// Elements per vector strip of elementwise ops.
   int64_t stripElements = 64;
   /// Longest row reduced in one vector (longer ones stay scalar loops).
@@ -96,10 +103,14 @@ struct CpuSchedule {
   /// threads (fixed at compile time, so any number of threads gives the
   /// same bits).
   int64_t decodeKeys = 256;
-  /// attn.decode_attention: its passes over the keys and the values
-  /// prefetch the cache row this many keys ahead (a head's slice of a row
-  /// is a strided line or two, which the hardware prefetchers follow
-  /// late); 0: none.
+  /// attn.decode_attention: kv heads are taken together, as many as keep
+  /// their query rows (heads per kv head x new tokens) within this many,
+  /// so that each pass reads a span of every cache row, not one head's
+  /// slice at the row's stride.
+  int64_t decodeRows = 64;
+  /// attn.decode_attention: where a group of kv heads is part of a cache
+  /// row, its passes prefetch the group's span this many rows ahead; 0:
+  /// none.
   int64_t decodePrefetchKeys = 16;
   /// Loops of less work than this stay on one thread.
   int64_t parallelFlops = int64_t(1) << 20;
