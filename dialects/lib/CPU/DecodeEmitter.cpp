@@ -229,12 +229,12 @@ SmallVector<Value> DecodeEmitter::cacheRow(Value cache, Value batchIndex,
 }
 
 void DecodeEmitter::prefetchRow(Value cache, const Entry &entry, Value row) {
-  // A group's span that is only part of a row is read at the row's
-  // stride, which the hardware prefetchers follow late: each line of the
-  // span `prefetchKeys` rows ahead is asked for (clamped into the cache:
-  // the last rows ask for the last row again). Whole rows are one stream
-  // they follow on their own (and the prefetches only cost).
-  if (prefetchKeys == 0 || groupKvHeads == kvHeads)
+  // Each line of the group's span `prefetchKeys` rows ahead, into L2
+  // (clamped into the cache: the last rows ask for the last row again):
+  // the hardware prefetchers alone keep too few lines in flight for one
+  // core to read at the memory's rate, and lines asked into L1 that far
+  // ahead would be evicted before they are read.
+  if (prefetchKeys == 0)
     return;
   Value clamped = arith::MinSIOp::create(b, loc, add(row, index(prefetchKeys)),
                                          index(cacheRows - 1))
@@ -247,7 +247,7 @@ void DecodeEmitter::prefetchRow(Value cache, const Entry &entry, Value row) {
   for (int64_t e = 0; e < groupKvHeads * depth; e += lineElements)
     memref::PrefetchOp::create(
         b, loc, cache, ValueRange{entry.batch, clamped, add(column, index(e))},
-        /*isWrite=*/false, /*localityHint=*/3,
+        /*isWrite=*/false, /*localityHint=*/2,
         /*isDataCache=*/true);
 }
 

@@ -412,6 +412,31 @@ void emitStreamingGemm(OpBuilder &b, Location loc, Value lhs, Value rhs,
       MemRefType::get({rows, columns}, f32,
                       StridedLayoutAttr::get(
                           b.getContext(), ShapedType::kDynamic, {columns, 1}));
+  // B's rows of the `count` k steps `gemvPrefetchSteps` steps after
+  // kBegin's, a line at a time into L2 (clamped into B): the hardware
+  // prefetchers alone keep too few lines in flight for one core to read
+  // at the memory's rate.
+  auto rhsType = cast<MemRefType>(rhs.getType());
+  int64_t rhsRows = rhsType.getDimSize(0);
+  int64_t lineElements = std::max<int64_t>(
+      1, schedule.prefetchStrideFloats * 32 /
+             std::max<int64_t>(1, rhsType.getElementTypeBitWidth()));
+  int64_t rowsPerStep = kind.rhsRowsPerStep();
+  auto prefetchRows = [&](OpBuilder &b, Value kBegin, int64_t count) {
+    if (schedule.gemvPrefetchSteps <= 0)
+      return;
+    for (int64_t r = 0; r < count * rowsPerStep; ++r) {
+      Value row = arith::AddIOp::create(
+          b, loc,
+          arith::MulIOp::create(b, loc, kBegin, constant(b, rowsPerStep)),
+          constant(b, schedule.gemvPrefetchSteps * rowsPerStep + r));
+      row = arith::MinSIOp::create(b, loc, row, constant(b, rhsRows - 1));
+      for (int64_t n = 0; n < columns; n += lineElements)
+        memref::PrefetchOp::create(b, loc, rhs, ValueRange{row, constant(b, n)},
+                                   /*isWrite=*/false, /*localityHint=*/2,
+                                   /*isDataCache=*/true);
+    }
+  };
   // The `steps` k steps of chunk c, from k0, into P[c].
   auto emitChunk = [&](OpBuilder &b, Value c, Value k0, int64_t steps) {
     Value partial = memref::SubViewOp::create(
@@ -422,6 +447,7 @@ void emitStreamingGemm(OpBuilder &b, Location loc, Value lhs, Value rhs,
         ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1),
                                b.getIndexAttr(1)});
     auto emitSteps = [&](OpBuilder &b, Value kBegin, int64_t count) {
+      prefetchRows(b, kBegin, count);
       for (auto [n, width] : columnBlocks)
         emitRegisterBlock(b, loc, lhs, rhs, partial, {}, constant(b, 0),
                           constant(b, n), rows, width, kBegin, count, depth,

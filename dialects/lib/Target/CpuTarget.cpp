@@ -47,6 +47,7 @@ std::string CpuSchedule::format() const {
   line("gemm-pack-row-blocks", gemmPackRowBlocks);
   line("gemv-chunk-steps", gemvChunkSteps);
   line("gemv-block-steps", gemvBlockSteps);
+  line("gemv-prefetch-steps", gemvPrefetchSteps);
   line("strip-elements", stripElements);
   line("max-vector-row", maxVectorRow);
   line("transpose-block", transposeBlock);
@@ -107,6 +108,9 @@ CpuSchedule attn::deriveCpuSchedule(const CpuTargetDescription &target) {
   // stores make those a quarter of the loads of B.
   s.gemvChunkSteps = 64;
   s.gemvBlockSteps = 4;
+  // 16 rows ahead: 48 KiB for 768 columns, far enough to cover the
+  // memory's latency, near enough to stay in L2.
+  s.gemvPrefetchSteps = 16;
   // Four vectors per strip: enough independent work per iteration to hide
   // load latency, few enough to stay in registers.
   s.stripElements = 4 * s.vectorLanes;

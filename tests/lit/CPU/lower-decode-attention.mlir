@@ -40,10 +40,16 @@
 // The four query rows held in registers.
 // CHECK:     %[[Q0:.*]] = vector.load %[[QS]][%c0, %c0]
 // CHECK:     %[[Q1:.*]] = vector.load %[[QS]][%c1, %c0]
-// Each key row's two heads loaded once (a key past je reads row je - 1),
+// The row of each of the 4 keys (32 bf16: one line) asked into L2 16 rows
+// ahead (decode-prefetch-keys, clamped into the cache), then its two heads
+// loaded once (a key past je reads row je - 1),
 // its products a vector per row, a tree of shuffles summing 4 keys x 4 rows
 // into one vector of scores.
 // CHECK:     scf.for %{{.*}} = %c0 to %{{.*}} step %c1 {
+// CHECK:       %[[AHEAD:.*]] = arith.minsi %{{.*}}, %c599
+// CHECK:       memref.prefetch %[[K]][%{{.*}}, %[[AHEAD]], %c0], read, locality<2>, data
+// CHECK-COUNT-3: memref.prefetch %[[K]]
+// CHECK-NOT:   memref.prefetch
 // CHECK:       %[[LAST:.*]] = arith.subi %[[JE]], %c1
 // CHECK:       %[[ROW:.*]] = arith.minsi %{{.*}}, %[[LAST]]
 // CHECK:       %[[KEY16:.*]] = vector.load %[[K]][%{{.*}}, %[[ROW]], %c0] : memref<2x600x32xbf16>, vector<16xbf16>
@@ -144,17 +150,17 @@ func.func @prefill(%q: memref<2x3x256xf32>, %k: memref<2x2048x128xf32>, %v: memr
 // long chunk of 64 new tokens: a kv head's 64 rows are a group of their
 // own, a slice of each cache row. Pass 1 takes each (key, row)'s products
 // on vdpbf16ps, the query rows as bf16 (qs is bf16), the key's slice loaded
-// as 32 bf16 (d = 64: two per key); each key first asks for the slice 16
-// rows ahead (two lines of 64 bf16 at columns 0 and 32 of the head,
-// clamped into the cache), and so does each value row of pass 3, whose
-// blocks of rows keep their accumulators in registers.
+// as 32 bf16 (d = 64: two per key); each key first asks for its slice 16
+// rows ahead (two lines of 64 bf16 at columns 0 and 32 of the head), and
+// so does each value row of pass 3, whose blocks of rows keep their
+// accumulators in registers.
 // CHECK-LABEL: func.func @bf16_pairs
 // CHECK-DAG: %[[LAST:.*]] = arith.constant 599 : index
 // CHECK: %[[QS:.*]] = memref.alloc() : memref<64x64xbf16>
 // CHECK: arith.truncf %{{.*}} : vector<16xf32> to vector<16xbf16>
 // CHECK: %[[AHEAD:.*]] = arith.minsi %{{.*}}, %[[LAST]] : index
-// CHECK: memref.prefetch %{{.*}}[%{{.*}}, %[[AHEAD]], %{{.*}}], read, locality<3>, data : memref<1x600x128xbf16>
-// CHECK: memref.prefetch %{{.*}}[%{{.*}}, %[[AHEAD]], %{{.*}}], read, locality<3>, data : memref<1x600x128xbf16>
+// CHECK: memref.prefetch %{{.*}}[%{{.*}}, %[[AHEAD]], %{{.*}}], read, locality<2>, data : memref<1x600x128xbf16>
+// CHECK: memref.prefetch %{{.*}}[%{{.*}}, %[[AHEAD]], %{{.*}}], read, locality<2>, data : memref<1x600x128xbf16>
 // CHECK: %[[KP:.*]] = vector.load %{{.*}} : memref<1x600x128xbf16>, vector<32xbf16>
 // CHECK: %[[QP:.*]] = vector.load %[[QS]][%c0, %c0] : memref<64x64xbf16>, vector<32xbf16>
 // CHECK: x86vector.avx512.dot %{{.*}}, %[[QP]], %[[KP]] : vector<32xbf16> -> vector<16xf32>

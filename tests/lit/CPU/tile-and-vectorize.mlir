@@ -342,9 +342,11 @@ func.func @matmul_packs_b(%a: memref<64x8xf32>, %b: memref<8x128xf32>, %c: memre
 // projection) is bound by reading B once: its k steps in chunks of
 // gemv-chunk-steps (64; 160 = 2 x 64 + 32, the last one shorter) split over
 // threads, each reading its rows of B at once into partial sums of its own,
-// 4 rows (gemv-block-steps) per load and store of a block of them; the
-// blocks wider (1 row of 8 x 32 columns, as many accumulators as an 8 x 32
-// block). Then C's start plus the partials in chunk order. 3 rows: 2 x 32.
+// 4 rows (gemv-block-steps) per load and store of a block of them, the
+// 32 lines of each of the 4 rows 16 steps (gemv-prefetch-steps) ahead
+// asked into L2 first (clamped into B); the blocks wider (1 row of 8 x 32 columns, as many
+// accumulators as an 8 x 32 block). Then C's start plus the partials in
+// chunk order. 3 rows: 2 x 32.
 // CHECK-LABEL: func.func @one_row
 // CHECK-SAME: (%[[A:.*]]: memref<1x160xf32>, %[[B:.*]]: memref<160x512xf32>, %[[C:.*]]: memref<1x512xf32>)
 // CHECK: %[[P:.*]] = memref.alloc() {alignment = 64 : i64} : memref<3x1x512xf32>
@@ -355,6 +357,11 @@ func.func @matmul_packs_b(%a: memref<64x8xf32>, %b: memref<8x128xf32>, %c: memre
 // CHECK:     %[[PC:.*]] = memref.subview %[[P]][%[[CHUNK]], 0, 0] [1, 1, 512] [1, 1, 1]
 // CHECK:     scf.for %[[S:.*]] = %c0 to %c64 step %c4 {
 // CHECK:       %[[KB:.*]] = arith.addi %[[K0]], %[[S]]
+// CHECK:       %[[AHEAD:.*]] = arith.addi %[[KB]], %c16
+// CHECK:       %[[CLAMPED:.*]] = arith.minsi %[[AHEAD]], %c159
+// CHECK:       memref.prefetch %[[B]][%[[CLAMPED]], %c0], read, locality<2>, data
+// CHECK-COUNT-127: memref.prefetch %[[B]]
+// CHECK-NOT:   memref.prefetch
 // CHECK:       %[[FIRST:.*]] = arith.cmpi eq, %[[KB]], %[[K0]]
 // CHECK:       scf.if %[[FIRST]] -> (vector<256xf32>) {
 // CHECK:       } else {

@@ -82,6 +82,8 @@ struct CpuSchedule {
   /// covering gemvBlockSteps rows of B between its loads and stores of C.
   int64_t gemvChunkSteps = 64;
   int64_t gemvBlockSteps = 4;
+  /// ... and prefetches B's rows this many k steps ahead; 0: none.
+  int64_t gemvPrefetchSteps = 16;
   /// Elements per vector strip of elementwise ops.
   int64_t stripElements = 64;
   /// Longest row reduced in one vector (longer ones stay scalar loops).
