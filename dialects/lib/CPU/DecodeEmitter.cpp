@@ -486,14 +486,10 @@ void DecodeEmitter::scoreKeys(const Entry &entry, const Keys &keys) {
               b, loc, indexVector(rowTokens), splat(entry.pos, lanes));
           Value rowEnd = arith::AddIOp::create(b, loc, rowPosition,
                                                splat(index(1), lanes));
-          Value rowBegin =
-              window ? arith::SubIOp::create(b, loc, rowEnd,
-                                             splat(index(*window), lanes))
-                           .getResult()
-                     : Value();
           visible = arith::AndIOp::create(
               b, loc, visible,
-              isKeyVisible(b, loc, keyIndices, rowBegin, rowEnd));
+              isKeyVisible(b, loc, keyIndices,
+                           visibleBegin(b, loc, rowPosition, window), rowEnd));
         }
         score = arith::SelectOp::create(b, loc, visible, score,
                                         splat(minusInf, lanes));

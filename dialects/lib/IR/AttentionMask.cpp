@@ -35,13 +35,17 @@ Value mlir::attn::visibleBegin(OpBuilder &b, Location loc, Value row,
                                std::optional<int64_t> window) {
   if (!window)
     return Value();
+  // An index, or a vector of them (a row per lane).
+  auto constant = [&](int64_t value) -> Value {
+    if (auto type = dyn_cast<VectorType>(row.getType()))
+      return arith::ConstantOp::create(
+          b, loc, type, DenseElementsAttr::get(type, b.getIndexAttr(value)));
+    return arith::ConstantIndexOp::create(b, loc, value);
+  };
   Value begin = arith::SubIOp::create(
-      b, loc,
-      arith::AddIOp::create(b, loc, row,
-                            arith::ConstantIndexOp::create(b, loc, 1)),
-      arith::ConstantIndexOp::create(b, loc, *window));
-  return arith::MaxSIOp::create(b, loc, begin,
-                                arith::ConstantIndexOp::create(b, loc, 0));
+      b, loc, arith::AddIOp::create(b, loc, row, constant(1)),
+      constant(*window));
+  return arith::MaxSIOp::create(b, loc, begin, constant(0));
 }
 
 Value mlir::attn::isKeyVisible(OpBuilder &b, Location loc, Value key,

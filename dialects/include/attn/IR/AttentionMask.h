@@ -55,7 +55,8 @@ std::optional<int64_t> hidingWindow(std::optional<int64_t> window,
 Value visibleEnd(OpBuilder &b, Location loc, Value validLen, Value row,
                  int64_t keys, bool causal);
 
-/// begin(row) = max(0, row + 1 - W) with a window; null (0) without.
+/// begin(row) = max(0, row + 1 - W) with a window; null (0) without. `row`
+/// is an index or a vector of them.
 Value visibleBegin(OpBuilder &b, Location loc, Value row,
                    std::optional<int64_t> window);
 
