@@ -6,8 +6,14 @@
  * touched once first so that page faults are not timed.
  *
  *   attnc-memory-bandwidth [--threads T] [--mib N] [--passes P]
+ *                          [--load-bytes 16|32|64]
  *
- * prints the best and the median of P passes in GB/s (10^9 bytes). */
+ * prints the best and the median of P passes in GB/s (10^9 bytes).
+ * --load-bytes is the width of each load: 16 (SSE2, the default and the
+ * roofline), 32 (AVX2) or 64 (AVX-512F), where the CPU has it. The same
+ * stream reads more slowly with wider loads on some CPUs (Zen 4: fewer
+ * loads per cache line, docs/toolchain.md), which a vectorized kernel
+ * cannot avoid: the wider figures say how much. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -53,6 +59,65 @@ static void *read_slice(void *arg) {
   return NULL;
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define ATTNC_WIDE_LOADS 1
+/* The same loop on 32- and 64-byte vectors, each compiled for the ISA
+ * that has them (called only where the CPU reports it). */
+#define WIDE_READ(NAME, BYTES, ISA)                                            \
+  __attribute__((target(ISA))) static void *NAME(void *arg) {                  \
+    typedef uint64_t wide __attribute__((vector_size(BYTES)));                 \
+    enum { words = BYTES / 8 };                                                \
+    slice *s = arg;                                                            \
+    const wide *v = (const wide *)s->begin;                                    \
+    size_t vectors = s->count / words;                                         \
+    wide a0 = {0}, a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,       \
+         a7 = a0;                                                              \
+    size_t i = 0;                                                              \
+    for (; i + 8 <= vectors; i += 8) {                                         \
+      a0 += v[i];                                                              \
+      a1 += v[i + 1];                                                          \
+      a2 += v[i + 2];                                                          \
+      a3 += v[i + 3];                                                          \
+      a4 += v[i + 4];                                                          \
+      a5 += v[i + 5];                                                          \
+      a6 += v[i + 6];                                                          \
+      a7 += v[i + 7];                                                          \
+    }                                                                          \
+    for (; i < vectors; ++i)                                                   \
+      a0 += v[i];                                                              \
+    wide sum = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;                          \
+    uint64_t total = 0;                                                        \
+    for (int w = 0; w < words; ++w)                                            \
+      total += sum[w];                                                         \
+    for (size_t j = words * vectors; j < s->count; ++j)                        \
+      total += s->begin[j];                                                    \
+    s->sum = total;                                                            \
+    return NULL;                                                               \
+  }
+WIDE_READ(read_slice_32, 32, "avx2")
+WIDE_READ(read_slice_64, 64, "avx512f")
+#endif
+
+/* The reader of --load-bytes, or NULL (with a message) where this CPU or
+ * build has no such loads. */
+static void *(*reader(long load_bytes))(void *) {
+  if (load_bytes == 16)
+    return read_slice;
+#ifdef ATTNC_WIDE_LOADS
+  __builtin_cpu_init();
+  if (load_bytes == 32 && __builtin_cpu_supports("avx2"))
+    return read_slice_32;
+  if (load_bytes == 64 && __builtin_cpu_supports("avx512f"))
+    return read_slice_64;
+#endif
+  if (load_bytes != 32 && load_bytes != 64)
+    fprintf(stderr, "--load-bytes is 16, 32 or 64, got %ld\n", load_bytes);
+  else
+    fprintf(stderr, "--load-bytes %ld: this CPU (or build) has no %ld-byte "
+                    "vector loads\n", load_bytes, load_bytes);
+  return NULL;
+}
+
 static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -83,6 +148,9 @@ int main(int argc, char **argv) {
   long threads = option(argc, argv, "--threads", 1);
   long mib = option(argc, argv, "--mib", 1024);
   long passes = option(argc, argv, "--passes", 9);
+  void *(*read)(void *) = reader(option(argc, argv, "--load-bytes", 16));
+  if (!read)
+    return 2;
   if (threads > 256 || passes > 1000) {
     fprintf(stderr, "at most 256 threads and 1000 passes\n");
     return 2;
@@ -106,12 +174,12 @@ int main(int argc, char **argv) {
       size_t first = count * (size_t)t / (size_t)threads;
       size_t last = count * (size_t)(t + 1) / (size_t)threads;
       slices[t] = (slice){buffer + first, last - first, 0};
-      if (t > 0 && pthread_create(&ids[t], NULL, read_slice, &slices[t])) {
+      if (t > 0 && pthread_create(&ids[t], NULL, read, &slices[t])) {
         fprintf(stderr, "cannot start thread %ld\n", t);
         return 1;
       }
     }
-    read_slice(&slices[0]);
+    read(&slices[0]);
     for (long t = 1; t < threads; ++t)
       pthread_join(ids[t], NULL);
     rates[p] = bytes / (now() - start) / 1e9;
@@ -121,9 +189,10 @@ int main(int argc, char **argv) {
   qsort(rates, (size_t)passes, sizeof(double), compare);
   /* The sums keep the reads alive: each pass sums 0 .. count-1. */
   uint64_t expected = (uint64_t)passes * ((uint64_t)count * (count - 1) / 2);
-  printf("read bandwidth, %ld thread(s), %ld MiB, %ld passes: best %.1f GB/s, "
-         "median %.1f GB/s%s\n",
-         threads, mib, passes, rates[passes - 1], rates[passes / 2],
+  printf("read bandwidth, %ld thread(s), %ld MiB, %ld passes, %ld-byte loads: "
+         "best %.1f GB/s, median %.1f GB/s%s\n",
+         threads, mib, passes, option(argc, argv, "--load-bytes", 16),
+         rates[passes - 1], rates[passes / 2],
          check == expected ? "" : " (checksum WRONG)");
   free(rates);
   free(buffer);

@@ -89,12 +89,12 @@ def l3_bytes():
     return best
 
 
-def bandwidth(threads):
+def bandwidth(threads, load_bytes=16):
     tool = os.path.join(os.path.dirname(__file__), "..", "build", "bin",
                         "attnc-memory-bandwidth")
     out = subprocess.run([tool, "--threads", str(threads), "--mib", "512",
-                          "--passes", "9"], capture_output=True, text=True,
-                         check=True).stdout
+                          "--passes", "9", "--load-bytes", str(load_bytes)],
+                         capture_output=True, text=True, check=True).stdout
     return float(re.search(r"median ([0-9.]+) GB/s", out).group(1))
 
 
@@ -151,10 +151,15 @@ def main():
     gbps = bandwidth(args.threads)
     flags = open("/proc/cpuinfo").read()
     isa = "AVX-512" if " avx512f " in flags else "AVX2"
+    # The same stream read with the kernels' widest loads: slower on some
+    # CPUs (docs/toolchain.md); printed beside the roofline, not used by it.
+    wide = 64 if " avx512f " in flags else 32 if " avx2 " in flags else 0
+    wide_rate = (f" ({wide}-byte loads: "
+                 f"{bandwidth(args.threads, wide):.1f} GB/s)" if wide else "")
     print(f"{platform.processor() or platform.machine()}, {isa}, "
           f"{args.threads} thread(s), {args.model} (D={d}, {heads} heads, "
           f"{kv} kv heads), {args.dtype}; L3 {l3_bytes() >> 20} MiB; read "
-          f"bandwidth {gbps:.1f} GB/s")
+          f"bandwidth {gbps:.1f} GB/s{wide_rate}")
     print(f"{'L':>6} {'layers':>6} {'bytes/step':>11} {'roofline':>9} "
           f"{'attnc':>9} {'torch':>9} {'ort':>9} {'llama.cpp':>9} "
           f"{'attnc/roof':>10} "
