@@ -113,8 +113,10 @@ static void *(*reader(long load_bytes))(void *) {
   if (load_bytes != 32 && load_bytes != 64)
     fprintf(stderr, "--load-bytes is 16, 32 or 64, got %ld\n", load_bytes);
   else
-    fprintf(stderr, "--load-bytes %ld: this CPU (or build) has no %ld-byte "
-                    "vector loads\n", load_bytes, load_bytes);
+    fprintf(stderr,
+            "--load-bytes %ld: this CPU (or build) has no %ld-byte "
+            "vector loads\n",
+            load_bytes, load_bytes);
   return NULL;
 }
 
