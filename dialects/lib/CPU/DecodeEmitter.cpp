@@ -25,9 +25,13 @@
 using namespace mlir;
 using namespace mlir::attn;
 
-/// Pass 3 with its accumulators in memory reads this many value rows
-/// between an accumulator's load and store.
-constexpr int64_t kValueRowsPerStep = 2;
+/// Pass 3 with its accumulators in memory, where a kv head's value slice
+/// serves several query rows (GQA, prompt chunks), reads this many value
+/// rows between an accumulator's load and store: their loads and stores
+/// halved. With one row per kv head it reads one value row at a time: one
+/// sequential stream, which the prefetchers follow better than two rows
+/// at once (docs/performance.md), at one load and store per FMA.
+constexpr int64_t kSharedValueRowsPerStep = 2;
 
 DecodeEmitter::DecodeEmitter(OpBuilder &b, Location loc, DecodeAttentionOp op,
                              const attn::CpuSchedule &schedule, bool parallel)
@@ -644,14 +648,17 @@ void DecodeEmitter::sumValues(Value n, Value c, const Entry &entry,
         }
       });
     };
+    if (rowsPerKvHead == 1) {
+      forRange(keys.jb, keys.je, [&](Value j) { valueRows(j, 1); });
+      return;
+    }
+    int64_t step = kSharedValueRowsPerStep;
     Value span = arith::SubIOp::create(b, loc, keys.je, keys.jb);
-    Value pairs =
-        arith::DivUIOp::create(b, loc, span, index(kValueRowsPerStep));
-    forRange(index(0), pairs, [&](Value i) {
-      valueRows(add(keys.jb, mul(i, index(kValueRowsPerStep))),
-                kValueRowsPerStep);
+    Value steps = arith::DivUIOp::create(b, loc, span, index(step));
+    forRange(index(0), steps, [&](Value i) {
+      valueRows(add(keys.jb, mul(i, index(step))), step);
     });
-    forRange(add(keys.jb, mul(pairs, index(kValueRowsPerStep))), keys.je,
+    forRange(add(keys.jb, mul(steps, index(step))), keys.je,
              [&](Value j) { valueRows(j, 1); });
     return;
   }

@@ -174,3 +174,34 @@ module attributes {dlti.target_system_spec = #dlti.target_system_spec<"CPU" = #d
     return
   }
 }
+
+// -----
+
+// Eight heads of 64 (no GQA): 32 vectors of query rows, more than the
+// registers, in one group of eight kv heads of one row each. Pass 3 keeps
+// the accumulators in the partials and reads one value row at a time (one
+// sequential stream): each accumulator loaded, one FMA, stored.
+// CHECK-LABEL: func.func @mha_rows_in_memory
+// CHECK-SAME: (%{{.*}}: memref<1x1x512xf32>, %{{.*}}: memref<1x600x512xf32>, %[[V:.*]]: memref<1x600x512xf32>,
+// CHECK:       %[[PART:.*]] = memref.alloc() : memref<1x3x8x64xf32>
+// CHECK:       vector.store %{{.*}}, %[[PART]][%{{.*}}, %{{.*}}, %{{.*}}, %c48]
+// CHECK-NEXT:  }
+// CHECK-NEXT:  scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %c1 {
+// CHECK:         memref.prefetch %[[V]]
+// CHECK:         scf.for %[[H:.*]] = %c0 to %c8 step %c1 {
+// CHECK:           %[[VAL:.*]] = vector.load %[[V]][%{{.*}}, %[[J]], %{{.*}}] : memref<1x600x512xf32>, vector<16xf32>
+// CHECK-COUNT-3:   vector.load %[[V]][%{{.*}}, %[[J]], %{{.*}}]
+// CHECK-NOT:       vector.load %[[V]]
+// CHECK:           %[[ACC:.*]] = vector.load %[[PART]][%{{.*}}, %{{.*}}, %[[H]], %c0]
+// CHECK-NEXT:      %[[W:.*]] = vector.broadcast
+// CHECK-NEXT:      %[[NEW:.*]] = vector.fma %[[W]], %[[VAL]], %[[ACC]] : vector<16xf32>
+// CHECK-NEXT:      vector.store %[[NEW]], %[[PART]][%{{.*}}, %{{.*}}, %[[H]], %c0]
+// CHECK-COUNT-3:   vector.fma
+// CHECK-NOT:       vector.fma
+// CHECK:         }
+// CHECK-NEXT:  }
+func.func @mha_rows_in_memory(%q: memref<1x1x512xf32>, %k: memref<1x600x512xf32>, %v: memref<1x600x512xf32>, %pos: memref<1xi32>, %out: memref<1x1x512xf32>) {
+  attn.decode_attention %q, %k, %v at %pos outs(%out) heads(8) scale(1.250000e-01)
+      : (memref<1x1x512xf32>, memref<1x600x512xf32>, memref<1x600x512xf32>, memref<1xi32>, memref<1x1x512xf32>) -> ()
+  return
+}

@@ -46,6 +46,10 @@ struct LongCase {
   /// bf16/f16, whose attention takes products(bf16/f16) (with a bf16
   /// cache, the kernel's blocks of keys on vdpbf16ps where the CPU has it).
   bool lowPrecisionBlock = false;
+  /// D and the query heads: GPT-2's 768 have more vectors of query rows
+  /// than registers (pass 3's accumulators in memory), 128 fewer.
+  int64_t model = kModel;
+  int64_t heads = kHeads;
 };
 
 /// `values` rounded to `type` (f32: as they are), as bytes.
@@ -65,15 +69,15 @@ std::vector<uint8_t> bytesOf(const std::vector<float> &values,
 }
 
 std::string spec(const LongCase &c) {
-  int64_t kvDim = kModel / kHeads * c.kvHeads;
+  int64_t kvDim = c.model / c.heads * c.kvHeads;
   const char *type = c.cache == ElementType::BF16  ? "bf16"
                      : c.cache == ElementType::F16 ? "f16"
                                                    : "f32";
   std::string call =
-      "multihead_attention(X, X, X, heads=" + std::to_string(kHeads) +
+      "multihead_attention(X, X, X, heads=" + std::to_string(c.heads) +
       ", w_q=W_q, w_k=W_k, w_v=W_v, w_o=W_o, cache_k=K, "
       "cache_v=V, cache_pos=pos";
-  if (c.kvHeads != kHeads)
+  if (c.kvHeads != c.heads)
     call += ", kv_heads=" + std::to_string(c.kvHeads);
   if (c.window)
     call += ", window=" + std::to_string(c.window);
@@ -82,7 +86,7 @@ std::string spec(const LongCase &c) {
   std::string io = c.lowPrecisionBlock ? type : "f32";
   return "block step {\n  dim B = " + std::to_string(kBatch) +
          ", T = " + std::to_string(c.tokens) +
-         ", D = " + std::to_string(kModel) +
+         ", D = " + std::to_string(c.model) +
          ", L = " + std::to_string(kCacheRows) +
          ", E = " + std::to_string(kvDim) + "\n  input X: " + io +
          "[B, T, D]\n  input pos: i32[B]\n  state K: " + type +
@@ -102,7 +106,13 @@ class LongKvCacheTest : public ::testing::TestWithParam<LongCase> {
 protected:
   void SetUp() override {
     const LongCase &c = GetParam();
-    kvDim = kModel / kHeads * c.kvHeads;
+    model = c.model;
+    kvDim = model / c.heads * c.kvHeads;
+    x = randomValues(kBatch * kMaxTokens * model, 1, 1.0f);
+    wq = randomValues(model * model, 2, 0.3f);
+    wk = randomValues(model * model, 3, 0.3f);
+    wv = randomValues(model * model, 4, 0.3f);
+    wo = randomValues(model * model, 5, 0.3f);
     std::string text = spec(c);
     CompileOptions options = Runtime::defaultOptions();
     options.pipeline.parallel = true;
@@ -113,7 +123,7 @@ protected:
     auto reference = runtime->compile(text, "long.attn", "step", options);
     ASSERT_TRUE(!!reference) << llvm::toString(reference.takeError());
     if (c.hugeNegativeScores) {
-      ASSERT_EQ(kvDim, kModel);
+      ASSERT_EQ(kvDim, model);
       for (size_t i = 0; i < wq.size(); ++i) {
         wq[i] *= 500.0f;
         wk[i] = -wq[i];
@@ -125,10 +135,10 @@ protected:
     weights = {bytesOf(wq, io), bytesOf(wk, io), bytesOf(wv, io),
                bytesOf(wo, io)};
     std::vector<HostBuffer> params = {
-        {"W_q", weights[0].data(), io, {kModel, kModel}},
-        {"W_k", weights[1].data(), io, {kvDim, kModel}},
-        {"W_v", weights[2].data(), io, {kvDim, kModel}},
-        {"W_o", weights[3].data(), io, {kModel, kModel}}};
+        {"W_q", weights[0].data(), io, {model, model}},
+        {"W_k", weights[1].data(), io, {kvDim, model}},
+        {"W_v", weights[2].data(), io, {kvDim, model}},
+        {"W_o", weights[3].data(), io, {model, model}}};
     for (Kernel *k : {decode.get(), stepByStep.get()})
       ASSERT_EQ(message(k->bindParams(params)), "");
   }
@@ -151,14 +161,14 @@ protected:
     const LongCase &c = GetParam();
     std::vector<uint8_t> k = history(10), v = history(11);
     std::vector<int32_t> pos(c.pos, c.pos + kBatch);
-    std::vector<float> y(kBatch * c.tokens * kModel, NAN);
+    std::vector<float> y(kBatch * c.tokens * model, NAN);
     std::vector<uint8_t> xBytes = bytesOf(x, io), yBytes = bytesOf(y, io);
     EXPECT_EQ(message(kernel->run(
-                  {{"X", xBytes.data(), io, {kBatch, c.tokens, kModel}},
+                  {{"X", xBytes.data(), io, {kBatch, c.tokens, model}},
                    {"pos", pos.data(), ElementType::I32, {kBatch}},
                    {"K", k.data(), c.cache, {kBatch, kCacheRows, kvDim}},
                    {"V", v.data(), c.cache, {kBatch, kCacheRows, kvDim}},
-                   {"Y", yBytes.data(), io, {kBatch, c.tokens, kModel}}})),
+                   {"Y", yBytes.data(), io, {kBatch, c.tokens, model}}})),
               "");
     for (size_t i = 0; i < y.size(); ++i) {
       if (io == ElementType::F32) {
@@ -178,11 +188,8 @@ protected:
   /// X's, the weights' and Y's type, and the weights as bound.
   ElementType io = ElementType::F32;
   std::vector<std::vector<uint8_t>> weights;
-  std::vector<float> x = randomValues(kBatch * kMaxTokens * kModel, 1, 1.0f),
-                     wq = randomValues(kModel * kModel, 2, 0.3f),
-                     wk = randomValues(kModel * kModel, 3, 0.3f),
-                     wv = randomValues(kModel * kModel, 4, 0.3f),
-                     wo = randomValues(kModel * kModel, 5, 0.3f);
+  int64_t model = kModel;
+  std::vector<float> x, wq, wk, wv, wo;
 };
 
 TEST_P(LongKvCacheTest, EqualsTheStepByStepAttentionOverTheWholeCache) {
@@ -213,10 +220,10 @@ TEST_P(LongKvCacheTest, TheGpuKernelEqualsTheStepByStepAttention) {
   auto kernel = runtime->compile(spec(c), "long.attn", "step", options);
   ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
   ASSERT_EQ(message((*kernel)->bindParams(
-                {{"W_q", weights[0].data(), io, {kModel, kModel}},
-                 {"W_k", weights[1].data(), io, {kvDim, kModel}},
-                 {"W_v", weights[2].data(), io, {kvDim, kModel}},
-                 {"W_o", weights[3].data(), io, {kModel, kModel}}})),
+                {{"W_q", weights[0].data(), io, {model, model}},
+                 {"W_k", weights[1].data(), io, {kvDim, model}},
+                 {"W_v", weights[2].data(), io, {kvDim, model}},
+                 {"W_o", weights[3].data(), io, {model, model}}})),
             "");
   std::vector<float> want = run(stepByStep.get());
   std::vector<float> got = run(kernel->get());
@@ -312,7 +319,33 @@ INSTANTIATE_TEST_SUITE_P(
                  0,
                  false,
                  ElementType::F32,
-                 {0, 3}}),
+                 {0, 3}},
+        // A step of a block whose query rows are more vectors than
+        // registers, one row per kv head (pass 3 one value row at a time,
+        // its accumulators in memory): 8 heads of 64 on an f32 cache, 16
+        // of 32 on a bf16 one with a window.
+        LongCase{"mha_wide_step",
+                 8,
+                 1,
+                 0,
+                 false,
+                 ElementType::F32,
+                 {1099, 513},
+                 false,
+                 false,
+                 512,
+                 8},
+        LongCase{"mha_wide_bf16_window",
+                 16,
+                 1,
+                 300,
+                 false,
+                 ElementType::BF16,
+                 {1000, 257},
+                 false,
+                 false,
+                 512,
+                 16}),
     [](const ::testing::TestParamInfo<LongCase> &info) {
       return std::string(info.param.name);
     });
