@@ -27,51 +27,19 @@ typedef struct {
   uint64_t sum;
 } slice;
 
-/* Two lanes of 64 bits: SSE2's width, which every x86-64 and AArch64
- * build has; the loop does not depend on the compiler's vectorizer (which
- * made a shuffle-bound mess of eight scalar sums at x86-64's baseline). */
-typedef uint64_t lanes __attribute__((vector_size(16)));
-
-static void *read_slice(void *arg) {
-  slice *s = arg;
-  const lanes *v = (const lanes *)s->begin;
-  size_t vectors = s->count / 2;
-  lanes a0 = {0, 0}, a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
-        a7 = a0;
-  size_t i = 0;
-  for (; i + 8 <= vectors; i += 8) {
-    a0 += v[i];
-    a1 += v[i + 1];
-    a2 += v[i + 2];
-    a3 += v[i + 3];
-    a4 += v[i + 4];
-    a5 += v[i + 5];
-    a6 += v[i + 6];
-    a7 += v[i + 7];
-  }
-  for (; i < vectors; ++i)
-    a0 += v[i];
-  lanes sum = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
-  uint64_t total = sum[0] + sum[1];
-  for (size_t j = 2 * vectors; j < s->count; ++j)
-    total += s->begin[j];
-  s->sum = total;
-  return NULL;
-}
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define ATTNC_WIDE_LOADS 1
-/* The same loop on 32- and 64-byte vectors, each compiled for the ISA
- * that has them (called only where the CPU reports it). */
-#define WIDE_READ(NAME, BYTES, ISA)                                            \
-  __attribute__((target(ISA))) static void *NAME(void *arg) {                  \
-    typedef uint64_t wide __attribute__((vector_size(BYTES)));                 \
+/* Sums a slice with eight independent accumulators of BYTES-byte vectors
+ * of 64-bit lanes (ATTRS: the function's attributes, its ISA); the loop
+ * does not depend on the compiler's vectorizer (which made a
+ * shuffle-bound mess of eight scalar sums at x86-64's baseline). */
+#define READ_SLICE(NAME, BYTES, ATTRS)                                         \
+  ATTRS static void *NAME(void *arg) {                                         \
+    typedef uint64_t lanes __attribute__((vector_size(BYTES)));                \
     enum { words = BYTES / 8 };                                                \
     slice *s = arg;                                                            \
-    const wide *v = (const wide *)s->begin;                                    \
+    const lanes *v = (const lanes *)s->begin;                                  \
     size_t vectors = s->count / words;                                         \
-    wide a0 = {0}, a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,       \
-         a7 = a0;                                                              \
+    lanes a0 = {0}, a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,      \
+          a7 = a0;                                                             \
     size_t i = 0;                                                              \
     for (; i + 8 <= vectors; i += 8) {                                         \
       a0 += v[i];                                                              \
@@ -85,7 +53,7 @@ static void *read_slice(void *arg) {
     }                                                                          \
     for (; i < vectors; ++i)                                                   \
       a0 += v[i];                                                              \
-    wide sum = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;                          \
+    lanes sum = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;                         \
     uint64_t total = 0;                                                        \
     for (int w = 0; w < words; ++w)                                            \
       total += sum[w];                                                         \
@@ -94,8 +62,16 @@ static void *read_slice(void *arg) {
     s->sum = total;                                                            \
     return NULL;                                                               \
   }
-WIDE_READ(read_slice_32, 32, "avx2")
-WIDE_READ(read_slice_64, 64, "avx512f")
+
+/* 16 bytes: SSE2's width, which every x86-64 and AArch64 build has. */
+READ_SLICE(read_slice, 16, )
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define ATTNC_WIDE_LOADS 1
+/* 32 and 64 bytes, each compiled for the ISA that has them (called only
+ * where the CPU reports it). */
+READ_SLICE(read_slice_32, 32, __attribute__((target("avx2"))))
+READ_SLICE(read_slice_64, 64, __attribute__((target("avx512f"))))
 #endif
 
 /* The reader of --load-bytes, or NULL (with a message) where this CPU or
