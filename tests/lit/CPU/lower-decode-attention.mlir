@@ -116,7 +116,8 @@ func.func @step(%q: memref<2x1x64xf32>, %k: memref<2x600x32xbf16>, %v: memref<2x
 // pos + t), the items as an scf.parallel (the reduction, little work, on
 // one thread), and products(bf16): q, k, v and the weights rounded. The
 // 12 rows x 4 pieces do not fit the registers: pass 3 keeps them in the
-// partials, two value rows per load and store.
+// partials, two value rows per load and store (each kv head's value row
+// serves 6 query rows).
 // THREADS-LABEL: func.func @prefill
 // THREADS-DAG: %[[TOKEN:.*]] = arith.constant dense<[0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0]> : vector<16xindex>
 // THREADS: scf.parallel (%{{.*}}) = (%c0) to (%c16) step (%c1) {
