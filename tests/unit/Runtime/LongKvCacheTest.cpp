@@ -46,8 +46,9 @@ struct LongCase {
   /// bf16/f16, whose attention takes products(bf16/f16) (with a bf16
   /// cache, the kernel's blocks of keys on vdpbf16ps where the CPU has it).
   bool lowPrecisionBlock = false;
-  /// D and the query heads: GPT-2's 768 have more vectors of query rows
-  /// than registers (pass 3's accumulators in memory), 128 fewer.
+  /// D and the query heads. A step's query rows are D / 16 vectors: 8 at
+  /// D = 128 (pass 3's accumulators in registers), 32 at D = 512 (more
+  /// than the registers: in memory, as GPT-2's 48).
   int64_t model = kModel;
   int64_t heads = kHeads;
 };
