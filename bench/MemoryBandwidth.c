@@ -126,8 +126,9 @@ int main(int argc, char **argv) {
   long threads = option(argc, argv, "--threads", 1);
   long mib = option(argc, argv, "--mib", 1024);
   long passes = option(argc, argv, "--passes", 9);
-  void *(*read)(void *) = reader(option(argc, argv, "--load-bytes", 16));
-  if (!read)
+  long load_bytes = option(argc, argv, "--load-bytes", 16);
+  void *(*sum_slice)(void *) = reader(load_bytes);
+  if (!sum_slice)
     return 2;
   if (threads > 256 || passes > 1000) {
     fprintf(stderr, "at most 256 threads and 1000 passes\n");
@@ -152,12 +153,12 @@ int main(int argc, char **argv) {
       size_t first = count * (size_t)t / (size_t)threads;
       size_t last = count * (size_t)(t + 1) / (size_t)threads;
       slices[t] = (slice){buffer + first, last - first, 0};
-      if (t > 0 && pthread_create(&ids[t], NULL, read, &slices[t])) {
+      if (t > 0 && pthread_create(&ids[t], NULL, sum_slice, &slices[t])) {
         fprintf(stderr, "cannot start thread %ld\n", t);
         return 1;
       }
     }
-    read(&slices[0]);
+    sum_slice(&slices[0]);
     for (long t = 1; t < threads; ++t)
       pthread_join(ids[t], NULL);
     rates[p] = bytes / (now() - start) / 1e9;
@@ -169,8 +170,7 @@ int main(int argc, char **argv) {
   uint64_t expected = (uint64_t)passes * ((uint64_t)count * (count - 1) / 2);
   printf("read bandwidth, %ld thread(s), %ld MiB, %ld passes, %ld-byte loads: "
          "best %.1f GB/s, median %.1f GB/s%s\n",
-         threads, mib, passes, option(argc, argv, "--load-bytes", 16),
-         rates[passes - 1], rates[passes / 2],
+         threads, mib, passes, load_bytes, rates[passes - 1], rates[passes / 2],
          check == expected ? "" : " (checksum WRONG)");
   free(rates);
   free(buffer);
