@@ -24,10 +24,22 @@ def _as_numpy(matrices):
                 return t.float().numpy()
             raise
     try:
-        return np.asarray(matrices)
+        m = np.asarray(matrices)
     except ValueError as e:  # ragged lists
         raise ValueError(f"show_heatmaps: matrices are not an array: {e}") \
             from None
+    return _bfloat16_as_float32(m)
+
+
+def _bfloat16_as_float32(m):
+    """bf16 as NumPy holds it: ml_dtypes.bfloat16, or the 2-byte void
+    ('|V2', '<V2') that np.load gives for a .npy of one (attnc run writes
+    bf16 outputs so): bit patterns, the high half of a float32's. Drawn as
+    float32; matplotlib cannot read them."""
+    if m.dtype.kind != "V" or m.dtype.itemsize != 2 or m.dtype.names:
+        return m
+    bits = np.ascontiguousarray(m).view(np.uint16).astype(np.uint32) << 16
+    return bits.view(np.float32)
 
 
 def as_grid(matrices, rows=None):

@@ -247,24 +247,65 @@ _BUILDERS = {"GPT2Block": _gpt2_block,
 # Calls.
 # ---------------------------------------------------------------------------
 
-def _bert_lens(mask, B, T):
-    """BERT's attention mask as key lengths: a [B, T] keep-mask (1 keeps,
-    0 masks: the tokenizer's attention_mask) or the additive [B, 1, 1, T]
-    (or [B, 1, T, T] with equal rows) mask BertModel passes its layers (0
-    keeps, a large negative masks), each row a prefix of kept keys."""
+def _adds_its_mask(m):
+    """Whether BertLayer m adds its attention_mask to the scores (the eager
+    implementation, also a config without one); sdpa and the others take
+    a boolean mask as True = attend, as F.scaled_dot_product_attention."""
+    config = getattr(m.attention.self, "config", None)
+    return getattr(config, "_attn_implementation", None) in \
+        (None, "eager", "paged|eager")
+
+
+# An additive mask masks with a large negative (BertModel: the dtype's
+# min); any value below this is one (exp of it is 0 in every float type).
+_MASKED = -1e4
+
+
+def _bert_lens(mask, B, T, adds):
+    """BERT's attention mask as key lengths, in every form Hugging Face
+    passes: [B, T] as the tokenizer gives it (1 or True keeps a token, 0
+    masks it), or 4-D [B, 1, 1, T] (or [B, 1, T, T] with equal rows) as
+    BertModel passes its layers: boolean (True attends; `adds` false) or
+    additive (0 keeps, a large negative masks). Each row must keep a
+    prefix of the keys (right padding)."""
     if mask.dim() == 4:
         if mask.shape[1] != 1 or mask.shape[3] != T or \
                 not torch.equal(mask, mask[:, :, :1].expand_as(mask)):
             raise NotImplementedError(
                 "attnc.from_torch: BertLayer's attention_mask with "
                 "different rows per query (attnc masks by key lengths)")
-        keep = mask[:, 0, 0] >= 0
+        row = mask[:, 0, 0]
+        if row.dtype == torch.bool:
+            if adds:
+                raise NotImplementedError(
+                    "attnc.from_torch: a boolean 4-D attention_mask for an "
+                    "eager BertLayer, which adds its mask to the scores "
+                    "(True adds 1): pass the additive mask BertModel makes "
+                    "for eager layers (0 keeps, torch.finfo(dtype).min "
+                    "masks), or build the layer with "
+                    "attn_implementation=\"sdpa\"")
+            keep = row
+        else:
+            keep = row == 0
+            if not torch.all(keep | (row < _MASKED)):
+                raise NotImplementedError(
+                    "attnc.from_torch: BertLayer's additive attention_mask "
+                    "holds values other than 0 (keep) and a large negative "
+                    "(mask): a bias on the scores, which attnc cannot "
+                    "express")
     elif mask.dim() == 2:
+        if not torch.all((mask == 0) | (mask == 1)):
+            raise NotImplementedError(
+                "attnc.from_torch: a [batch, tokens] attention_mask is the "
+                "tokenizer's, 1 keeping a token and 0 masking it; this one "
+                "holds other values (an additive mask is 4-D: "
+                f"[{B}, 1, 1, {T}])")
         keep = mask != 0
     else:
         raise ValueError(
             f"attnc.from_torch: attention_mask of shape {list(mask.shape)}; "
-            f"expected [{B}, {T}] (1 keeps a token) or [{B}, 1, 1, {T}]")
+            f"expected [{B}, {T}] (1 keeps a token) or [{B}, 1, 1, {T}] "
+            "(boolean or additive, as BertModel passes it)")
     if list(keep.shape) != [B, T]:
         raise ValueError(
             f"attnc.from_torch: attention_mask covers {list(keep.shape)} "
@@ -279,9 +320,24 @@ def _bert_lens(mask, B, T):
     return lens.to(torch.int32)
 
 
+_INT32 = (-2**31, 2**31 - 1)
+
+
 def _positions(pos, B):
-    """A decoding call's positions as the kernel's pos input: int32 [B]."""
+    """A decoding call's positions as the kernel's pos input: [B] integers.
+    They are never narrowed here (a .to(int32) wraps 2**32 + 3 to 3, a
+    row of the cache): an int outside int32 is refused, and an integer
+    tensor goes to the kernel as it is, whose reader refuses a value that
+    does not fit in i32 (and the run a position outside the cache)."""
+    if isinstance(pos, bool):
+        raise TypeError("attnc DecoderBlock: pos must be integers, got a "
+                        "bool")
     if isinstance(pos, int):
+        if not _INT32[0] <= pos <= _INT32[1]:
+            raise ValueError(
+                f"attnc DecoderBlock: pos is {pos}, which does not fit in "
+                "int32, so is no row of the cache (a position is the number "
+                "of tokens already cached: 0 to cache_length - T)")
         return torch.full((B,), pos, dtype=torch.int32)
     pos = torch.as_tensor(pos)
     if pos.dtype.is_floating_point or pos.dtype.is_complex or \
@@ -294,7 +350,7 @@ def _positions(pos, B):
         raise ValueError(f"attnc DecoderBlock: pos has shape "
                          f"{list(pos.shape)}; expected [{B}] (one position "
                          "per sequence) or an int")
-    return pos.to(torch.int32).contiguous()
+    return pos.contiguous()
 
 
 class DecoderBlock:
@@ -339,9 +395,51 @@ class DecoderBlock:
         return kernel(X=x.contiguous(), pos=_positions(pos, self.batch),
                       cache_k=self.cache_k, cache_v=self.cache_v)
 
+    def _verification_call(self, inputs):
+        """The prefill of the example at position 0 (what the module
+        computes on the whole example: causal attention), for from_torch's
+        check; the cache is left as it was, all zeros."""
+        try:
+            return self(inputs[0], 0)
+        finally:
+            self.cache_k.zero_()
+            self.cache_v.zero_()
+
     def __repr__(self):
         return (f"<attnc.DecoderBlock {self.kernel.name}: cache "
-                f"{list(self.cache_k.shape)} {self.dtype}>")
+                f"{list(self.cache_k.shape)} {self.dtype}; "
+                f"{_torch._COPIED_WEIGHTS}>")
+
+
+def forward_of(m):
+    """How the transformers module m runs on from_torch's example inputs,
+    as a function of the module as a callable (m, or m computing in float64)
+    and the inputs: Llama's layer takes its rope tables (attnc computes
+    them for positions 0 ... T-1); BertLayer takes a [B, T] keep mask as
+    BertModel passes it, additive [B, 1, 1, T] (the layer would add it as
+    it is)."""
+    name = type(m).__name__
+    if name == "LlamaDecoderLayer":
+        from transformers.models.llama.modeling_llama import \
+            LlamaRotaryEmbedding
+        rotary = LlamaRotaryEmbedding(m.self_attn.config)
+
+        def forward(run, inputs):
+            x = inputs[0]
+            positions = torch.arange(x.shape[1]).unsqueeze(0).expand(
+                x.shape[0], -1)
+            return run(x, position_embeddings=rotary(x, positions))
+        return forward
+    if name == "BertLayer":
+        def forward(run, inputs):
+            x = inputs[0]
+            mask = inputs[1] if len(inputs) > 1 else None
+            if mask is not None and mask.dim() == 2:
+                mask = (1.0 - mask[:, None, None, :].to(x.dtype)) * \
+                    torch.finfo(x.dtype).min
+            return run(x, mask)
+        return forward
+    return lambda run, inputs: run(inputs[0])
 
 
 def _compiled(spec, options):
@@ -397,12 +495,13 @@ def _bert_block(m, shape, masked, cache_length, options):
     spec, kernel = variants.get(masked)
     expected = {"hidden_states": shape}
     B, T = shape[0], shape[1]
+    adds = _adds_its_mask(m)
 
     def call(block, hidden_states, attention_mask=None):
         _torch._check_shapes({"hidden_states": hidden_states}, expected)
         args = {"X": hidden_states.contiguous()}
         if attention_mask is not None:
-            args["lens"] = _bert_lens(attention_mask, B, T)
+            args["lens"] = _bert_lens(attention_mask, B, T, adds)
         return variants.get(attention_mask is not None)[1](**args)
 
     return _torch.TorchBlock(spec, kernel, call)

@@ -21,6 +21,7 @@ attribute that attnc cannot express.
 """
 
 import functools
+import inspect
 import math
 import itertools
 from typing import List, Optional
@@ -29,7 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from . import _kernels, _native_call
+from . import _kernels, _native
 from . import compile as _compile
 
 _op_counter = itertools.count()
@@ -96,7 +97,7 @@ def _run(kernel, names, arrays):
     tensors of such a list.)"""
     k = _kernel_named(kernel)
     with torch.no_grad():  # autograd has seen the call; run it plainly
-        result = _native_call(k, **dict(zip(names, arrays)))
+        result = _native(k, dict(zip(names, arrays)))
     return list(result) if isinstance(result, tuple) else [result]
 
 
@@ -138,17 +139,18 @@ def operator_call(kernel, arrays):
             f"kernel '{kernel.name}' has no argument named '{unknown[0]}'; "
             f"its arguments are {', '.join(kernel._arguments)}")
 
-    def tensor(value):
+    def tensor(value, name):
         t = value if isinstance(value, torch.Tensor) else \
             torch.as_tensor(np.asarray(value))
-        if cast and t.dtype == torch.float64:
+        # A state is never cast: the kernel would update the copy.
+        if cast and t.dtype == torch.float64 and name not in kernel._states:
             t = t.to(torch.float32)
         return t
 
     if kernel._states:
         return _call_with_states(kernel, arrays, tensor)
     names = [n for n in kernel._arguments if n in arrays]
-    results = _run(kernel._key, names, [tensor(arrays[n]) for n in names])
+    results = _run(kernel._key, names, [tensor(arrays[n], n) for n in names])
     return results[0] if len(results) == 1 else tuple(results)
 
 
@@ -177,7 +179,27 @@ def _call_with_states(kernel, arrays, tensor):
             f"attnc kernel '{name}': '{extra[0]}' is a bound param; "
             "its operator takes the inputs, the states and the params not "
             "bound when it was made")
-    return op(*(tensor(arrays[n]) for n in names))
+    tensors = [tensor(arrays[n], n) for n in names]
+    for n, t in zip(names, tensors):
+        if n in kernel._states:
+            _check_state(name, n, kernel._state_types[n], t)
+    return op(*tensors)
+
+
+def _check_state(kernel_name, name, expected, t):
+    """Refuses a state the kernel cannot update in place, as a plain call
+    does: while torch.compile traces, the operator would otherwise run on
+    a copy that the graph made to fit, and the update would be lost."""
+    dtype, shape = expected
+    if t.dtype != _torch_dtype(dtype) or tuple(t.shape) != shape or \
+            t.device.type != "cpu" or not t.is_contiguous():
+        raise ValueError(
+            f"attnc kernel '{kernel_name}': state '{name}' "
+            f"({dtype}[{', '.join(map(str, shape))}]) must be a "
+            "C-contiguous CPU array of its dtype, written in place; got "
+            f"{t.dtype} {list(t.shape)} on {t.device.type}"
+            f"{'' if t.is_contiguous() else ', strided'} (a state is never "
+            "converted, cast=True or not)")
 
 
 def torch_op(kernel):
@@ -209,7 +231,7 @@ def torch_op(kernel):
 
     def impl(*tensors):
         with torch.no_grad():  # autograd has seen the call
-            return _native_call(kernel, **dict(zip(names, tensors)))
+            return _native(kernel, dict(zip(names, tensors)))
 
     def fake(*tensors):
         device = tensors[0].device if tensors else None
@@ -460,23 +482,48 @@ def _is_d2l_encoder_block(m):
         _is_d2l_mha(m.attention)
 
 
+# The arguments of from_torch's callables that carry the module's data (its
+# float type); lengths and masks have types of their own.
+_DATA_ARGUMENTS = frozenset(("queries", "keys", "values", "X", "query", "key",
+                             "value", "src", "hidden_states"))
+
+
 class TorchBlock:
     """What from_torch returns: call it like the module. `spec` is the
     generated .attn text, `kernel` the compiled Kernel (its params bound),
-    `params` the weights as bound (NumPy arrays by spec name)."""
+    `params` the weights as bound (NumPy arrays by spec name): copies of
+    the module's, made when from_torch ran."""
 
     def __init__(self, spec, kernel, call):
         self.spec = spec.text()
         self.params = spec.params
         self.kernel = kernel.kernel
         self._call = call
+        self._names = list(inspect.signature(call).parameters)[1:]
         self.attention_weights = None
         # A float64 module (module.double()): called with float64 tensors,
         # as the module is, and returning float64; the kernel computes in
         # f32 (its weights were rounded to f32 when bound).
         self.float64 = False
+        # The dtype of the module's data (from_torch sets it).
+        self.dtype = _torch_dtype(spec.dtype if isinstance(spec, _Spec)
+                                  else spec.blocks[-1].dtype)
+
+    def _check_dtypes(self, args, kwargs):
+        """Refuses data of another float type than the module's: the
+        kernel's own message would suggest cast=, which this callable does
+        not take (a module refuses such tensors too)."""
+        for name, value in itertools.chain(zip(self._names, args),
+                                           kwargs.items()):
+            if name in _DATA_ARGUMENTS and isinstance(value, torch.Tensor) \
+                    and value.is_floating_point() and value.dtype != self.dtype:
+                raise ValueError(
+                    f"attnc.from_torch: {name} is {value.dtype}, but this "
+                    f"callable computes in {self.dtype}, as the module does: "
+                    f"pass {self.dtype} tensors ({name}.to({self.dtype}))")
 
     def __call__(self, *args, **kwargs):
+        self._check_dtypes(args, kwargs)
         if not self.float64:
             return self._call(self, *args, **kwargs)
         # One tensor passed several times (self-attention) stays one.
@@ -497,7 +544,14 @@ class TorchBlock:
         return _to_float64(result)
 
     def __repr__(self):
-        return f"<attnc.TorchBlock {self.kernel.name}>"
+        return (f"<attnc.TorchBlock {self.kernel.name}: {_COPIED_WEIGHTS}>")
+
+
+# What a from_torch callable's repr says of its weights (issue 52: nothing
+# said so, and edits to the module were silently not seen).
+_COPIED_WEIGHTS = ("weights copied from the module when from_torch ran "
+                   "(later changes to the module are not seen: call "
+                   "attnc.from_torch again)")
 
 
 def _to_float32(value):
@@ -524,6 +578,15 @@ def _compile_spec(spec, compile_options):
 # ---------------------------------------------------------------------------
 
 def _d2l_weights(m):
+    # The projections are compiled around scaled dot-product attention: a
+    # MultiHeadAttention built on another scoring (D2L's AdditiveAttention)
+    # has the same W_q ... W_o, and is refused here.
+    if not _is_d2l_dot_product_attention(m.attention):
+        raise NotImplementedError(
+            f"attnc.from_torch: MultiHeadAttention.attention is "
+            f"{type(m.attention).__name__}; attnc scores by scaled dot "
+            "product only (D2L's DotProductAttention: softmax(q k^T / "
+            "sqrt(d)), no parameters of its own)")
     w = [m.W_q.weight, m.W_k.weight, m.W_v.weight, m.W_o.weight]
     b = [m.W_q.bias, m.W_k.bias, m.W_v.bias, m.W_o.bias]
     return w, b
@@ -778,8 +841,8 @@ def _from_d2l_encoder(m, inputs, return_weights, options):
     table = caller.param("embedding", m.embedding.weight)
     caller.let("embedded", f"scale(embedding({x}, {table}), "
                f"{float(math.sqrt(D))!r})")
-    max_len = m.pos_encoding.P.shape[1]
-    caller.let("H0", f"positional_encoding(embedded, max_len={max_len})")
+    _positional_encoding(caller, "pos_encoding_", "embedded", "H0",
+                         m.pos_encoding.P, T)
     weights = []
     for i, (block_spec, _, _) in enumerate(block_specs):
         keywords = []
@@ -799,7 +862,9 @@ def _from_d2l_encoder(m, inputs, return_weights, options):
     def call(block, X, valid_lens):
         _check_shapes({"X": X, "valid_lens": valid_lens}, shapes)
         _check_lens_given(valid_lens, lens)
-        args = {"X": X.to(torch.int32) if isinstance(X, torch.Tensor) else X}
+        # Token ids as they are: the kernel's reader refuses an id that does
+        # not fit in i32 (a .to(int32) wrapped 2**32 + 3 to the id 3).
+        args = {"X": X}
         if lens:
             args["valid_lens"] = _lens_of(valid_lens, heads, per_head, T)
         result = kernel(**args)
@@ -816,6 +881,47 @@ def _is_d2l_positional_encoding(m):
         m.P.dim() == 3 and isinstance(getattr(m, "dropout", None), nn.Dropout)
 
 
+def _sinusoidal_table(max_len, D):
+    """D2L's PositionalEncoding table [1, max_len, D], computed as the book
+    computes it (float32): what the positional_encoding op adds."""
+    P = torch.zeros((1, max_len, D))
+    X = torch.arange(max_len, dtype=torch.float32).reshape(-1, 1) / \
+        torch.pow(10000, torch.arange(0, D, 2, dtype=torch.float32) / D)
+    P[:, :, 0::2] = torch.sin(X)
+    P[:, :, 1::2] = torch.cos(X)
+    return P
+
+
+def _is_sinusoidal(P):
+    """Whether the table P is D2L's sinusoidal one (base 10000), to the
+    rounding of its dtype; a learned table, or one of another base, is not."""
+    if P.shape[0] != 1 or P.shape[2] % 2:
+        return False
+    formula = _sinusoidal_table(P.shape[1], P.shape[2]).to(P.dtype)
+    # A sin or cos may differ by an ulp between CPUs; in bf16/f16 that can
+    # round to the next value.
+    tolerance = 1e-5 if P.dtype in (torch.float32, torch.float64) else \
+        torch.finfo(P.dtype).eps
+    return bool(((P.detach().cpu().float() - formula.float()).abs() <=
+                 tolerance).all())
+
+
+def _positional_encoding(spec, prefix, x, out, P, T):
+    """`out = x + P[:, :T]` (D2L's PositionalEncoding with its table P): the
+    positional_encoding op when P is the sinusoidal table the op computes,
+    else the table's first T rows as a param. The module's table is read,
+    whatever it holds (a learned one, another base)."""
+    if T > P.shape[1]:
+        raise ValueError(
+            f"attnc.from_torch: {T} steps, but the PositionalEncoding's "
+            f"table P has {P.shape[1]} rows (its max_len)")
+    if _is_sinusoidal(P):
+        spec.let(out, f"positional_encoding({x}, max_len={P.shape[1]})")
+        return
+    table = spec.param(f"{prefix}P", P[:, :T])
+    spec.let(out, f"add({x}, {table})")
+
+
 def _from_d2l_positional_encoding(m, inputs, options):
     if len(inputs) != 1:
         raise ValueError(
@@ -828,7 +934,7 @@ def _from_d2l_positional_encoding(m, inputs, options):
             f"takes X [batch, steps, {m.P.shape[2]}], got {list(X.shape)}")
     spec = _Spec("d2l_positional_encoding")
     x = spec.input("X", X.shape)
-    spec.let("Y", f"positional_encoding({x}, max_len={m.P.shape[1]})")
+    _positional_encoding(spec, "", x, "Y", m.P, X.shape[1])
     spec.outputs = ["Y"]
     kernel = _compile_spec(spec, options)
     shapes = {"X": X.shape}
@@ -1052,15 +1158,52 @@ def _activation(layer):
         "(nn.ReLU, nn.GELU, F.relu, F.gelu)")
 
 
-def _from_nn_encoder_layer(m, inputs, return_weights, options):
-    if not 1 <= len(inputs) <= 2:
+def _encoder_layer_examples(m, inputs):
+    """(src, src_key_padding_mask or None) of from_torch's example inputs
+    for nn.TransformerEncoderLayer m: (src[, src_key_padding_mask]), or in
+    forward's order (src, src_mask, src_key_padding_mask) with src_mask
+    None. Anything else is refused, saying which order is taken."""
+    src_shape = "[batch, seq, feature]" if m.self_attn.batch_first else \
+        "[seq, batch, feature] (batch_first=False)"
+    order = ("nn.TransformerEncoderLayer's example inputs are (src,) or "
+             "(src, src_key_padding_mask), or forward's order (src, None, "
+             f"src_key_padding_mask); src is {src_shape}, "
+             "src_key_padding_mask bool [batch, seq] (True: a padding key)")
+    if not 1 <= len(inputs) <= 3:
+        raise ValueError(f"attnc.from_torch: {order}; got {len(inputs)} "
+                         "example inputs")
+    src = inputs[0]
+    if not isinstance(src, torch.Tensor) or src.dim() != 3 or \
+            not src.is_floating_point():
+        raise ValueError(f"attnc.from_torch: {order}; the first is not a "
+                         "3-D float tensor")
+    if len(inputs) == 3 and inputs[1] is not None:
+        raise NotImplementedError(
+            f"attnc.from_torch: {order}. The second of three is forward's "
+            "src_mask, which attnc does not take (it masks by key lengths: "
+            "src_key_padding_mask, and causally: is_causal=True)")
+    mask = inputs[-1] if len(inputs) > 1 else None
+    if mask is None:
+        return src, None
+    B, T = (src.shape[0], src.shape[1]) if m.self_attn.batch_first else \
+        (src.shape[1], src.shape[0])
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or \
+            list(mask.shape) != [B, T]:
+        what = f"{mask.dtype} {list(mask.shape)}" if \
+            isinstance(mask, torch.Tensor) else type(mask).__name__
         raise ValueError(
-            "attnc.from_torch: nn.TransformerEncoderLayer takes (src[, "
-            f"src_key_padding_mask]) as example inputs, got {len(inputs)}")
+            f"attnc.from_torch: {order}. The mask given, {what}, is no "
+            f"src_key_padding_mask for this src (bool [{B}, {T}]); "
+            "forward's src_mask is not taken")
+    return src, mask
+
+
+def _from_nn_encoder_layer(m, inputs, return_weights, options):
+    example, example_mask = _encoder_layer_examples(m, inputs)
     activation = _activation(m)
     sa = m.self_attn
     batch_first = sa.batch_first
-    src = _batch_major(inputs[0], batch_first)
+    src = _batch_major(example, batch_first)
     heads = sa.num_heads
     w, b = _nn_mha_weights(sa)
     per_head = any(x is not None for x in b)
@@ -1099,10 +1242,9 @@ def _from_nn_encoder_layer(m, inputs, return_weights, options):
         return spec, _compile_spec(spec, options)
 
     variants = _Variants(make)
-    spec, kernel = variants.get(len(inputs) == 2 and inputs[1] is not None,
-                                False)
+    spec, kernel = variants.get(example_mask is not None, False)
 
-    shapes = {"src": inputs[0].shape}
+    shapes = {"src": example.shape}
 
     def call(block, src, src_mask=None, src_key_padding_mask=None,
              is_causal=False):
@@ -1127,7 +1269,10 @@ def from_torch(module, example_inputs, return_weights=False,
                cache_length=None, **options):
     """Compiles `module` (eval mode) for the shapes of `example_inputs` (its
     forward's positional arguments) and returns a TorchBlock that computes
-    what the module computes. With return_weights=True, a D2L block's call
+    what the module computes: before returning it, it runs both on the
+    example inputs and raises ValueError if they differ beyond docs/spec.md
+    §7's bar (_check_against_module). The weights are copied: later changes
+    to the module are not seen. With return_weights=True, a D2L block's call
     also stores the attention weights ([B*heads, Tq, Tk], D2L's
     attention.attention_weights) in the TorchBlock's .attention_weights.
     With cache_length=L, a Hugging Face GPT2Block or LlamaDecoderLayer
@@ -1159,18 +1304,150 @@ def from_torch(module, example_inputs, return_weights=False,
             block = _from_module(module, inputs, return_weights, options)
     finally:
         _spec_dtype = "f32"
-    if isinstance(block, _hf.DecoderBlock):
-        return block
-    if block is not None:
-        block.float64 = any(p.dtype == torch.float64
-                            for p in module.parameters())
-        return block
-    raise NotImplementedError(
-        f"attnc.from_torch: {type(module).__name__} is not a block attnc "
-        "knows: D2L's DotProductAttention, MultiHeadAttention, "
-        "PositionalEncoding, TransformerEncoderBlock or TransformerEncoder, "
-        "nn.MultiheadAttention, nn.TransformerEncoderLayer, Hugging Face "
-        "GPT2Block, LlamaDecoderLayer, BertLayer")
+    if block is None:
+        raise NotImplementedError(
+            f"attnc.from_torch: {type(module).__name__} is not a block "
+            "attnc knows: D2L's DotProductAttention, MultiHeadAttention, "
+            "PositionalEncoding, TransformerEncoderBlock or "
+            "TransformerEncoder, nn.MultiheadAttention, "
+            "nn.TransformerEncoderLayer, Hugging Face GPT2Block, "
+            "LlamaDecoderLayer, BertLayer")
+    if not isinstance(block, _hf.DecoderBlock) and \
+            any(p.dtype == torch.float64 for p in module.parameters()):
+        block.float64 = True
+        block.dtype = torch.float64
+    _check_against_module(module, inputs, block)
+    return block
+
+
+# The largest difference from_torch allows between a float32 (or float64)
+# module and its callable on the example inputs, relative to the output's
+# largest magnitude (at least 1): summation order only (the tests compare
+# at 1e-5 to 1e-4); a misread module is off by far more.
+_F32_TOLERANCE = 1e-4
+
+
+class _TorchFastPathOff:
+    """nn.MultiheadAttention and nn.TransformerEncoderLayer skip their own
+    math in eval mode without grad (torch's fast path, which treats padded
+    rows its own way): the reference runs the math attnc compiled."""
+
+    def __enter__(self):
+        self.enabled = torch.backends.mha.get_fastpath_enabled()
+        torch.backends.mha.set_fastpath_enabled(False)
+
+    def __exit__(self, *exc):
+        torch.backends.mha.set_fastpath_enabled(self.enabled)
+
+
+def _tensors(result):
+    """A module's or callable's result as a list of tensors."""
+    if isinstance(result, torch.Tensor):
+        return [result]
+    return [t for t in result if isinstance(t, torch.Tensor)]
+
+
+def _largest_error(got, expected):
+    """max |got - expected| as a float64, where `expected` is not NaN (a
+    row nn.MultiheadAttention masks entirely is NaN there, uniform in
+    attnc: docs/python.md); a NaN in `got` alone counts as infinite."""
+    got, expected = got.double(), expected.double()
+    keep = ~torch.isnan(expected)
+    error = (got - expected)[keep].abs()
+    return torch.nan_to_num(error, nan=math.inf).max().item() \
+        if error.numel() else 0.0
+
+
+def _check_against_module(module, inputs, block):
+    """Runs the callable and the module on the example inputs and raises
+    ValueError when they differ beyond docs/spec.md §7's bar: the float32
+    tolerance above, or for bf16/f16 the low-precision bar (no more than
+    PyTorch's own error in that dtype against the module in float64, or
+    one unit in the last place at the output's largest magnitude).
+    from_torch recognizes a module by what it holds; this catches what it
+    does differently (its forward) before a wrong callable is returned."""
+    forward = _hf.forward_of(module) if _hf.is_hf_block(module) else \
+        _forward_of(module)
+    dtype = block.dtype
+    with torch.no_grad(), _TorchFastPathOff():
+        got = _tensors(block._verification_call(inputs)
+                       if isinstance(block, _hf.DecoderBlock)
+                       else _block_call(module, block, inputs))
+        try:
+            own = _tensors(forward(module, inputs))
+        except RuntimeError:
+            # D2L's masked_softmax fills -1e6, which float16 cannot hold:
+            # torch cannot run such a module in f16 (attnc masks in f32).
+            if dtype != torch.float16:
+                raise
+            own = None
+        if dtype in (torch.bfloat16, torch.float16):
+            reference = _tensors(forward(_in_float64(module), tuple(
+                t.double() if isinstance(t, torch.Tensor) and
+                t.is_floating_point() else t for t in inputs)))
+    block.attention_weights = None
+    for i, g in enumerate(got):
+        if dtype in (torch.bfloat16, torch.float16):
+            expected = reference[i]
+            mantissa = 7 if dtype == torch.bfloat16 else 10
+            largest = expected.abs().nan_to_num(nan=0.0).max().item()
+            ulp = 2.0 ** (math.floor(math.log2(largest)) - mantissa) \
+                if 0 < largest < math.inf else 0.0
+            bar = max(ulp, 0.0 if own is None else
+                      _largest_error(own[i], expected))
+            what = f"the {_type_name(dtype)} bar of docs/spec.md §7"
+        else:
+            expected = own[i]
+            largest = expected.abs().nan_to_num(nan=0.0).max().item()
+            bar = _F32_TOLERANCE * max(1.0, largest)
+            what = "f32's, relative to the output's largest magnitude"
+        error = _largest_error(g, expected)
+        if not error <= bar:
+            raise ValueError(
+                f"attnc.from_torch: the compiled {type(module).__name__} "
+                "does not compute what the module computes on the example "
+                f"inputs: output {i} differs by up to {error:.3g} (at most "
+                f"{bar:.3g} allowed: {what}). attnc read the module's "
+                "attributes and weights as those of the block it names; "
+                "its forward computes something else, which attnc cannot "
+                "express. Nothing was returned")
+
+
+def _in_float64(module):
+    """`module` computing in float64, the module itself untouched: its
+    float parameters and buffers swapped for float64 copies for each call
+    (a deepcopy fails on what a D2L module keeps, its attention weights
+    with their autograd graph)."""
+    wide = {name: t.double() if t.is_floating_point() else t
+            for name, t in itertools.chain(module.named_parameters(),
+                                           module.named_buffers())}
+
+    def forward(*args, **kwargs):
+        return torch.func.functional_call(module, wide, args, kwargs)
+    return forward
+
+
+def _type_name(dtype):
+    return {torch.bfloat16: "bf16", torch.float16: "f16"}[dtype]
+
+
+def _forward_of(module):
+    """How `module` runs on from_torch's example inputs: a function of the
+    module as a callable (itself, or _in_float64 of it) and the inputs."""
+    if isinstance(module, nn.TransformerEncoderLayer):
+        def forward(run, inputs):
+            src, mask = _encoder_layer_examples(module, inputs)
+            return run(src, src_key_padding_mask=mask)
+        return forward
+    return lambda run, inputs: run(*inputs)
+
+
+def _block_call(module, block, inputs):
+    """The callable on from_torch's example inputs, as the module runs."""
+    if isinstance(module, nn.TransformerEncoderLayer):
+        src, mask = _encoder_layer_examples(module, inputs)
+        return block(src, src_key_padding_mask=mask)
+    return block(*inputs)
 
 
 def _from_module(module, inputs, return_weights, options):

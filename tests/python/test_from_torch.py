@@ -2,6 +2,8 @@
 MultiHeadAttention and TransformerEncoderBlock (the book's code, as the
 goldens use it), nn.MultiheadAttention, nn.TransformerEncoderLayer."""
 
+import math
+
 import pytest
 import torch
 from torch import nn
@@ -261,3 +263,169 @@ def test_a_variant_compiled_at_a_call_keeps_the_modules_dtype():
         expected = m(x, src_key_padding_mask=mask)
     # Entry 0 (no padding); torch zeroes padded rows of entry 1.
     assert (y.float() - expected.float())[0].abs().max() < 0.1
+
+
+# Issue 52, item 6: modules that look like D2L's but are not. from_torch
+# reads what a module holds, and compares the callable with the module on
+# the example inputs before returning it.
+
+class AdditiveAttention(nn.Module):
+    """D2L's additive attention (section 11.3)."""
+
+    def __init__(self, num_hiddens, dropout):
+        super().__init__()
+        self.W_k = nn.LazyLinear(num_hiddens, bias=False)
+        self.W_q = nn.LazyLinear(num_hiddens, bias=False)
+        self.w_v = nn.LazyLinear(1, bias=False)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, queries, keys, values, valid_lens):
+        queries, keys = self.W_q(queries), self.W_k(keys)
+        features = torch.tanh(queries.unsqueeze(2) + keys.unsqueeze(1))
+        scores = self.w_v(features).squeeze(-1)
+        self.attention_weights = d2l.masked_softmax(scores, valid_lens)
+        return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+def learned_table(pe):
+    pe.P = nn.Parameter(torch.randn(pe.P.shape))
+    return pe
+
+
+def table_of_base_1000(pe):
+    max_len, D = pe.P.shape[1], pe.P.shape[2]
+    X = torch.arange(max_len, dtype=torch.float32).reshape(-1, 1) / \
+        torch.pow(1000, torch.arange(0, D, 2, dtype=torch.float32) / D)
+    pe.P[:, :, 0::2] = torch.sin(X)
+    pe.P[:, :, 1::2] = torch.cos(X)
+    return pe
+
+
+@pytest.mark.parametrize("change", [learned_table, table_of_base_1000])
+def test_a_positional_encoding_adds_the_table_it_holds(change):
+    # Before: compiled as the sinusoidal formula of base 10000 (off by 1.24).
+    pe = change(d2l.PositionalEncoding(32, 0.5, max_len=100)).eval()
+    Z = torch.randn(2, 60, 32)
+    f = attnc.from_torch(pe, (Z,))
+    close(f(Z), pe(Z))
+    assert "positional_encoding(" not in f.spec and "add(X, P)" in f.spec
+    # The book's table is still the op.
+    assert "positional_encoding(" in attnc.from_torch(
+        d2l.PositionalEncoding(32, 0.5).eval(), (Z,)).spec
+
+
+def test_an_encoders_learned_positional_table_is_compiled():
+    enc = d2l.TransformerEncoder(50, 24, 48, 4, 1, 0.5).eval()
+    learned_table(enc.pos_encoding)
+    X = torch.randint(0, 50, (2, 10))
+    vl = torch.tensor([3, 10])
+    f = attnc.from_torch(enc, (X, vl))
+    close(f(X, vl), enc(X, vl))
+    assert "positional_encoding(" not in f.spec
+
+
+def test_a_multi_head_attention_on_additive_attention_is_refused():
+    # Before: compiled as dot-product attention (off by 0.25).
+    m = d2l.MultiHeadAttention(20, 4, 0.5)
+    m.attention = AdditiveAttention(5, 0.5)
+    m.eval()
+    X = torch.randn(2, 5, 20)
+    vl = torch.tensor([3, 5])
+    m(X, X, X, vl)  # the lazy layers
+    with pytest.raises(NotImplementedError, match="attention is "
+                       "AdditiveAttention; attnc scores by scaled dot "
+                       "product only"):
+        attnc.from_torch(m, (X, X, X, vl))
+
+
+class DotProductAttention(d2l.DotProductAttention):
+    """Looks like D2L's (its name, a dropout, no parameters) but scales the
+    scores by 1/d, not 1/sqrt(d)."""
+
+    def forward(self, queries, keys, values, valid_lens=None):
+        return super().forward(queries / math.sqrt(queries.shape[-1]), keys,
+                               values, valid_lens)
+
+
+def test_a_module_that_computes_something_else_is_refused():
+    # Nothing in what the module holds tells it apart from D2L's: the
+    # comparison on the example inputs does. Before: returned, off by 0.3.
+    q, k, v = torch.randn(2, 3, 16), torch.randn(2, 6, 16), \
+        torch.randn(2, 6, 4)
+    with pytest.raises(ValueError, match="the compiled DotProductAttention "
+                       "does not compute what the module computes on the "
+                       r"example inputs: output 0 differs by up to [0-9.]+ "
+                       r"\(at most [0-9.e-]+ allowed"):
+        attnc.from_torch(DotProductAttention(0.5).eval(), (q, k, v))
+    m = d2l.MultiHeadAttention(16, 4, 0.5).eval()
+    m.attention = DotProductAttention(0.5).eval()
+    with pytest.raises(ValueError, match="does not compute what the module"):
+        attnc.from_torch(m, (q, k, k, None))
+
+
+def test_token_ids_are_not_wrapped():
+    # Issue 52, item 8: an id of 2**32 + 3 became the id 3 (.to(int32)).
+    enc = d2l.TransformerEncoder(50, 24, 48, 4, 1, 0.5).eval()
+    X = torch.randint(0, 50, (2, 10))
+    vl = torch.tensor([3, 10])
+    f = attnc.from_torch(enc, (X, vl))
+    bad = X.clone()
+    bad[1, 4] = 2**32 + 3
+    with pytest.raises(ValueError, match=r"input 'X': value 4294967299 at "
+                       r"\[1, 4\] does not fit in i32"):
+        f(bad, vl)
+
+
+def test_the_repr_says_the_weights_are_copied():
+    # Issue 52, item 10: an edit to the module is not seen by the callable
+    # (the weights are copied); its repr says so.
+    m = nn.MultiheadAttention(16, 4, batch_first=True).eval()
+    x = torch.randn(2, 5, 16)
+    f = attnc.from_torch(m, (x, x, x))
+    assert "weights copied from the module when from_torch ran (later " \
+        "changes to the module are not seen: call attnc.from_torch " \
+        "again)" in repr(f)
+    before = f(x, x, x)[0]
+    with torch.no_grad():
+        m.out_proj.weight.mul_(2)
+    torch.testing.assert_close(f(x, x, x)[0], before, rtol=0, atol=0)
+
+
+def test_encoder_layer_examples_in_forwards_order():
+    # Issue 52, item 14: forward's order (src, src_mask, src_key_padding_mask)
+    # is taken with src_mask None; a mask that is no key padding mask is
+    # refused saying which order from_torch takes.
+    m = nn.TransformerEncoderLayer(16, 4, 32, batch_first=True).eval()
+    x = torch.randn(2, 5, 16)
+    mask = torch.tensor([[False] * 3 + [True] * 2, [False] * 5])
+    f = attnc.from_torch(m, (x, None, mask))
+    close(f(x, src_key_padding_mask=mask), m(x, src_key_padding_mask=mask))
+    causal = nn.Transformer.generate_square_subsequent_mask(5)
+    with pytest.raises(ValueError, match=r"example inputs are \(src,\) or "
+                       r"\(src, src_key_padding_mask\), or forward's order "
+                       r"\(src, None, src_key_padding_mask\); src is \[batch, "
+                       r"seq, feature\].* The mask given, torch.float32 "
+                       r"\[5, 5\], is no src_key_padding_mask"):
+        attnc.from_torch(m, (x, causal))
+    with pytest.raises(NotImplementedError, match="The second of three is "
+                       "forward's src_mask"):
+        attnc.from_torch(m, (x, causal, mask))
+    seq_first = nn.TransformerEncoderLayer(16, 4, 32).eval()
+    with pytest.raises(ValueError, match=r"src is \[seq, batch, feature\] "
+                       r"\(batch_first=False\).* \(bool \[5, 2\]\)"):
+        attnc.from_torch(seq_first, (x, mask))
+
+
+def test_a_bf16_callable_says_which_dtype_it_takes():
+    # Issue 52, item 14: float32 tensors given to a bf16 callable were
+    # refused with "pass cast=True", which the callable does not take.
+    m = nn.TransformerEncoderLayer(16, 4, 32, batch_first=True).eval()
+    m.to(torch.bfloat16)
+    x = torch.randn(2, 5, 16)
+    f = attnc.from_torch(m, (x.to(torch.bfloat16),))
+    with pytest.raises(ValueError) as error:
+        f(x)
+    assert str(error.value) == (
+        "attnc.from_torch: src is torch.float32, but this callable computes "
+        "in torch.bfloat16, as the module does: pass torch.bfloat16 tensors "
+        "(src.to(torch.bfloat16))")

@@ -236,3 +236,23 @@ def test_figures_sample(tmp_path):
     check_png(tmp_path / "pe_columns.png", 600, 250)
     check_png(tmp_path / "pe_heatmap.png", 350, 400)
     check_png(tmp_path / "mha_weights.png", 700, 350)
+
+
+def test_bf16_weights_are_drawn(tmp_path):
+    # Issue 52, item 12: ml_dtypes' bfloat16, and the '|V2' array np.load
+    # gives for a saved one (attnc run writes bf16 outputs so), were refused
+    # ("cannot draw matrices of dtype bfloat16").
+    import ml_dtypes
+    A = np.random.default_rng(0).random((2, 4, 6)).astype(ml_dtypes.bfloat16)
+    fig = attnc.show_heatmaps(A, xlabel="Keys", ylabel="Queries")
+    np.testing.assert_array_equal(fig.axes[1].images[0].get_array(),
+                                  A[1].astype(np.float32))
+    np.save(tmp_path / "A.npy", A)
+    assert np.load(tmp_path / "A.npy").dtype.str == "|V2"
+    out = tmp_path / "a.png"
+    result = run_cli("heatmaps", str(tmp_path / "A.npy"), "-o", str(out),
+                     "--dpi", "50")
+    assert result.returncode == 0, result.stderr
+    from attnc._heatmaps import grid_figsize
+    width, height = grid_figsize(1, 2)
+    check_png(out, int(width * 50), int(height * 50))

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 from transformers import BertConfig, DynamicCache, GPT2Config, LlamaConfig
@@ -223,6 +224,74 @@ def test_bert_layer_is_the_module(mask):
     if mask is not None:
         with pytest.raises(NotImplementedError, match="not a prefix"):
             block(x, torch.tensor([[1] * 7, [0] + [1] * 6]))
+
+
+def bert_layer(implementation):
+    torch.manual_seed(0)
+    return BertLayer(BertConfig(hidden_size=64, num_attention_heads=4,
+                                intermediate_size=128,
+                                attn_implementation=implementation)).eval()
+
+
+@pytest.mark.parametrize("rows", [1, 7], ids=["1xT", "TxT"])
+def test_bert_sdpa_takes_a_boolean_4d_mask_as_true_attends(rows):
+    # Issue 52, item 7: with sdpa, BertModel passes its layers a boolean
+    # [B, 1, T or 1, T] mask, True attending; it was added as if additive
+    # (off by 0.02).
+    m = bert_layer("sdpa")
+    x = hidden(2, 7)
+    keep = torch.tensor([[True] * 7, [True] * 4 + [False] * 3])
+    mask = keep[:, None, None, :].expand(2, 1, rows, 7)
+    with torch.no_grad():
+        expected = m(x, attention_mask=mask)
+    block = attnc.from_torch(m, (x, mask))
+    torch.testing.assert_close(block(x, mask), expected, **F32)
+
+
+def test_bert_masks_in_every_form_hugging_face_passes():
+    # An eager layer adds its mask: BertModel gives it an additive one; a
+    # boolean one would add 1 and 0, which attnc cannot express.
+    x = hidden(2, 7)
+    keep = torch.tensor([[1] * 7, [1] * 5 + [0] * 2])
+    additive = (1.0 - keep[:, None, None, :].float()) * \
+        torch.finfo(torch.float32).min
+    for implementation in ("eager", "sdpa"):
+        m = bert_layer(implementation)
+        with torch.no_grad():
+            expected = m(x, attention_mask=additive)
+        for mask in (keep, keep.bool(), additive, additive.expand(2, 1, 7, 7),
+                     keep.bool()[:, None, None, :]):
+            if mask.dtype == torch.bool and mask.dim() == 4 and \
+                    implementation == "eager":
+                with pytest.raises(NotImplementedError, match="a boolean "
+                                   "4-D attention_mask for an eager "
+                                   "BertLayer, which adds its mask"):
+                    attnc.from_torch(m, (x, mask))
+                continue
+            block = attnc.from_torch(m, (x, mask))
+            torch.testing.assert_close(block(x, mask), expected, **F32)
+    with pytest.raises(NotImplementedError, match="a bias on the scores"):
+        block(x, additive.clamp(min=-1.0))
+    with pytest.raises(NotImplementedError, match="the tokenizer's"):
+        block(x, additive[:, 0, 0])
+
+
+def test_a_decode_position_is_never_wrapped():
+    # Issue 52, item 8: 2**32 + 3 became 3 (.to(int32)) and overwrote the
+    # cache's row 3. An int, an int64 tensor and NumPy int64 are refused,
+    # naming the value, with nothing written.
+    m = gpt2_block()
+    x = hidden(2, 1)
+    block = attnc.from_torch(m, (x,), cache_length=8)
+    for pos in (torch.tensor([0, 2**32 + 3]),
+                np.array([0, 2**32 + 3], dtype=np.int64)):
+        with pytest.raises(ValueError, match=r"input 'pos': value 4294967299 "
+                           r"at \[1\] does not fit in i32"):
+            block(x, pos)
+    with pytest.raises(ValueError, match="pos is 4294967299, which does not "
+                       "fit in int32"):
+        block(x, 2**32 + 3)
+    assert not block.cache_k.any() and not block.cache_v.any()
 
 
 def test_what_attnc_cannot_express_is_refused():

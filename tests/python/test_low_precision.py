@@ -82,6 +82,42 @@ def test_f32_values_are_rounded_only_when_asked():
                                      for n, t in args.items()}))
 
 
+STATEFUL = """
+block stateful {
+  input X: TYPE[4, 8]
+  state S: TYPE[4, 8]
+  Y = add(X, S)
+  output Y
+}
+"""
+
+
+@pytest.mark.parametrize("dtype,torch_dtype", [("bf16", torch.bfloat16),
+                                               ("f16", torch.float16)])
+def test_strided_arrays_are_copied(dtype, torch_dtype):
+    # Issue 52, item 13: a strided bf16/f16 tensor (or NumPy float16 array)
+    # was refused ("expected bf16[4, 8], got bfloat16[4, 8]") though the
+    # docs say strided inputs are copied, as f32 ones are.
+    k = kernel(dtype)
+    args = inputs(torch_dtype)
+    expected = k(**args)
+    strided = {"X": args["X"].t().contiguous().t(),       # column-major
+               "W": torch.stack([args["W"]] * 2, dim=-1)[..., 0],  # a step
+               "b": args["b"]}
+    assert not strided["X"].is_contiguous()
+    assert not strided["W"].is_contiguous()
+    torch.testing.assert_close(k(**strided), expected, rtol=0, atol=0)
+    if dtype == "f16":
+        arrays = {n: np.asfortranarray(t.numpy()) for n, t in args.items()}
+        np.testing.assert_array_equal(k(**arrays), expected.numpy())
+    # A state is the caller's memory, updated in place: never copied.
+    s = attnc.compile(STATEFUL.replace("TYPE", dtype))
+    with pytest.raises(ValueError, match=r"state 'S' \(\w+\[4, 8\]\) must be "
+                       "a C-contiguous CPU array of its dtype, written in "
+                       "place"):
+        s(X=args["X"], S=args["X"].t().contiguous().t())
+
+
 def test_signature_names_the_types():
     assert kernel("bf16").signature[0] == ("X", "input", "bf16", (4, 8))
     assert kernel("f16").signature[-1] == ("Y", "output", "f16", (4, 16))

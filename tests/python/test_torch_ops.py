@@ -229,3 +229,29 @@ def test_a_states_operator_declares_it_mutated(rng):
                        "operator outside torch.compile"):
         torch.compile(lambda *a: fresh(X=a[0], pos=a[1], K=a[2], V=a[3]),
                       fullgraph=True)(X, pos, *caches())
+
+
+def test_a_state_that_cannot_be_updated_in_place_is_an_error_everywhere(rng):
+    # Issue 52, item 9: with cast=True, a float64 state was cast to a
+    # float32 copy under torch.compile (and in grad mode), the kernel
+    # updated the copy and the caller's cache kept nothing, silently.
+    k = attnc.compile(DECODE_STEP)
+    k.bind(W=torch.from_numpy(rng.standard_normal((8, 8)).astype(np.float32)))
+    k.op  # noqa: B018 - made outside torch.compile, as the docs say
+    X = torch.from_numpy(rng.standard_normal((2, 1, 8)).astype(np.float32))
+    pos = torch.tensor([0, 2], dtype=torch.int32)
+    K, V = torch.zeros((2, 4, 8), dtype=torch.float64), \
+        torch.zeros((2, 4, 8), dtype=torch.float64)
+    message = (r"state 'K' \(f32\[2, 4, 8\]\) must be a C-contiguous CPU "
+               "array of its dtype, written in place")
+
+    def step(X, pos, K, V):
+        return k(X=X, pos=pos, K=K, V=V, cast=True)
+
+    with pytest.raises(ValueError, match=message):
+        step(X, pos, K, V)
+    with pytest.raises(ValueError, match=message):
+        step(X.clone().requires_grad_(), pos, K, V)  # through the operator
+    with pytest.raises(Exception, match=message):
+        torch.compile(step, fullgraph=True)(X, pos, K, V)
+    assert not K.any() and not V.any()
