@@ -17,7 +17,11 @@ with the module's forward signature and result. Supported (eval mode):
   the first two also as decoding layers with a KV cache (_hf.py).
 
 Anything else raises NotImplementedError or ValueError naming the module's
-attribute that attnc cannot express.
+attribute that attnc cannot express. What a module holds is read (its
+positional table, its scoring, its mask's kind); a class name alone never
+decides, and every callable is compared with the module on the example
+inputs before it is returned (_check_against_module): a look-alike whose
+forward computes something else is refused, not compiled wrong.
 """
 
 import functools
