@@ -169,11 +169,7 @@ _native_bind = Kernel.bind
 
 
 def _native(kernel, arrays):
-    """Calls the C++ half. It reads a strided array of a bf16/f16 argument
-    only by converting it, and converts only from f32/f64, so it refuses
-    one of the argument's own dtype: such an array is made C-contiguous
-    here and the call made again (after a ValueError nothing has run).
-    The common case, arrays it takes, costs nothing more."""
+    """Calls the C++ half, retrying with _contiguous_halves."""
     try:
         return _native_call(kernel, **arrays)
     except ValueError:
@@ -185,8 +181,13 @@ def _native(kernel, arrays):
 
 def _contiguous_halves(kernel, arrays):
     """`arrays` with each strided bf16/f16 input or param (torch or NumPy)
-    replaced by a C-contiguous copy; None when there is none. States and
-    out= are the caller's memory, written in place: never copied."""
+    replaced by a C-contiguous copy; None when there is none. The C++ half
+    reads a strided array only by converting it, and converts to bf16/f16
+    only from f32/f64, so it refuses a strided array of the argument's own
+    dtype: a call or bind that raised ValueError (nothing has run or been
+    bound then) is made again with these copies. Arrays it takes cost
+    nothing more. States and out= are the caller's memory, written in
+    place: never copied."""
     copies = None
     for name in kernel._half_arguments.intersection(arrays):
         value = arrays[name]
@@ -219,14 +220,25 @@ def _call(self, **arrays):
         from ._torch import operator_call
         return operator_call(self, arrays)
     try:
-        return _native(self, arrays)
+        return _native_call(self, **arrays)
     except _NeedsAutograd:
         from ._torch import operator_call
         return operator_call(self, arrays)
+    except ValueError:
+        copies = _contiguous_halves(self, arrays)
+        if copies is None:
+            raise
+    return _call(self, **copies)
 
 
 def _bind(self, **params):
-    _native_bind(self, **params)
+    try:
+        _native_bind(self, **params)
+    except ValueError:
+        copies = _contiguous_halves(self, params)
+        if copies is None:
+            raise
+        _native_bind(self, **copies)
     self._bound = self._bound | (params.keys() - {"cast"})
     return self
 

@@ -107,6 +107,8 @@ def test_strided_arrays_are_copied(dtype, torch_dtype):
     assert not strided["X"].is_contiguous()
     assert not strided["W"].is_contiguous()
     torch.testing.assert_close(k(**strided), expected, rtol=0, atol=0)
+    k.bind(W=strided["W"], b=args["b"])  # bind copies params in, too
+    torch.testing.assert_close(k(X=strided["X"]), expected, rtol=0, atol=0)
     if dtype == "f16":
         arrays = {n: np.asfortranarray(t.numpy()) for n, t in args.items()}
         np.testing.assert_array_equal(k(**arrays), expected.numpy())
