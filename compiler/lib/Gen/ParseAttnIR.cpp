@@ -2,11 +2,10 @@
 
 #include "attnc/Gen/ParseAttnIR.h"
 
-#include "attnc/Sema/CNames.h"
-
 #include "attn/IR/AttnDialect.h"
 #include "attn/IR/AttnShapeRules.h"
 #include "attn/IR/AttnTypes.h"
+#include "attn/Target/CNames.h"
 #include "attn/Target/ElementType.h"
 #include "attn/Target/KernelAbi.h"
 
@@ -34,6 +33,50 @@ bool attnc::isAttnIRFile(llvm::StringRef path) {
 }
 
 namespace {
+
+using mlir::attn::abi::cNameConflict;
+using mlir::attn::abi::CNameUse;
+using mlir::attn::abi::printableName;
+
+/// How deep brackets may nest in attn IR. MLIR's parser, verifier and
+/// printer recurse once per level (regions, attributes, types): thousands
+/// of nested modules overflowed the stack. What attnc writes nests less
+/// than ten deep.
+constexpr unsigned kMaxNesting = 256;
+
+/// Where `text` first nests deeper than kMaxNesting, counting '{', '(', '['
+/// and '<' outside string literals and comments (`->`, `<=` and `>=` are
+/// no brackets), or null. A scan of the text, before the parser recurses.
+const char *tooDeeplyNested(llvm::StringRef text) {
+  unsigned depth = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    char next = i + 1 < text.size() ? text[i + 1] : '\0';
+    if (c == '"') { // a string literal, with its escapes
+      for (++i; i < text.size() && text[i] != '"'; ++i)
+        if (text[i] == '\\')
+          ++i;
+      continue;
+    }
+    if (c == '/' && next == '/') { // a comment, to the end of its line
+      i = text.find('\n', i);
+      if (i == llvm::StringRef::npos)
+        break;
+      continue;
+    }
+    if ((c == '-' || c == '<' || c == '>') && (next == '>' || next == '=')) {
+      ++i;
+      continue;
+    }
+    if (c == '{' || c == '(' || c == '[' || c == '<') {
+      if (++depth > kMaxNesting)
+        return text.data() + i;
+    } else if ((c == '}' || c == ')' || c == ']' || c == '>') && depth > 0) {
+      --depth;
+    }
+  }
+  return nullptr;
+}
 
 /// The element types a kernel's buffers may have, for messages: "f32 or
 /// i32".
@@ -114,8 +157,8 @@ private:
     }
   }
 
-  /// The attn.name of argument or result `index`, checked as a C parameter
-  /// name; empty after an error.
+  /// The attn.name of argument or result `index` (the dialect's verifier
+  /// has checked it as a C parameter name); empty after an error.
   std::string nameOf(FuncOp func, mlir::Location loc,
                      mlir::DictionaryAttr attrs, llvm::StringRef what) {
     auto name = attrs ? attrs.getAs<mlir::StringAttr>(AttnDialect::kNameAttr)
@@ -126,30 +169,23 @@ private:
                     "{attn.name = \"X\", attn.role = \"input\"}";
       return "";
     }
-    std::string conflict = cNameConflict(name.getValue(), CNameUse::Parameter);
-    if (!conflict.empty()) {
-      error(loc) << what << " of '" << func.getName() << "' is named '"
-                 << name.getValue() << "', which " << conflict
-                 << "; rename it (the name is part of the kernel's C "
-                    "interface)";
-      return "";
-    }
     return name.getValue().str();
   }
 
+  /// The kernel's name, its buffers' names and roles, its dims (names,
+  /// roles and dims already verified by the dialect where they are given).
   void checkInterface(FuncOp func) {
-    llvm::StringRef kernel = func.getName();
+    std::string kernel = printableName(func.getName());
     if (func.isPublic()) {
-      std::string conflict = cNameConflict(kernel, CNameUse::Function);
+      std::string conflict = cNameConflict(func.getName(), CNameUse::Function);
       if (conflict.empty())
-        conflict = mlir::attn::abi::reservedSymbolConflict(kernel);
+        conflict = mlir::attn::abi::reservedSymbolConflict(func.getName());
       if (!conflict.empty())
         error(func) << "kernel '" << kernel << "' " << conflict
                     << "; rename it (the name is part of the kernel's C "
                        "interface)";
     }
     std::vector<std::string> arguments, results, dims;
-    llvm::StringSet<> taken;
     unsigned errorsBefore = errors;
     for (unsigned i = 0; i < func.getNumArguments(); ++i) {
       std::string what = "argument #" + std::to_string(i);
@@ -163,52 +199,28 @@ private:
       if (!named || *named == mlir::attn::abi::ArgumentRole::Output)
         error(loc) << what << " of '" << kernel
                    << "' needs attn.role = \"input\", \"param\" or \"state\"";
-      if (!name.empty() && !taken.insert(name).second)
-        error(loc) << "two arguments of '" << kernel << "' are named '" << name
-                   << "'";
       arguments.push_back(name);
     }
-    llvm::StringSet<> outputs;
     for (unsigned i = 0; i < func.getNumResults(); ++i) {
       std::string what = "result #" + std::to_string(i);
       checkBufferType(func, func.getLoc(), func.getResultTypes()[i], what);
       std::string name =
           nameOf(func, func.getLoc(), func.getResultAttrDict(i), what);
-      if (!name.empty() && !outputs.insert(name).second)
-        error(func) << "two results of '" << kernel << "' are named '" << name
-                    << "'";
       results.push_back(name);
     }
     if (func.getNumResults() == 0)
       error(func) << "'" << kernel << "' has no results";
 
-    auto dimNames =
-        func->getAttrOfType<mlir::ArrayAttr>(AttnDialect::kDimNamesAttr);
-    auto dimValues = func->getAttrOfType<mlir::DenseI64ArrayAttr>(
-        AttnDialect::kDimValuesAttr);
-    if (!dimNames && !dimValues && !func->hasAttr(AttnDialect::kDimNamesAttr) &&
-        !func->hasAttr(AttnDialect::kDimValuesAttr)) {
+    if (auto dimNames =
+            func->getAttrOfType<mlir::ArrayAttr>(AttnDialect::kDimNamesAttr)) {
+      for (mlir::Attribute dim : dimNames)
+        dims.push_back(mlir::cast<mlir::StringAttr>(dim).getValue().str());
+    } else {
       // Dims only name sizes in the header: a hand-written kernel may leave
-      // them out.
+      // them out (the verifier allows both or neither).
       mlir::Builder b(func.getContext());
       func->setAttr(AttnDialect::kDimNamesAttr, b.getArrayAttr({}));
       func->setAttr(AttnDialect::kDimValuesAttr, b.getDenseI64ArrayAttr({}));
-    } else if (!dimNames || !dimValues ||
-               dimNames.size() != size_t(dimValues.size()) ||
-               !llvm::all_of(dimNames, llvm::IsaPred<mlir::StringAttr>)) {
-      error(func) << "'" << kernel
-                  << "' needs attn.dim_names (strings) and attn.dim_values "
-                     "(array<i64: ...>) of one length, or neither";
-    } else {
-      for (mlir::Attribute dim : dimNames) {
-        llvm::StringRef name = mlir::cast<mlir::StringAttr>(dim).getValue();
-        std::string conflict = cNameConflict(name, CNameUse::Parameter);
-        if (!conflict.empty())
-          error(func) << "dim '" << name << "' of '" << kernel << "' "
-                      << conflict << "; rename it (dims name the header's "
-                      << "macros)";
-        dims.push_back(name.str());
-      }
     }
     if (!func.isPublic() || errors != errorsBefore)
       return;
@@ -229,8 +241,23 @@ private:
     }
   }
 
+  /// The marks attnc's passes leave (attn-split-prepare's parts, its
+  /// packed size, attn-compute-in-f32's rounding, the offset calls) are
+  /// theirs to set: a kernel read from a file does not carry them.
+  void checkNoPassMarks(mlir::Operation *op) {
+    for (llvm::StringRef mark :
+         {AttnDialect::kPackedElementsAttr, AttnDialect::kKernelPartAttr,
+          AttnDialect::kOffsetCallOfAttr, AttnDialect::kOffsetCallBytesAttr,
+          AttnDialect::kInnerRoundingAttr, AttnDialect::kBf16PairGemmAttr})
+      if (op->hasAttr(mark))
+        error(op) << "'" << mark
+                  << "' is set by attnc's passes, not by hand; remove it";
+  }
+
   void checkBody(FuncOp func) {
+    checkNoPassMarks(func);
     func.getBody().walk([&](mlir::Operation *op) {
+      checkNoPassMarks(op);
       if (mlir::isa<mlir::func::ReturnOp>(op) ||
           mlir::isa_and_nonnull<AttnDialect>(op->getDialect()))
         return;
@@ -326,6 +353,18 @@ attnc::parseAttnIR(mlir::MLIRContext &context, llvm::StringRef text,
   context.printOpOnDiagnostic(false);
   context
       .loadDialect<AttnDialect, mlir::func::FuncDialect, mlir::DLTIDialect>();
+  if (const char *deep = tooDeeplyNested(text)) {
+    auto [line, column] =
+        sourceMgr.getLineAndColumn(llvm::SMLoc::getFromPointer(
+            sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())
+                ->getBufferStart() +
+            (deep - text.data())));
+    mlir::emitError(
+        mlir::FileLineColLoc::get(&context, sourceName, line, column))
+        << "nested more than " << kMaxNesting
+        << " levels deep; attnc reads attn IR nested at most that deep";
+    return failure();
+  }
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
   if (!module) {

@@ -2,10 +2,10 @@
 
 #include "attnc/Sema/Sema.h"
 
-#include "attnc/Sema/CNames.h"
 #include "attnc/Sema/OpTable.h"
 #include "attnc/Support/Diagnostics.h"
 
+#include "attn/Target/CNames.h"
 #include "attn/Target/KernelAbi.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -30,6 +30,8 @@ namespace {
 
 /// Largest tensor a declaration may have; the rules use the same bound so
 /// that no product of dims overflows int64 downstream.
+using mlir::attn::abi::cNameConflict;
+using mlir::attn::abi::CNameUse;
 using mlir::attn::rules::kMaxElements;
 using mlir::attn::rules::kMaxRank;
 

@@ -34,9 +34,6 @@
 
 namespace mlir::attn {
 
-/// The unit attribute that marks the generic.
-constexpr llvm::StringLiteral kBf16PairGemmAttr = "attn.bf16_pair_gemm";
-
 enum class Bf16PairForm { Widened, Slots, Tiles };
 
 /// The operands of a marked generic: `lhs` [M, K/2, 2] (bf16, f32 when

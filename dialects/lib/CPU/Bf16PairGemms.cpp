@@ -7,6 +7,7 @@
 #include "Bf16PairGemm.h"
 
 #include "attn/CPU/Passes.h"
+#include "attn/IR/AttnDialect.h"
 #include "attn/Target/CpuTarget.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -241,7 +242,7 @@ Value pairGemm(OpBuilder &b, Location loc, Value lhs, Value rhs, Value out,
         sum = arith::AddFOp::create(nb, nl, sum, product(args[1], evenB));
         linalg::YieldOp::create(nb, nl, sum);
       });
-  generic->setAttr(kBf16PairGemmAttr, UnitAttr::get(context));
+  generic->setAttr(AttnDialect::kBf16PairGemmAttr, UnitAttr::get(context));
   return generic->getResult(0);
 }
 
@@ -342,8 +343,9 @@ struct AttnBf16PairGemmsPass
 
 std::optional<Bf16PairGemm>
 mlir::attn::matchBf16PairGemm(linalg::GenericOp op) {
-  if (!op->hasAttr(kBf16PairGemmAttr) || op.getNumDpsInits() != 1 ||
-      op.getNumDpsInputs() < 3 || op.getNumDpsInputs() > 4)
+  if (!op->hasAttr(AttnDialect::kBf16PairGemmAttr) ||
+      op.getNumDpsInits() != 1 || op.getNumDpsInputs() < 3 ||
+      op.getNumDpsInputs() > 4)
     return std::nullopt;
   Value lhs = op.getDpsInputs()[0], rhs = op.getDpsInputs()[2],
         out = op.getDpsInits()[0];

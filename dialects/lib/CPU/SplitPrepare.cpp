@@ -30,9 +30,6 @@ using namespace mlir::attn;
 
 namespace {
 
-/// Marks the functions this pass made, so that a second run leaves them.
-constexpr StringLiteral kKernelPartAttr = "attn.kernel_part";
-
 bool isParam(func::FuncOp kernel, unsigned argument) {
   auto role =
       kernel.getArgAttrOfType<StringAttr>(argument, AttnDialect::kRoleAttr);
@@ -175,7 +172,7 @@ func::FuncOp buildPrepare(OpBuilder &b, func::FuncOp kernel,
       b, loc, abi::entrySymbol(kernel.getSymName(), abi::Entry::Prepare), type);
   for (auto [i, argument] : llvm::enumerate(params))
     prepare.setArgAttrs(i, kernel.getArgAttrDict(argument));
-  prepare->setAttr(kKernelPartAttr, b.getStringAttr("prepare"));
+  prepare->setAttr(AttnDialect::kKernelPartAttr, b.getStringAttr("prepare"));
 
   OpBuilder::InsertionGuard guard(b);
   Block *entry = prepare.addEntryBlock();
@@ -213,7 +210,7 @@ func::FuncOp buildPrepared(OpBuilder &b, func::FuncOp kernel,
   prepared.setSymName(
       abi::entrySymbol(kernel.getSymName(), abi::Entry::Prepared));
   prepared->removeAttr(AttnDialect::kPackedElementsAttr);
-  prepared->setAttr(kKernelPartAttr, b.getStringAttr("prepared"));
+  prepared->setAttr(AttnDialect::kKernelPartAttr, b.getStringAttr("prepared"));
   MLIRContext *context = kernel.getContext();
   unsigned packedIndex = prepared.getNumArguments();
   // `packed` is shared by every call: read only, like the params.
@@ -276,7 +273,7 @@ struct AttnSplitPreparePass
     for (auto kernel : module.getOps<func::FuncOp>())
       if (!kernel.isExternal() &&
           (kernel.isPublic() || kernel->hasAttr(AttnDialect::kDimNamesAttr)) &&
-          !kernel->hasAttr(kKernelPartAttr) &&
+          !kernel->hasAttr(AttnDialect::kKernelPartAttr) &&
           !kernel->hasAttr(AttnDialect::kPackedElementsAttr))
         kernels.push_back(kernel);
     FailureOr<attn::CpuSchedule> schedule = attn::cpuScheduleOf(module);

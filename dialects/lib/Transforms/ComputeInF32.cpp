@@ -50,8 +50,6 @@ bool mlir::attn::keepsResultInF32(Value result) {
          isElementwise(*result.getUsers().begin());
 }
 
-constexpr llvm::StringLiteral kInnerRoundingAttr = "attn.inner_rounding";
-
 namespace {
 
 /// The bf16/f16 type a composite op computed in before attn-compute-in-f32
@@ -59,7 +57,8 @@ namespace {
 FloatType narrowTypeOf(Operation *op) {
   if (!isa<MultiheadAttentionOp, AttentionOp, FfnOp>(op))
     return nullptr;
-  if (auto recorded = op->getAttrOfType<TypeAttr>(kInnerRoundingAttr))
+  if (auto recorded =
+          op->getAttrOfType<TypeAttr>(AttnDialect::kInnerRoundingAttr))
     return cast<FloatType>(recorded.getValue());
   Value result = op->getResult(0);
   if (!isLowPrecision(result.getType()))
@@ -82,7 +81,7 @@ FloatType mlir::attn::attentionProductsOf(Operation *op) {
 
 void mlir::attn::recordInnerRounding(Operation *op) {
   if (FloatType type = narrowTypeOf(op))
-    op->setAttr(kInnerRoundingAttr, TypeAttr::get(type));
+    op->setAttr(AttnDialect::kInnerRoundingAttr, TypeAttr::get(type));
 }
 
 namespace {

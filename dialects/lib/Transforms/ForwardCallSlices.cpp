@@ -32,11 +32,6 @@ using namespace mlir::attn;
 
 namespace {
 
-constexpr StringLiteral kOffsetCallOfAttr = "attn.offset_call_of";
-constexpr StringLiteral kOffsetCallBytesAttr = "attn.offset_call_bytes";
-/// attn-split-prepare's mark of the functions it made.
-constexpr StringLiteral kKernelPartAttr = "attn.kernel_part";
-
 /// The packed-params argument of a `_prepared` part (attn-split-prepare):
 /// read only, like the params.
 bool isPackedArgument(func::FuncOp func, unsigned index) {
@@ -48,7 +43,7 @@ bool isPackedArgument(func::FuncOp func, unsigned index) {
 }
 
 bool isPart(func::FuncOp func, StringRef part) {
-  auto attr = func->getAttrOfType<StringAttr>(kKernelPartAttr);
+  auto attr = func->getAttrOfType<StringAttr>(AttnDialect::kKernelPartAttr);
   return attr && attr.getValue() == part;
 }
 
@@ -240,8 +235,9 @@ struct AttnForwardCallSlicesPass
     }
     auto declaration = func::FuncOp::create(b, call.getLoc(), name, type);
     declaration.setPrivate();
-    declaration->setAttr(kOffsetCallOfAttr, call.getCalleeAttr());
-    declaration->setAttr(kOffsetCallBytesAttr, b.getDenseI64ArrayAttr(bytes));
+    declaration->setAttr(AttnDialect::kOffsetCallOfAttr, call.getCalleeAttr());
+    declaration->setAttr(AttnDialect::kOffsetCallBytesAttr,
+                         b.getDenseI64ArrayAttr(bytes));
     symbols.insert(declaration);
     declarations[key] = declaration;
     return declaration;
@@ -258,14 +254,15 @@ struct AttnResolveOffsetCallsPass
     SymbolTable symbols(module);
     SmallVector<LLVM::LLVMFuncOp> declarations;
     for (auto func : module.getOps<LLVM::LLVMFuncOp>())
-      if (func->hasAttr(kOffsetCallOfAttr))
+      if (func->hasAttr(AttnDialect::kOffsetCallOfAttr))
         declarations.push_back(func);
     for (LLVM::LLVMFuncOp declaration : declarations) {
       auto target = symbols.lookup<LLVM::LLVMFuncOp>(
-          declaration->getAttrOfType<FlatSymbolRefAttr>(kOffsetCallOfAttr)
+          declaration
+              ->getAttrOfType<FlatSymbolRefAttr>(AttnDialect::kOffsetCallOfAttr)
               .getValue());
-      auto bytes =
-          declaration->getAttrOfType<DenseI64ArrayAttr>(kOffsetCallBytesAttr);
+      auto bytes = declaration->getAttrOfType<DenseI64ArrayAttr>(
+          AttnDialect::kOffsetCallBytesAttr);
       if (!target || !bytes) {
         declaration.emitOpError("names no function to call, or no offsets");
         return signalPassFailure();

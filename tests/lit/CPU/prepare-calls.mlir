@@ -58,7 +58,7 @@ func.func private @layer(%x: tensor<4x8xf32> {attn.name = "X", attn.role = "inpu
 }
 
 func.func @top(%x: tensor<4x8xf32> {attn.name = "X", attn.role = "input"},
-               %i: tensor<16x8xf32> {attn.name = "I", attn.role = "input"},
+               %i: tensor<16x8xf32> {attn.name = "In", attn.role = "input"},
                %wa: tensor<16x8xf32> {attn.name = "Wa", attn.role = "param"},
                %wb: tensor<16x8xf32> {attn.name = "Wb", attn.role = "param"},
                %v: tensor<16x16xf32> {attn.name = "V", attn.role = "param"})

@@ -27,7 +27,15 @@ def Attn_Dialect : Dialect {
     (`attn.dim_names`, `attn.dim_values`). `attn-split-prepare` adds
     `NAME_prepare` and `NAME_prepared` beside each kernel and records the
     size of the buffer between them (`attn.packed_elements`).
+
+    Every `attn.*` attribute is verified where it stands (type, range,
+    agreement with the function's signature: KernelAttributes.cpp), so no
+    pass or backend reads one that the verifier has not seen; an `attn.*`
+    attribute the dialect does not define is an error.
   }];
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Argument/result attribute: the DSL name (StringAttr).
     static constexpr ::llvm::StringLiteral kNameAttr = "attn.name";
@@ -46,6 +54,25 @@ def Attn_Dialect : Dialect {
     /// f32 elements of the `packed` buffer NAME_prepare fills (I64Attr).
     static constexpr ::llvm::StringLiteral kPackedElementsAttr =
         "attn.packed_elements";
+    /// Function attribute set by attn-split-prepare on the functions it
+    /// makes: "prepare" or "prepared" (StringAttr).
+    static constexpr ::llvm::StringLiteral kKernelPartAttr = "attn.kernel_part";
+    /// Function attributes set by attn-forward-call-slices on the
+    /// declaration standing for a call at byte offsets: the function called
+    /// (FlatSymbolRefAttr) and each pointer argument's offset in bytes
+    /// (DenseI64ArrayAttr).
+    static constexpr ::llvm::StringLiteral kOffsetCallOfAttr =
+        "attn.offset_call_of";
+    static constexpr ::llvm::StringLiteral kOffsetCallBytesAttr =
+        "attn.offset_call_bytes";
+    /// Op attribute set by attn-compute-in-f32: the float type a composite
+    /// rounds its inner result to (TypeAttr of a float type).
+    static constexpr ::llvm::StringLiteral kInnerRoundingAttr =
+        "attn.inner_rounding";
+    /// Unit attribute set by attn-bf16-pair-gemms on the linalg.generic
+    /// GEMMs it rewrote to read bf16 pairs.
+    static constexpr ::llvm::StringLiteral kBf16PairGemmAttr =
+        "attn.bf16_pair_gemm";
   }];
 }
 

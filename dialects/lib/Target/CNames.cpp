@@ -1,19 +1,20 @@
 //===- CNames.cpp - Names that reach the C interface of a kernel ----------===//
 
-#include "attnc/Sema/CNames.h"
+#include "attn/Target/CNames.h"
 
 #include "attn/Target/KernelAbi.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/raw_ostream.h"
 
 #if defined(__linux__) && __has_include(<dlfcn.h>)
 #include <dlfcn.h>
 #define ATTNC_HAVE_DLSYM 1
 #endif
 
-using namespace attnc;
+using namespace mlir::attn::abi;
 
 namespace {
 
@@ -155,7 +156,15 @@ const char *cLibraryDefining(llvm::StringRef name) {
 
 } // namespace
 
-std::string attnc::cNameConflict(llvm::StringRef name, CNameUse use) {
+std::string mlir::attn::abi::cNameConflict(llvm::StringRef name, CNameUse use) {
+  // The DSL's lexer only makes identifiers; hand-written IR can hold any
+  // string (a newline and `#error`, `../`, a NUL byte).
+  if (name.empty())
+    return "is empty";
+  if (llvm::isDigit(name.front()) ||
+      !llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; }))
+    return "is not a C identifier (ASCII letters, digits and '_', not "
+           "beginning with a digit)";
   if (keywords().contains(name))
     return "is a C/C++ keyword";
   if (name.starts_with("__") ||
@@ -173,7 +182,7 @@ std::string attnc::cNameConflict(llvm::StringRef name, CNameUse use) {
     if (libraryFunctions().contains(name))
       return "is a C library function, which an exported kernel of that "
              "name would replace";
-    std::string reserved = mlir::attn::abi::reservedSymbolConflict(name);
+    std::string reserved = reservedSymbolConflict(name);
     if (!reserved.empty())
       return reserved;
     if (const char *library = cLibraryDefining(name))
@@ -182,4 +191,11 @@ std::string attnc::cNameConflict(llvm::StringRef name, CNameUse use) {
              "every program it is linked into";
   }
   return "";
+}
+
+std::string mlir::attn::abi::printableName(llvm::StringRef name) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvm::printEscapedString(name, os);
+  return text;
 }
