@@ -365,6 +365,28 @@ attnc::parseAttnIR(mlir::MLIRContext &context, llvm::StringRef text,
         << " levels deep; attnc reads attn IR nested at most that deep";
     return failure();
   }
+  // attnc reads the attn dialect, func and DLTI; `context` holds every
+  // dialect attnc lowers through, whose parsers are not all written for
+  // hostile input (linalg.transpose's dereferenced a null attribute). So the
+  // text is parsed and verified first where only those three exist: an op,
+  // type or attribute of another dialect is an error there, and the parse
+  // into `context` reads only what that one accepted.
+  {
+    mlir::DialectRegistry allowed;
+    allowed.insert<AttnDialect, mlir::func::FuncDialect, mlir::DLTIDialect>();
+    mlir::MLIRContext gate(allowed, mlir::MLIRContext::Threading::DISABLED);
+    gate.printOpOnDiagnostic(false);
+    mlir::SourceMgrDiagnosticHandler gateHandler(sourceMgr, &gate, diagnostics);
+    mlir::ScopedDiagnosticHandler gateCounter(&gate, [&](mlir::Diagnostic &d) {
+      if (d.getSeverity() == mlir::DiagnosticSeverity::Error)
+        ++errors;
+      return mlir::failure();
+    });
+    if (!mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &gate)) {
+      errors = std::max(errors, 1u);
+      return failure();
+    }
+  }
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
   if (!module) {
