@@ -42,6 +42,12 @@ llvm::Error statusError(llvm::StringRef kernel, int status,
         "0, or cache_pos[b] + T > L, the cache's rows; or a "
         "positional_encoding's: some offset[b] < 0, or offset[b] + T > "
         "max_len); nothing was written to the caches");
+  if (status == ATTNC_STATUS_OUT_OF_MEMORY)
+    return llvm::createStringError(
+        "kernel '" + kernel +
+        "': out of memory: a buffer the kernel needs for its own work could "
+        "not be allocated (the outputs are not valid; a state may have been "
+        "partly written)");
   return llvm::createStringError("kernel '" + kernel + "' failed with status " +
                                  llvm::Twine(status));
 }

@@ -156,8 +156,12 @@ void HeaderWriter::writePreamble() {
           "   object was compiled for (x86-64: checked at the first call;\n"
           "   ATTNC_CPU_VARIANT=I in the environment picks the I-th CPU of "
           "the\n"
-          "   --mcpu list, if the machine can run it). Safe to call from "
-          "many\n"
+          "   --mcpu list, if the machine can run it), or "
+       << prefix
+       << "_STATUS_OUT_OF_MEMORY\n"
+          "   when a buffer of its own could not be allocated (malloc "
+          "returned NULL;\n"
+          "   what it allocated is freed). Safe to call from many\n"
           "   threads"
        << (hasStates() ? " (each with states of its own)" : "") << ". */\n";
     writeStates();
@@ -263,6 +267,11 @@ void HeaderWriter::writeStatuses() {
   for (const abi::StatusDescription &status : abi::documentedStatuses()) {
     if (status.kind && *status.kind != target.kind)
       continue;
+    // Only a kernel with positions (a KV cache's, a positional_encoding
+    // offset) checks them.
+    if (status.value == ATTNC_STATUS_CACHE_POSITION &&
+        signature.positions.empty())
+      continue;
     os << "#define " << prefix << "_STATUS_" << status.macroSuffix << " ("
        << status.value << ")";
     switch (status.value) {
@@ -279,6 +288,10 @@ void HeaderWriter::writeStatuses() {
       os << " /* a cache position pos[b] < 0 or pos[b] + T > L (or a "
             "positional_encoding offset[b] < 0 or offset[b] + T > max_len): "
             "nothing written */";
+      break;
+    case ATTNC_STATUS_OUT_OF_MEMORY:
+      os << " /* a buffer of the kernel's own could not be allocated "
+            "(malloc returned NULL): outputs not valid */";
       break;
     default:
       break;

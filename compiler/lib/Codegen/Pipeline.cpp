@@ -249,6 +249,9 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  // A failed malloc returns the out-of-memory status; the last point where
+  // every allocation is still in the body of its function, outside loops.
+  pm.addNestedPass<func::FuncOp>(attn::createAttnCheckAllocations());
   if (options.parallel) {
     pm.addPass(createConvertSCFToOpenMPPass());
     // Inlines the memref.alloca_scope that wraps each parallel body (it

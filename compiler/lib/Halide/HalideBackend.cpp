@@ -25,6 +25,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 
+#include "HalideRuntime.h"
+
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Instructions.h"
@@ -390,9 +392,15 @@ void addWrappers(llvm::Module &module, const KernelSignature &signature,
   b.SetInsertPoint(run);
   llvm::Value *result = b.CreateCall(pipeline, buffers);
   llvm::Value *failed = b.CreateICmpNE(result, b.getInt32(0));
-  // Halide's own error codes are negative and would read as the ABI's.
+  // Halide's own error codes are negative and would read as the ABI's; its
+  // out of memory is the ABI's.
   llvm::Value *code = b.CreateSelect(
-      failed, b.getInt32(ATTNC_STATUS_HALIDE_ERROR), b.CreateLoad(i32, status));
+      failed,
+      b.CreateSelect(
+          b.CreateICmpEQ(result, b.getInt32(halide_error_code_out_of_memory)),
+          b.getInt32(ATTNC_STATUS_OUT_OF_MEMORY),
+          b.getInt32(ATTNC_STATUS_HALIDE_ERROR)),
+      b.CreateLoad(i32, status));
   // The rows go in unless the pipeline failed or a position was out of
   // range (the status says which): then no state is written.
   llvm::Value *write = b.CreateAnd(
@@ -431,7 +439,7 @@ void addWrappers(llvm::Module &module, const KernelSignature &signature,
   b.CreateBr(ret);
   b.SetInsertPoint(ret);
   llvm::PHINode *returned = b.CreatePHI(i32, 2);
-  returned->addIncoming(b.getInt32(ATTNC_STATUS_HALIDE_ERROR), noMemory);
+  returned->addIncoming(b.getInt32(ATTNC_STATUS_OUT_OF_MEMORY), noMemory);
   returned->addIncoming(code, ran);
   // halide_free reads the block's header: never of null.
   for (llvm::Value *rows : rowBuffers) {

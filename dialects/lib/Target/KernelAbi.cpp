@@ -28,6 +28,7 @@ constexpr StatusDescription kStatuses[] = {
     {ATTNC_STATUS_WRONG_GPU, "WRONG_GPU", ObjectKind::Gpu},
     {ATTNC_STATUS_CUDA_ERROR, "CUDA_ERROR", ObjectKind::Gpu},
     {ATTNC_STATUS_CACHE_POSITION, "CACHE_POSITION", std::nullopt},
+    {ATTNC_STATUS_OUT_OF_MEMORY, "OUT_OF_MEMORY", ObjectKind::Cpu},
 };
 
 constexpr llvm::StringLiteral kBufferMacroSuffixes[] = {"_RANK", "_SHAPE",

@@ -225,6 +225,54 @@ def AttnTileAndVectorize
   ];
 }
 
+def AttnCheckAllocations
+    : Pass<"attn-check-allocations", "::mlir::func::FuncOp"> {
+  let summary = "Return the out-of-memory status when a heap buffer cannot "
+                "be allocated";
+  let description = [{
+    Runs on buffers, just before the structured loops become OpenMP or
+    branches, on the functions of the kernel ABI (those returning only the
+    `i32` status). After each `memref.alloc` (malloc, once lowered) it tests
+    the buffer's pointer: when it is null, the function frees the buffers it
+    allocated before and not yet freed, and returns
+    `ATTNC_STATUS_OUT_OF_MEMORY` (attn/Target/KernelStatus.h) instead of
+    writing through the null pointer. Nothing of the outputs is valid then;
+    the caller's buffers (states included) are untouched only if the
+    allocation came before any write, which the pass does not promise.
+
+    An allocation inside a loop cannot branch out of it: when its pointer
+    is null the rest of its block (where the buffer lives and is freed) is
+    skipped, an `i32` mark of the function is set (atomically: parallel
+    loops), and the function's return reports the mark once the loops are
+    done. A loop body whose results the pass cannot stand in for is an
+    error, so that no allocation is left unchecked.
+
+    Before:
+    ```mlir
+    %buf = memref.alloc() {alignment = 64 : i64} : memref<4096x4096xf32>
+    ... uses ...
+    ```
+    After:
+    ```mlir
+    %buf = memref.alloc() {alignment = 64 : i64} : memref<4096x4096xf32>
+    %p = memref.extract_aligned_pointer_as_index %buf
+    %i = arith.index_cast %p : index to i64
+    %q = llvm.inline_asm "", "=r,0" %i : (i64) -> i64  // LLVM cannot fold it
+    %null = arith.cmpi eq, %q, %c0_i64 : i64
+    cf.cond_br %null, ^oom, ^next
+  ^oom:  // frees what was allocated before, returns -7
+  ^next: ... uses ...
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::cf::ControlFlowDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
 def AttnApproximateMath : Pass<"attn-approximate-math"> {
   let summary = "Replace math.exp, math.erf and math.tanh by polynomial "
                 "approximations";

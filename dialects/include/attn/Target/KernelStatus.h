@@ -32,5 +32,9 @@
    pos[b] + T > L. Nothing was written to the caches; the outputs are not
    valid. */
 #define ATTNC_STATUS_CACHE_POSITION (-6)
+/* A buffer the kernel needs for its own work could not be allocated
+   (malloc returned NULL). What it had allocated is freed; the outputs are
+   not valid, and a state may have been partly written. */
+#define ATTNC_STATUS_OUT_OF_MEMORY (-7)
 
 #endif /* ATTN_TARGET_KERNELSTATUS_H */
