@@ -81,7 +81,10 @@ int argument(const attnc_kernel *kernel, int index) {
 
 /// The C API's dtypes: the rows of the element-type table it names.
 constexpr std::pair<attnc_dtype, ElementType> kDtypes[] = {
-    {ATTNC_F32, ElementType::F32}, {ATTNC_I32, ElementType::I32}};
+    {ATTNC_F32, ElementType::F32},
+    {ATTNC_I32, ElementType::I32},
+    {ATTNC_BF16, ElementType::BF16},
+    {ATTNC_F16, ElementType::F16}};
 
 std::optional<ElementType> elementTypeOf(attnc_dtype dtype) {
   for (auto [c, type] : kDtypes)
@@ -204,9 +207,10 @@ attnc_dtype attnc_kernel_arg_dtype(const attnc_kernel *kernel, int index) {
   for (auto [dtype, row] : kDtypes)
     if (row == type)
       return dtype;
-  // Only the table's supported rows reach a kernel's signature, and the C
-  // API names each of them.
-  llvm_unreachable("an element type the C API does not name");
+  // The C API names every row of the table (the static_assert above).
+  fail("attnc: argument " + std::to_string(index) +
+       " has an element type the C API does not name");
+  return ATTNC_F32;
 }
 
 int attnc_kernel_arg_rank(const attnc_kernel *kernel, int index) {

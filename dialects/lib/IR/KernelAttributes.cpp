@@ -161,7 +161,7 @@ LogicalResult verifyDims(Operation *op, NamedAttribute attribute) {
     return success(); // checked once, at attn.dim_names
   for (auto [name, value] : llvm::zip(nameArray, valueArray.asArrayRef())) {
     StringRef dim = cast<StringAttr>(name).getValue();
-    std::string conflict = abi::cNameConflict(dim, abi::CNameUse::Parameter);
+    std::string conflict = abi::cNameConflict(dim, abi::CNameUse::MacroSuffix);
     if (!conflict.empty())
       return attributeError(op, attribute)
              << "holds dim '" << abi::printableName(dim) << "', which "

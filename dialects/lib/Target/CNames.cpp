@@ -165,6 +165,8 @@ std::string mlir::attn::abi::cNameConflict(llvm::StringRef name, CNameUse use) {
       !llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; }))
     return "is not a C identifier (ASCII letters, digits and '_', not "
            "beginning with a digit)";
+  if (use == CNameUse::MacroSuffix)
+    return "";
   if (keywords().contains(name))
     return "is a C/C++ keyword";
   if (name.starts_with("__") ||

@@ -19,7 +19,14 @@ extern "C" {
 
 typedef struct attnc_kernel attnc_kernel;
 
-typedef enum { ATTNC_F32 = 0, ATTNC_I32 = 1 } attnc_dtype;
+/* Element types. ATTNC_BF16 and ATTNC_F16 buffers hold 16-bit patterns
+   (uint16_t): bfloat16 (the upper half of an f32) and IEEE half. */
+typedef enum {
+  ATTNC_F32 = 0,
+  ATTNC_I32 = 1,
+  ATTNC_BF16 = 2,
+  ATTNC_F16 = 3
+} attnc_dtype;
 typedef enum {
   ATTNC_INPUT = 0,
   ATTNC_PARAM = 1,

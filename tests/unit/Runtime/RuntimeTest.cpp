@@ -769,6 +769,48 @@ TEST_F(RuntimeTest, CApiCompilesQueriesAndRuns) {
   attnc_kernel_free(kernel);
 }
 
+// bf16 and f16 arguments have C dtypes of their own (asking for one reached
+// llvm_unreachable and answered ATTNC_I32), and such kernels run through the
+// C API on 16-bit patterns.
+TEST_F(RuntimeTest, CApiNamesBf16AndF16) {
+  ::setenv("ATTNC_CACHE_DIR", cacheDir.c_str(), 1);
+  struct Case {
+    const char *type;
+    attnc_dtype dtype;
+    uint16_t one, minusOne, two;
+  };
+  for (const Case &t : {Case{"bf16", ATTNC_BF16, 0x3F80, 0xBF80, 0x4000},
+                        Case{"f16", ATTNC_F16, 0x3C00, 0xBC00, 0x4000}}) {
+    SCOPED_TRACE(t.type);
+    std::string spec = std::string("block h {\n  input x: ") + t.type +
+                       "[2, 2]\n  y = relu(x)\n  output y\n}\n";
+    attnc_kernel *kernel =
+        attnc_compile_string(spec.c_str(), nullptr, nullptr, 2);
+    ASSERT_NE(kernel, nullptr) << attnc_last_error();
+    EXPECT_EQ(attnc_kernel_arg_dtype(kernel, 0), t.dtype);
+    EXPECT_EQ(attnc_kernel_arg_dtype(kernel, 1), t.dtype);
+    uint16_t x[4] = {t.one, t.minusOne, t.two, t.minusOne};
+    uint16_t y[4] = {0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF};
+    const int64_t shape[2] = {2, 2};
+    attnc_buffer buffers[2] = {{"x", x, t.dtype, 2, shape},
+                               {"y", y, t.dtype, 2, shape}};
+    ASSERT_EQ(attnc_kernel_run(kernel, buffers, 2), 0) << attnc_last_error();
+    // relu: the positive values as they are, the negative ones zero (of
+    // either sign).
+    EXPECT_EQ(y[0], t.one);
+    EXPECT_EQ(y[1] & 0x7FFF, 0);
+    EXPECT_EQ(y[2], t.two);
+    EXPECT_EQ(y[3] & 0x7FFF, 0);
+    buffers[0].dtype = ATTNC_F32;
+    EXPECT_EQ(attnc_kernel_run(kernel, buffers, 2), 1);
+    EXPECT_NE(
+        std::string(attnc_last_error()).find(std::string("expected ") + t.type),
+        std::string::npos)
+        << attnc_last_error();
+    attnc_kernel_free(kernel);
+  }
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//

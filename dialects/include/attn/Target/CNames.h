@@ -23,9 +23,12 @@ namespace mlir::attn::abi {
 enum class CNameUse {
   /// An exported function: a block.
   Function,
-  /// A parameter of a prototype or a macro's stem in the header: an input,
-  /// param, state, output or dim.
+  /// A parameter of a prototype in the header: an input, param, state or
+  /// output.
   Parameter,
+  /// The end of a macro's name after the block's prefix (NAME_D): a dim.
+  /// Any C identifier.
+  MacroSuffix,
 };
 
 /// Why `name` cannot be used as `use` in the C interface, or an empty
