@@ -20,6 +20,10 @@
  *
  *===----------------------------------------------------------------------===*/
 
+/* clock_gettime is POSIX: a strict C11 compile (-std=c11) declares it only
+   when asked. */
+#define _POSIX_C_SOURCE 199309L
+
 #include "gpt2_prefill_kernel.h"
 #include "gpt2_step_kernel.h"
 #include "gpt2_whole_kernel.h"
