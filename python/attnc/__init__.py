@@ -132,11 +132,6 @@ def _register(kernel):
     kernel._state_types = {n: (dtype, tuple(shape))
                            for n, role, dtype, shape in signature
                            if role == "state"}
-    # bf16/f16 inputs and params: a strided array of one is copied here
-    # (_native), as the runtime copies strided f32 and i32 arrays.
-    kernel._half_arguments = frozenset(
-        n for n, role, dtype, _ in signature
-        if role in ("input", "param") and dtype in ("bf16", "f16"))
     kernel._arguments = tuple(n for n, role, _, _ in signature
                               if role != "output")
     kernel._outputs = tuple((n, dtype, tuple(shape))
@@ -168,48 +163,6 @@ _native_call = Kernel.__call__
 _native_bind = Kernel.bind
 
 
-def _native(kernel, arrays):
-    """Calls the C++ half, retrying with _contiguous_halves."""
-    try:
-        return _native_call(kernel, **arrays)
-    except ValueError:
-        copies = _contiguous_halves(kernel, arrays)
-        if copies is None:
-            raise
-    return _native_call(kernel, **copies)
-
-
-def _contiguous_halves(kernel, arrays):
-    """`arrays` with each strided bf16/f16 input or param (torch or NumPy)
-    replaced by a C-contiguous copy; None when there is none. The C++ half
-    reads a strided array only by converting it, and converts to bf16/f16
-    only from f32/f64, so it refuses a strided array of the argument's own
-    dtype: a call or bind that raised ValueError (nothing has run or been
-    bound then) is made again with these copies. Arrays it takes cost
-    nothing more. States and out= are the caller's memory, written in
-    place: never copied."""
-    copies = None
-    for name in kernel._half_arguments.intersection(arrays):
-        value = arrays[name]
-        torch = sys.modules.get("torch")
-        if torch is not None and isinstance(value, torch.Tensor):
-            if value.dtype not in (torch.bfloat16, torch.float16) or \
-                    value.is_contiguous():
-                continue
-            copy = value.contiguous()
-        else:
-            dtype = getattr(value, "dtype", None)
-            flags = getattr(value, "flags", None)
-            # float16, or ml_dtypes' bfloat16 (a 2-byte void to NumPy)
-            if dtype is None or flags is None or dtype.itemsize != 2 or \
-                    dtype.kind not in "fV" or flags.c_contiguous:
-                continue
-            copy = value.copy(order="C")
-        copies = dict(arrays) if copies is None else copies
-        copies[name] = copy
-    return copies
-
-
 def _call(self, **arrays):
     """Runs the kernel on keyword arrays (docs/spec.md §6b). While torch.compile
     traces, and when autograd must see the call (grad mode on and a tensor
@@ -224,21 +177,10 @@ def _call(self, **arrays):
     except _NeedsAutograd:
         from ._torch import operator_call
         return operator_call(self, arrays)
-    except ValueError:
-        copies = _contiguous_halves(self, arrays)
-        if copies is None:
-            raise
-    return _call(self, **copies)
 
 
 def _bind(self, **params):
-    try:
-        _native_bind(self, **params)
-    except ValueError:
-        copies = _contiguous_halves(self, params)
-        if copies is None:
-            raise
-        _native_bind(self, **copies)
+    _native_bind(self, **params)
     self._bound = self._bound | (params.keys() - {"cast"})
     return self
 

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from . import _kernels, _native
+from . import _kernels, _native_call
 from . import compile as _compile
 
 _op_counter = itertools.count()
@@ -101,7 +101,7 @@ def _run(kernel, names, arrays):
     tensors of such a list.)"""
     k = _kernel_named(kernel)
     with torch.no_grad():  # autograd has seen the call; run it plainly
-        result = _native(k, dict(zip(names, arrays)))
+        result = _native_call(k, **dict(zip(names, arrays)))
     return list(result) if isinstance(result, tuple) else [result]
 
 
@@ -235,7 +235,7 @@ def torch_op(kernel):
 
     def impl(*tensors):
         with torch.no_grad():  # autograd has seen the call
-            return _native(kernel, dict(zip(names, tensors)))
+            return _native_call(kernel, **dict(zip(names, tensors)))
 
     def fake(*tensors):
         device = tensors[0].device if tensors else None

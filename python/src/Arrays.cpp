@@ -156,12 +156,21 @@ nb::dlpack::dtype dlpackTypeOf(ElementType type) {
 /// Throws ValueError when an array of dtype `type` cannot be read as
 /// `argument`'s dtype exactly (or, for float64, without `cast`); integer
 /// values are range-checked as they are copied.
+/// Whether `type` is the bf16/f16 argument's own dtype (torch's bfloat16
+/// or float16, NumPy's float16): its bit patterns are copied as they are.
+bool isOwnHalf(const KernelArgument &argument, nb::dlpack::dtype type) {
+  nb::dlpack::dtype own = dlpackTypeOf(argument.type);
+  return type.code == own.code && type.bits == own.bits && type.lanes == 1;
+}
+
 void checkConvertible(const KernelArgument &argument, nb::dlpack::dtype type,
                       bool cast, llvm::ArrayRef<int64_t> shape) {
   if (argument.type == ElementType::BF16 || argument.type == ElementType::F16) {
-    // A bf16 argument takes uint16 bit patterns as they are; f32/f64
-    // values are rounded with cast=True.
-    if ((argument.type == ElementType::BF16 && isType(type, Code::UInt, 16)) ||
+    // Its own dtype is copied as it is (a strided array); a bf16 argument
+    // takes uint16 bit patterns as they are; f32/f64 values are rounded
+    // with cast=True.
+    if (isOwnHalf(argument, type) ||
+        (argument.type == ElementType::BF16 && isType(type, Code::UInt, 16)) ||
         ((isType(type, Code::Float, 32) || isType(type, Code::Float, 64)) &&
          cast))
       return;
@@ -217,7 +226,7 @@ void convert(const KernelArgument &argument, const nb::ndarray<> &view,
   if (argument.type == ElementType::BF16 || argument.type == ElementType::F16) {
     auto *dst = static_cast<uint16_t *>(out);
     forEachElement(view, [&](int64_t flat, int64_t offset) {
-      if (isType(type, Code::UInt, 16)) {
+      if (isType(type, Code::UInt, 16) || isOwnHalf(argument, type)) {
         dst[flat] = reinterpret_cast<const uint16_t *>(data)[offset];
         return;
       }

@@ -3,6 +3,7 @@
 #include "attnc/Gen/ParseAttnIR.h"
 
 #include "attn/IR/AttnDialect.h"
+#include "attn/IR/AttnOps.h"
 #include "attn/IR/AttnShapeRules.h"
 #include "attn/IR/AttnTypes.h"
 #include "attn/Target/CNames.h"
@@ -37,6 +38,16 @@ namespace {
 using mlir::attn::abi::cNameConflict;
 using mlir::attn::abi::CNameUse;
 using mlir::attn::abi::printableName;
+
+/// Whether `op` is one of the language's ops (AttnOps.def), not one that
+/// attnc's passes make (fused_attention, decode_attention, cache_update).
+bool isSpecOp(mlir::Operation *op) {
+#define ATTN_OP(Kind, name, Class, rule, PARAMS)                               \
+  if (mlir::isa<mlir::attn::Class>(op))                                        \
+    return true;
+#include "attn/IR/AttnOps.def"
+  return false;
+}
 
 /// How deep brackets may nest in attn IR. MLIR's parser, verifier and
 /// printer recurse once per level (regions, attributes, types): thousands
@@ -114,6 +125,7 @@ public:
       }
       checkInterface(func);
       checkBody(func);
+      checkStates(func);
     }
     if (ok)
       checkNoRecursion();
@@ -256,11 +268,22 @@ private:
 
   void checkBody(FuncOp func) {
     checkNoPassMarks(func);
+    if (!func.getBody().hasOneBlock())
+      error(func) << "'" << func.getName()
+                  << "' has several blocks: a kernel's body is one block of "
+                     "ops";
     func.getBody().walk([&](mlir::Operation *op) {
       checkNoPassMarks(op);
-      if (mlir::isa<mlir::func::ReturnOp>(op) ||
-          mlir::isa_and_nonnull<AttnDialect>(op->getDialect()))
+      if (mlir::isa<mlir::func::ReturnOp>(op))
         return;
+      if (mlir::isa_and_nonnull<AttnDialect>(op->getDialect())) {
+        if (!isSpecOp(op))
+          error(op) << "'" << op->getName()
+                    << "' is made by attnc's passes, not written by hand: a "
+                       "kernel's body holds the ops of the language "
+                       "(docs/language.md)";
+        return;
+      }
       if (auto call = mlir::dyn_cast<mlir::func::CallOp>(op)) {
         calls[func].push_back(symbols.lookup<FuncOp>(call.getCallee()));
         return;
@@ -270,6 +293,50 @@ private:
                    "func.call and func.return (attnc compiles the attn "
                    "dialect, not the levels below it)";
     });
+  }
+
+  /// A state (attn.updates = i on a result) is updated in place: its
+  /// result returns the state argument itself, or the cache an attention
+  /// op with that argument as its cache wrote, which nothing reads after
+  /// it (one-shot bufferization would update a copy: the caller would never
+  /// see the update).
+  void checkStates(FuncOp func) {
+    if (!func.getBody().hasOneBlock())
+      return; // reported by checkBody
+    auto ret = mlir::cast<mlir::func::ReturnOp>(
+        func.getBody().front().getTerminator());
+    for (unsigned r = 0; r < func.getNumResults(); ++r) {
+      auto updates = func.getResultAttrOfType<mlir::IntegerAttr>(
+          r, AttnDialect::kUpdatesAttr);
+      if (!updates)
+        continue;
+      mlir::BlockArgument state = func.getArgument(updates.getInt());
+      mlir::Value returned = ret.getOperand(r);
+      if (returned == state)
+        continue;
+      auto updater = returned.getDefiningOp<mlir::attn::MultiheadAttentionOp>();
+      bool writes = updater && updater.hasCache() &&
+                    ((updater.getCacheK() == state &&
+                      updater.getUpdatedCacheK() == returned) ||
+                     (updater.getCacheV() == state &&
+                      updater.getUpdatedCacheV() == returned));
+      if (!writes) {
+        error(ret) << "result #" << r << " of '" << func.getName()
+                   << "' (attn.updates = " << updates.getInt()
+                   << ") returns neither state argument #" << updates.getInt()
+                   << " nor the cache an attn.multihead_attention with it as "
+                      "its cache wrote: a state is updated in place";
+        continue;
+      }
+      for (mlir::Operation *user : state.getUsers())
+        if (user != updater.getOperation() &&
+            updater->isBeforeInBlock(
+                updater->getBlock()->findAncestorOpInBlock(*user))) {
+          error(user) << "reads state argument #" << updates.getInt()
+                      << " after the op that updates it in place";
+          break;
+        }
+    }
   }
 
   /// A block may not call itself, directly or through others (the language
