@@ -11,6 +11,7 @@
 
 #include <cstring>
 #include <mutex>
+#include <new>
 
 using namespace attnc;
 
@@ -18,6 +19,13 @@ namespace {
 
 llvm::Error bufferError(const llvm::Twine &message) {
   return llvm::make_error<BufferError>(message.str());
+}
+
+/// The error of an allocation of the runtime's own that failed.
+llvm::Error outOfMemory(const std::string &what, size_t bytes) {
+  return llvm::createStringError(what + ": out of memory (" +
+                                 std::to_string(bytes) +
+                                 " bytes could not be allocated)");
 }
 
 /// The error of a kernel that returned `status` (buffers were checked
@@ -135,9 +143,14 @@ llvm::Error Kernel::bindParams(llvm::ArrayRef<HostBuffer> params) {
     if (llvm::Error error = check(*index, param))
       return error;
     const char *bytes = static_cast<const char *>(param.data);
-    copies.emplace_back(
-        *index, std::vector<char>(bytes, bytes + a.numElements() *
-                                                     elementSize(a.type)));
+    size_t size = size_t(a.numElements()) * elementSize(a.type);
+    // A param's copy is as large as the param (up to 2^40 elements): its
+    // allocation failing is an error, not std::bad_alloc through the C API.
+    try {
+      copies.emplace_back(*index, std::vector<char>(bytes, bytes + size));
+    } catch (const std::bad_alloc &) {
+      return outOfMemory("binding param '" + a.name + "'", size);
+    }
   }
   std::unique_lock<std::shared_mutex> lock(boundMutex);
   for (auto &[index, copy] : copies)
@@ -165,7 +178,13 @@ llvm::Error Kernel::preparePacked() const {
   for (unsigned i = 0; i < kernelSignature.arguments.size(); ++i)
     pointers.push_back(const_cast<char *>(bound[i].data()));
   constexpr size_t kAlignment = 64 / sizeof(float);
-  packedStorage.assign(kernelSignature.packedElements + kAlignment, 0.0f);
+  try {
+    packedStorage.assign(kernelSignature.packedElements + kAlignment, 0.0f);
+  } catch (const std::bad_alloc &) {
+    return outOfMemory("preparing the params of '" + kernelSignature.name + "'",
+                       (kernelSignature.packedElements + kAlignment) *
+                           sizeof(float));
+  }
   auto address = reinterpret_cast<uintptr_t>(packedStorage.data());
   packed = packedStorage.data() +
            (kAlignment - address / sizeof(float) % kAlignment) % kAlignment;

@@ -454,6 +454,8 @@ void *attnc_rt_malloc(size_t size) {
       }
     pthread_mutex_unlock(&cache_mutex);
   }
+  if (size > SIZE_MAX - sizeof(attnc_block))
+    return 0;
   attnc_block *block = malloc(sizeof(attnc_block) + size);
   if (!block)
     return 0;
