@@ -18,6 +18,7 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%attnc_src", config.attnc_src_root))
 # The C compiler of the build: generated headers must compile as C99.
 config.substitutions.append(("%cc", config.c_compiler))
+config.substitutions.append(("%attnc_rt", config.attnc_rt_lib))
 
 # attnc run and the runtime cache compiled kernels: keep them in the build.
 config.environment["ATTNC_CACHE_DIR"] = os.path.join(config.test_exec_root,
