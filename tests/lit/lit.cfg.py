@@ -39,6 +39,10 @@ for name in ["mlir_runner_utils", "mlir_c_runner_utils"]:
     config.substitutions.append(
         ("%" + name, os.path.join(llvm_lib_dir, "lib" + name + ".so")))
 
+# The sanitize preset's build: a plain C host cannot link its attnc_rt.
+if config.attnc_sanitized:
+    config.available_features.add("sanitizers")
+
 # --backend=halide: built only with Halide 21 (tests of it REQUIRE halide;
 # those of a build without it UNSUPPORTED: halide).
 if config.attnc_have_halide:
