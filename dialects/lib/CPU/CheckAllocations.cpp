@@ -24,6 +24,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/TypeUtilities.h"
 
 #include "llvm/ADT/SetVector.h"
 
@@ -97,12 +98,11 @@ Value failedAt(OpBuilder &b, Operation *point) {
 
 /// A value of `type` for results no one will read (a failed iteration's).
 FailureOr<Value> placeholder(OpBuilder &b, Location loc, Type type) {
-  if (isa<IntegerType, IndexType, FloatType>(type))
-    return arith::ConstantOp::create(b, loc, b.getZeroAttr(type)).getResult();
-  if (auto vector = dyn_cast<VectorType>(type))
-    if (isa<IntegerType, IndexType, FloatType>(vector.getElementType()))
-      return arith::ConstantOp::create(b, loc, b.getZeroAttr(type)).getResult();
-  return failure();
+  Type element = getElementTypeOrSelf(type);
+  if ((type != element && !isa<VectorType>(type)) ||
+      !isa<IntegerType, IndexType, FloatType>(element))
+    return failure();
+  return arith::ConstantOp::create(b, loc, b.getZeroAttr(type)).getResult();
 }
 
 struct AttnCheckAllocationsPass

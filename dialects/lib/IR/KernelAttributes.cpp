@@ -91,6 +91,17 @@ LogicalResult verifyUniqueName(FunctionOpInterface function, bool arguments,
   return success();
 }
 
+/// `attn.name` of argument or result `index`: a C name, its side's own.
+LogicalResult verifyName(FunctionOpInterface function, bool arguments,
+                         unsigned index, NamedAttribute attribute) {
+  std::string what =
+      (arguments ? "argument #" : "result #") + std::to_string(index);
+  if (failed(verifyCName(function, attribute, what)))
+    return failure();
+  return verifyUniqueName(function, arguments, index,
+                          cast<StringAttr>(attribute.getValue()));
+}
+
 /// Whether two buffer types hold the same elements in the same shape (a
 /// tensor and its bufferized memref do).
 bool sameElements(Type a, Type b) {
@@ -190,12 +201,8 @@ LogicalResult AttnDialect::verifyRegionArgAttribute(Operation *op,
   if (!function)
     return failure();
   std::string what = "argument #" + std::to_string(argIndex);
-  if (attribute.getName() == kNameAttr) {
-    if (failed(verifyCName(op, attribute, what)))
-      return failure();
-    return verifyUniqueName(function, /*arguments=*/true, argIndex,
-                            cast<StringAttr>(attribute.getValue()));
-  }
+  if (attribute.getName() == kNameAttr)
+    return verifyName(function, /*arguments=*/true, argIndex, attribute);
   if (attribute.getName() == kRoleAttr) {
     auto role = dyn_cast<StringAttr>(attribute.getValue());
     std::optional<abi::ArgumentRole> named =
@@ -221,12 +228,8 @@ AttnDialect::verifyRegionResultAttribute(Operation *op, unsigned regionIndex,
   if (!function)
     return failure();
   std::string what = "result #" + std::to_string(resultIndex);
-  if (attribute.getName() == kNameAttr) {
-    if (failed(verifyCName(op, attribute, what)))
-      return failure();
-    return verifyUniqueName(function, /*arguments=*/false, resultIndex,
-                            cast<StringAttr>(attribute.getValue()));
-  }
+  if (attribute.getName() == kNameAttr)
+    return verifyName(function, /*arguments=*/false, resultIndex, attribute);
   if (attribute.getName() == kUpdatesAttr)
     return verifyUpdates(function, resultIndex, attribute);
   return attributeError(op, attribute)
