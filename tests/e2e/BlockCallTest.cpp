@@ -21,6 +21,7 @@
 #include "attnc/Codegen/KernelSignature.h"
 #include "attnc/Codegen/TargetMachine.h"
 #ifdef ATTNC_BLOCK_CALL_JIT
+#include "GpuEmulation.h"
 #include "attnc/Codegen/GpuCompile.h"
 #include "attnc/Runtime/Runtime.h"
 #endif
@@ -217,7 +218,8 @@ runJit(const std::string &block, Stack &stack, const Lowering &lowering) {
   options.target.cpu = lowering.cpu;
   options.pipeline.attention = lowering.attention;
   options.pipeline.parallel = lowering.parallel;
-  options.pipeline.gpuEmulation = lowering.gpuEmulation;
+  if (lowering.gpuEmulation)
+    attnc::test::useGpuEmulation(options.pipeline);
   std::vector<std::shared_ptr<Kernel>> kernels;
   for (int i = 0; i < 2; ++i) {
     auto kernel = testRuntime().compile(stacksSpec(), "encoder_stacks.attn",

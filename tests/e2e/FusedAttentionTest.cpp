@@ -20,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GpuEmulation.h"
 #include "NaiveReference.h"
 #include "TestSupport.h"
 
@@ -231,7 +232,8 @@ TEST_P(FusedAttentionBf16, MatchesTheReferenceWithinTheBar) {
   CompileOptions options;
   options.target.cpu = lowering.cpu;
   options.pipeline.attention = lowering.attention;
-  options.pipeline.gpuEmulation = lowering.gpuEmulation;
+  if (lowering.gpuEmulation)
+    attnc::test::useGpuEmulation(options.pipeline);
   options.pipeline.parallel = lowering.parallel;
   if (llvm::Error lacks = checkRunsOnHost(options.target))
     GTEST_SKIP() << "this machine cannot run " << lowering.cpu
@@ -812,7 +814,8 @@ TEST_P(MultiheadAttentionV2, MatchesTheReference) {
   compile.setOptLevel(lowering.optLevel);
   compile.target.cpu = lowering.cpu;
   compile.pipeline.attention = lowering.attention;
-  compile.pipeline.gpuEmulation = lowering.gpuEmulation;
+  if (lowering.gpuEmulation)
+    attnc::test::useGpuEmulation(compile.pipeline);
   compile.pipeline.parallel = lowering.parallel;
   if (llvm::Error lacks = checkRunsOnHost(compile.target))
     GTEST_SKIP() << "this machine cannot run " << lowering.cpu
@@ -890,7 +893,7 @@ TEST_P(MultiheadAttentionV2Bf16, TensorCoresMatchTheCpu) {
   CompileOptions cpu;
   cpu.pipeline.attention = "fused";
   CompileOptions gpu = cpu;
-  gpu.pipeline.gpuEmulation = true;
+  attnc::test::useGpuEmulation(gpu.pipeline);
   auto onCpu = runtime.compile(spec, "mha.attn", "", cpu);
   ASSERT_TRUE(!!onCpu) << llvm::toString(onCpu.takeError());
   auto onGpu = runtime.compile(spec, "mha.attn", "", gpu);

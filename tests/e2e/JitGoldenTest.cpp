@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GoldenCase.h"
+#include "GpuEmulation.h"
 #include "TestSupport.h"
 
 #include "attnc/Codegen/TargetMachine.h"
@@ -46,7 +47,7 @@ struct Variant {
   const char *attention;
   const char *cpu = "native";
   /// The GPU target's kernels run thread by thread on this CPU
-  /// (CpuPipelineOptions::gpuEmulation).
+  /// (tests/lib/GpuEmulation).
   bool gpuEmulation = false;
   /// CpuPipelineOptions::parallel: on two threads of attnc_rt.
   bool parallel = false;
@@ -194,7 +195,8 @@ TEST_P(JitGolden, MatchesPyTorch) {
                  << " (lit checks its code: tests/lit/attnc/isa-classes.test)";
   options.pipeline.attention = variant.attention;
   options.pipeline.parallel = variant.parallel;
-  options.pipeline.gpuEmulation = variant.gpuEmulation;
+  if (variant.gpuEmulation)
+    attnc::test::useGpuEmulation(options.pipeline);
   options.backend = variant.backend;
   options.halideSchedule = variant.halideSchedule;
   std::string through =

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GpuEmulation.h"
 #include "TestSupport.h"
 #include "attnc/Codegen/TargetMachine.h"
 #include "attnc/Halide/HalideBackend.h"
@@ -197,7 +198,8 @@ CompileOptions optionsFor(const Target &t) {
   CompileOptions options = Runtime::defaultOptions();
   options.target.cpu = t.cpu;
   options.backend = t.backend;
-  options.pipeline.gpuEmulation = t.gpuEmulation;
+  if (t.gpuEmulation)
+    attnc::test::useGpuEmulation(options.pipeline);
   return options;
 }
 

@@ -39,6 +39,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GpuEmulation.h"
 #include "NaiveReference.h"
 #include "TestSupport.h"
 
@@ -285,7 +286,7 @@ struct Param {
   const char *cpu = "native";
   const char *isa = "";
   /// The GPU target's kernels run thread by thread on this CPU
-  /// (CpuPipelineOptions::gpuEmulation).
+  /// (tests/lib/GpuEmulation).
   bool gpuEmulation = false;
   /// The code generator.
   Backend backend = Backend::Mlir;
@@ -347,7 +348,8 @@ void runCase(const CaseSpec &spec, int optLevel, const std::string &attention,
   CompileOptions options;
   options.setOptLevel(optLevel);
   options.target.cpu = cpu;
-  options.pipeline.gpuEmulation = gpuEmulation;
+  if (gpuEmulation)
+    attnc::test::useGpuEmulation(options.pipeline);
   options.backend = backend;
   if (llvm::Error lacks = checkRunsOnHost(options.target))
     GTEST_SKIP() << "this machine cannot run " << cpu

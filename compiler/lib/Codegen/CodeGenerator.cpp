@@ -31,6 +31,10 @@ llvm::Error CodeGenerator::checkLoadsHere() const {
 
 std::string CodeGenerator::describeKernels(mlir::ModuleOp) const { return ""; }
 
+std::string CodeGenerator::fingerprint() const {
+  return describeCodeOptions(compileOptions) + " " + derivedFingerprint();
+}
+
 namespace {
 
 /// Checks that `object` defines, as global symbols, exactly the ABI's

@@ -11,11 +11,51 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassManager.h"
 
+#include "llvm/Support/raw_ostream.h"
+
 using namespace attnc;
 
 void CompileOptions::setOptLevel(unsigned level) {
   target.optLevel = level;
   pipeline.vectorize = level > 0;
+}
+
+namespace {
+/// One value of forEachCodeOption as describeCodeOptions writes it.
+struct OptionText {
+  llvm::raw_ostream &os;
+
+  void operator()(const char *name, TargetKind kind) {
+    write(name) << (kind == TargetKind::Cpu ? "cpu" : "nvptx");
+  }
+  void operator()(const char *name, Backend backend) {
+    write(name) << (backend == Backend::Mlir ? "mlir" : "halide");
+  }
+  void operator()(const char *name, const std::string &text) {
+    write(name) << '"';
+    os.write_escaped(text) << '"';
+  }
+  void operator()(const char *name, bool value) {
+    write(name) << (value ? "true" : "false");
+  }
+  void operator()(const char *name, int64_t value) { write(name) << value; }
+  void operator()(const char *name, unsigned value) { write(name) << value; }
+
+  llvm::raw_ostream &write(const char *name) {
+    if (!first)
+      os << ' ';
+    first = false;
+    return os << name << '=';
+  }
+  bool first = true;
+};
+} // namespace
+
+std::string attnc::describeCodeOptions(const CompileOptions &options) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  forEachCodeOption(options, OptionText{os});
+  return text;
 }
 
 llvm::Expected<std::vector<KernelSignature>>
@@ -69,6 +109,8 @@ llvm::Error attnc::lowerToLLVMDialect(mlir::ModuleOp module,
   mlir::PassManager pm(context);
   if (options.printIRAfterAll)
     enableIRPrintingAfterAll(pm);
+  if (llvm::Error error = checkCpuLowering(options.pipeline))
+    return error;
   if (llvm::Error error = attachCpuTarget(module, options.target))
     return error;
   buildCpuLoweringPipeline(pm, options.pipeline);

@@ -127,6 +127,8 @@ mlir::attn::abi::ObjectKind CpuGenerator::objectKind() const {
 }
 
 llvm::Error CpuGenerator::check() const {
+  if (llvm::Error error = checkCpuLowering(compileOptions.pipeline))
+    return error;
   return checkTarget(compileOptions.target);
 }
 
@@ -145,24 +147,13 @@ llvm::Error CpuGenerator::checkRunsHere() const {
   return checkRunsOnHost(compileOptions.target);
 }
 
-std::string CpuGenerator::fingerprint() const {
+std::string CpuGenerator::derivedFingerprint() const {
   const TargetOptions &target = compileOptions.target;
-  const CpuPipelineOptions &pipeline = compileOptions.pipeline;
   // The target by its description (features, registers), not its name: a
   // VM may call a CPU without AVX-512 znver4. The schedule follows from the
-  // description and the overrides below.
+  // description and the options.
   return "triple=" + targetTriple(target) + " cpu=" + resolveCpuName(target) +
-         " target=" + describeForKey(target) +
-         " O=" + std::to_string(target.optLevel) +
-         " vectorize=" + std::to_string(pipeline.vectorize) +
-         " rows=" + std::to_string(pipeline.rowTile) +
-         " cols=" + std::to_string(pipeline.columnTile) +
-         " attention=" + pipeline.attention +
-         " parallel=" + std::to_string(pipeline.parallel) +
-         " parallelWork=" + std::to_string(pipeline.parallelWork) +
-         " gpuEmulation=" + std::to_string(pipeline.gpuEmulation) +
-         " tf32=" + std::to_string(pipeline.tf32) + " objectBlockCache=" +
-         std::to_string(compileOptions.objectBlockCache) + backendFingerprint();
+         " target=" + describeForKey(target) + backendFingerprint();
 }
 
 llvm::Error CpuGenerator::annotate(mlir::ModuleOp module) const {

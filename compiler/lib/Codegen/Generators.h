@@ -32,10 +32,11 @@ public:
   llvm::Error check() const override;
   llvm::Error checkOutput(OutputKind kind) const override;
   llvm::Error checkRunsHere() const override;
-  std::string fingerprint() const override;
   llvm::Error annotate(mlir::ModuleOp module) const override;
 
 protected:
+  std::string derivedFingerprint() const override;
+
   using CodeGenerator::CodeGenerator;
 
   llvm::Expected<CompiledKernels> generate(mlir::ModuleOp module,
@@ -55,7 +56,7 @@ protected:
             llvm::LLVMContext &context, llvm::TargetMachine &machine,
             std::vector<KernelSignature> *signatures) const = 0;
 
-  /// What the backend adds to fingerprint() (its version and settings).
+  /// What the backend adds to derivedFingerprint() (its version).
   virtual std::string backendFingerprint() const = 0;
 
 private:

@@ -102,18 +102,14 @@ public:
     return text;
   }
 
-  std::string fingerprint() const override {
+  std::string derivedFingerprint() const override {
     // The device code depends on the chip, the toolkit's libdevice and
     // whether ptxas added a cubin; the host code is plain x86-64.
     llvm::Expected<CudaToolkit> toolkit = findCudaToolkit();
     std::string where = toolkit ? toolkit->root + " assemble=" +
                                       std::to_string(toolkit->canAssemble)
                                 : llvm::toString(toolkit.takeError());
-    return "target=nvptx chip=" + headerChip() +
-           " O=" + std::to_string(compileOptions.target.optLevel) +
-           " attention=" + compileOptions.pipeline.attention +
-           " tf32=" + std::to_string(compileOptions.pipeline.tf32) +
-           " toolkit=" + where;
+    return "chip=" + headerChip() + " toolkit=" + where;
   }
 
   // The GPU passes read their description from the chip, not the module.

@@ -24,7 +24,12 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/ADT/StringMap.h"
+
+#include <mutex>
+
 using namespace mlir;
+using namespace attnc;
 
 /// attn -> linalg/tensor/arith/math on tensors, with `attention` lowered
 /// as attn-decompose's option says, a KV cache's through the decode kernel
@@ -87,8 +92,38 @@ std::string attnc::cpuAttentionLowering(const CpuPipelineOptions &options) {
   return options.vectorize ? options.attention : std::string("decomposed");
 }
 
+namespace {
+/// The lowerings registerCpuLowering adds, by name.
+llvm::StringMap<CpuLowering> &cpuLowerings() {
+  static llvm::StringMap<CpuLowering> lowerings;
+  return lowerings;
+}
+std::mutex cpuLoweringsMutex;
+} // namespace
+
+void attnc::registerCpuLowering(llvm::StringRef name, CpuLowering lowering) {
+  std::lock_guard<std::mutex> lock(cpuLoweringsMutex);
+  cpuLowerings()[name] = std::move(lowering);
+}
+
+const CpuLowering *attnc::lookupCpuLowering(llvm::StringRef name) {
+  std::lock_guard<std::mutex> lock(cpuLoweringsMutex);
+  auto found = cpuLowerings().find(name);
+  return found == cpuLowerings().end() ? nullptr : &found->second;
+}
+
+llvm::Error attnc::checkCpuLowering(const CpuPipelineOptions &options) {
+  if (options.lowering.empty() || lookupCpuLowering(options.lowering))
+    return llvm::Error::success();
+  return llvm::createStringError("no CPU lowering named '" + options.lowering +
+                                 "' is registered (registerCpuLowering)");
+}
+
 bool attnc::cpuPrefillFlash(const CpuPipelineOptions &options) {
-  return !options.gpuEmulation;
+  if (options.lowering.empty())
+    return true;
+  const CpuLowering *lowering = lookupCpuLowering(options.lowering);
+  return lowering && lowering->prefillFlash;
 }
 
 /// `FILE:LINE:COL` of a spec's op, or empty.
@@ -180,20 +215,18 @@ std::string attnc::describeRoundingPoints(ModuleOp module) {
   return text;
 }
 
-void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
-                                     const CpuPipelineOptions &options) {
-  addAttnToLinalg(pm, cpuAttentionLowering(options), /*decodeKernel=*/true,
-                  cpuPrefillFlash(options));
+void attnc::addAttnToCpuBuffers(OpPassManager &pm,
+                                const CpuBufferStages &stages) {
+  addAttnToLinalg(pm, stages.attention, /*decodeKernel=*/true,
+                  stages.prefillFlash);
   // GEMMs of two bf16 operands read them as bf16, k in pairs, B packed in
-  // pairs by NAME_prepare (not the GPU's: its emulation stays the GPU's
-  // code).
-  if (!options.gpuEmulation)
+  // pairs by NAME_prepare.
+  if (stages.bf16Pairs)
     pm.addPass(attn::createAttnBf16PairGemms());
-  // NAME_prepare (weights transposed once per bound params), NAME_prepared
-  // (the rest) and NAME calling the two; nothing prepared for the GPU
-  // emulation (the GPU's kernels have no prepare step).
+  // NAME_prepare (weights transposed once per bound params, with
+  // hoistPrepare), NAME_prepared (the rest) and NAME calling the two.
   attn::AttnSplitPrepareOptions prepare;
-  prepare.hoist = !options.gpuEmulation;
+  prepare.hoist = stages.hoistPrepare;
   pm.addPass(attn::createAttnSplitPrepare(prepare));
   // A block's calls of other blocks: each call's params prepared once, in
   // the caller's NAME_prepare; the callees' code once, whoever calls it.
@@ -207,26 +240,43 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
   pm.addPass(attn::createAttnForwardCallSlices());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createCanonicalizerPass());
+}
 
-  if (options.gpuEmulation) {
-    // The GPU target's kernels, each thread run in turn on this CPU.
-    pm.addNestedPass<func::FuncOp>(attn::createAttnGpuLowerDecodeAttention());
-    pm.addNestedPass<func::FuncOp>(attn::createAttnGpuLowerFusedAttention());
-    attn::AttnGpuTileMatmulOptions gemms;
-    gemms.tf32 = options.tf32;
-    pm.addNestedPass<func::FuncOp>(attn::createAttnGpuTileMatmul(gemms));
-    pm.addNestedPass<func::FuncOp>(attn::createAttnGpuLowerRowReductions());
-    pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
-    pm.addNestedPass<func::FuncOp>(attn::createAttnGpuMapLoops());
-    pm.addNestedPass<func::FuncOp>(attn::createAttnGpuEmulateLaunches());
-  }
+void attnc::addGpuKernelLoops(OpPassManager &pm,
+                              const GpuKernelStages &stages) {
+  attn::AttnGpuLowerDecodeAttentionOptions decode;
+  decode.chip = stages.chip;
+  pm.addNestedPass<func::FuncOp>(
+      attn::createAttnGpuLowerDecodeAttention(decode));
+  attn::AttnGpuLowerFusedAttentionOptions attention;
+  attention.chip = stages.chip;
+  pm.addNestedPass<func::FuncOp>(
+      attn::createAttnGpuLowerFusedAttention(attention));
+  attn::AttnGpuTileMatmulOptions gemms;
+  gemms.chip = stages.chip;
+  gemms.tf32 = stages.tf32;
+  pm.addNestedPass<func::FuncOp>(attn::createAttnGpuTileMatmul(gemms));
+  attn::AttnGpuLowerRowReductionsOptions reductions;
+  reductions.chip = stages.chip;
+  pm.addNestedPass<func::FuncOp>(
+      attn::createAttnGpuLowerRowReductions(reductions));
+  // No canonicalization before the mapping: it would unroll a loop of one
+  // iteration into host code.
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  attn::AttnGpuMapLoopsOptions mapping;
+  mapping.blockSize = stages.blockSize;
+  mapping.chip = stages.chip;
+  pm.addNestedPass<func::FuncOp>(attn::createAttnGpuMapLoops(mapping));
+}
 
+void attnc::addCpuLoopsToLLVM(OpPassManager &pm,
+                              const CpuPipelineOptions &options) {
   // Register tiles and vectors.
   attn::AttnLowerFusedAttentionOptions flash;
   flash.parallel = options.parallel;
   flash.parallelWork = options.parallelWork;
   pm.addNestedPass<func::FuncOp>(attn::createAttnLowerFusedAttention(flash));
-  if (options.vectorize && !options.gpuEmulation) {
+  if (options.vectorize) {
     attn::AttnTileAndVectorizeOptions tiling;
     tiling.rowTile = options.rowTile;
     tiling.columnTile = options.columnTile;
@@ -281,6 +331,20 @@ void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
 }
 
+void attnc::buildCpuLoweringPipeline(OpPassManager &pm,
+                                     const CpuPipelineOptions &options) {
+  if (!options.lowering.empty()) {
+    // checkCpuLowering tells the user of a name that is not registered.
+    if (const CpuLowering *lowering = lookupCpuLowering(options.lowering))
+      lowering->build(pm, options);
+    return;
+  }
+  CpuBufferStages buffers;
+  buffers.attention = cpuAttentionLowering(options);
+  addAttnToCpuBuffers(pm, buffers);
+  addCpuLoopsToLLVM(pm, options);
+}
+
 void attnc::buildGpuLoweringPipeline(OpPassManager &pm,
                                      const GpuPipelineOptions &options) {
   // On buffers, as loops: one kernel per loop nest; fused attention and
@@ -289,29 +353,11 @@ void attnc::buildGpuLoweringPipeline(OpPassManager &pm,
   addAttnToLinalg(pm, options.attention, /*decodeKernel=*/true,
                   /*prefillFlash=*/false);
   addBufferization(pm);
-  attn::AttnGpuLowerDecodeAttentionOptions decode;
-  decode.chip = options.chip;
-  pm.addNestedPass<func::FuncOp>(
-      attn::createAttnGpuLowerDecodeAttention(decode));
-  attn::AttnGpuLowerFusedAttentionOptions attention;
-  attention.chip = options.chip;
-  pm.addNestedPass<func::FuncOp>(
-      attn::createAttnGpuLowerFusedAttention(attention));
-  attn::AttnGpuTileMatmulOptions gemms;
-  gemms.chip = options.chip;
-  gemms.tf32 = options.tf32;
-  pm.addNestedPass<func::FuncOp>(attn::createAttnGpuTileMatmul(gemms));
-  attn::AttnGpuLowerRowReductionsOptions reductions;
-  reductions.chip = options.chip;
-  pm.addNestedPass<func::FuncOp>(
-      attn::createAttnGpuLowerRowReductions(reductions));
-  // No canonicalization before the mapping: it would unroll a loop of one
-  // iteration into host code.
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
-  attn::AttnGpuMapLoopsOptions mapping;
-  mapping.blockSize = options.blockSize;
-  mapping.chip = options.chip;
-  pm.addNestedPass<func::FuncOp>(attn::createAttnGpuMapLoops(mapping));
+  GpuKernelStages kernels;
+  kernels.chip = options.chip;
+  kernels.tf32 = options.tf32;
+  kernels.blockSize = options.blockSize;
+  addGpuKernelLoops(pm, kernels);
   pm.addNestedPass<func::FuncOp>(attn::createAttnGpuDeviceMemory());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -382,11 +428,6 @@ struct CpuPipelineCLOptions : public PassPipelineOptions<CpuPipelineCLOptions> {
       *this, "attention",
       llvm::cl::desc("Attention lowering: decomposed, fused or auto"),
       llvm::cl::init("auto")};
-  Option<bool> gpuEmulation{
-      *this, "gpu-emulation",
-      llvm::cl::desc("The GPU target's kernels, each launch run as loops on "
-                     "this CPU (a test of them without a GPU)"),
-      llvm::cl::init(false)};
 };
 } // namespace
 
@@ -402,7 +443,6 @@ void attnc::registerCpuLoweringPipeline() {
         options.attention = cl.attention;
         options.parallel = cl.parallel;
         options.parallelWork = cl.parallelWork;
-        options.gpuEmulation = cl.gpuEmulation;
         buildCpuLoweringPipeline(pm, options);
       });
 }

@@ -54,8 +54,7 @@ protected:
   }
 
   std::string backendFingerprint() const override {
-    return " backend=halide-" + halideVersion() +
-           " schedule=" + compileOptions.halideSchedule;
+    return " halide=" + halideVersion();
   }
 };
 

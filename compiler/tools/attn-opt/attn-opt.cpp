@@ -7,11 +7,15 @@
 
 #include "attnc/InitAttn.h"
 
+#include "GpuEmulation.h"
+
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
   attnc::registerAllPasses();
+  // The tests' own: attn-gpu-emulate-launches.
+  attnc::test::registerGpuEmulation();
   mlir::DialectRegistry registry;
   attnc::registerAllDialects(registry);
   return mlir::asMainReturnCode(mlir::MlirOptMain(

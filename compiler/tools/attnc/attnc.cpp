@@ -538,7 +538,10 @@ int printScheduleMain(unsigned level) {
     error() << llvm::toString(text.takeError()) << "\n";
     return kUserError;
   }
-  llvm::outs() << *text;
+  // The options as the kernel cache's key reads them, then the schedules.
+  llvm::outs() << "options: " << describeCodeOptions(generator->options())
+               << "\n"
+               << *text;
   if (inputFile.empty())
     return kSuccess;
   mlir::OwningOpRef<mlir::ModuleOp> module = attnModule(spec);

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../../e2e/TestSupport.h"
+#include "GpuEmulation.h"
 #include "attn/Target/FloatConversions.h"
 #include "attnc/Codegen/TargetMachine.h"
 #include "attnc/Halide/HalideBackend.h"
@@ -138,7 +139,8 @@ protected:
       GTEST_SKIP() << "this machine cannot run " << pipeline.cpu
                    << " code: " << llvm::toString(std::move(lacks));
     options.pipeline.parallel = pipeline.parallel;
-    options.pipeline.gpuEmulation = pipeline.gpuEmulation;
+    if (pipeline.gpuEmulation)
+      attnc::test::useGpuEmulation(options.pipeline);
     options.pipeline.attention = pipeline.attention;
     options.backend = pipeline.backend;
     kvDim = kModel / kHeads * v.kvHeads;
@@ -372,7 +374,8 @@ TEST_P(KvCacheTest, ALowPrecisionCacheHoldsTheRoundedRows) {
     CompileOptions options = Runtime::defaultOptions();
     options.target.cpu = pipeline.cpu;
     options.pipeline.parallel = false;
-    options.pipeline.gpuEmulation = pipeline.gpuEmulation;
+    if (pipeline.gpuEmulation)
+      attnc::test::useGpuEmulation(options.pipeline);
     options.backend = pipeline.backend;
     auto narrow = runtime->compile(text, "kv.attn", "prefill", options);
     ASSERT_TRUE(!!narrow) << llvm::toString(narrow.takeError());
@@ -433,7 +436,8 @@ TEST_P(KvCacheTest, TheWeightsOverTheCacheAreTheWholeSequences) {
     GTEST_SKIP() << "the other variants cover Halide's weights";
   CompileOptions options = Runtime::defaultOptions();
   options.pipeline.parallel = pipeline.parallel;
-  options.pipeline.gpuEmulation = pipeline.gpuEmulation;
+  if (pipeline.gpuEmulation)
+    attnc::test::useGpuEmulation(options.pipeline);
   options.backend = pipeline.backend;
   std::string text = spec(v, /*weights=*/true);
   std::vector<std::shared_ptr<Kernel>> withWeights;

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../../e2e/TestSupport.h"
+#include "GpuEmulation.h"
 #include "attn/Target/FloatConversions.h"
 #include "attnc/Runtime/Runtime.h"
 
@@ -217,7 +218,7 @@ TEST_P(LongKvCacheTest, EqualsTheStepByStepAttentionOverTheWholeCache) {
 TEST_P(LongKvCacheTest, TheGpuKernelEqualsTheStepByStepAttention) {
   const LongCase &c = GetParam();
   CompileOptions options = Runtime::defaultOptions();
-  options.pipeline.gpuEmulation = true;
+  attnc::test::useGpuEmulation(options.pipeline);
   auto kernel = runtime->compile(spec(c), "long.attn", "step", options);
   ASSERT_TRUE(!!kernel) << llvm::toString(kernel.takeError());
   ASSERT_EQ(message((*kernel)->bindParams(

@@ -93,8 +93,10 @@ public:
   /// (compile() checks it too).
   virtual llvm::Error checkModule(mlir::ModuleOp module) const;
 
-  /// Everything that changes the generated code, for cache keys.
-  virtual std::string fingerprint() const = 0;
+  /// Everything that changes the generated code, for cache keys: every
+  /// option that does (forEachCodeOption, CompileOptions.h) and what the
+  /// generator derives from the machine (derivedFingerprint).
+  std::string fingerprint() const;
 
   /// Adds to `module` (attn level) what its passes will read of the target
   /// (--emit=attn shows it); nothing for a generator that reads none.
@@ -124,6 +126,10 @@ protected:
   /// The signatures emitHeader declares.
   virtual llvm::Expected<std::vector<KernelSignature>>
   headerSignatures(mlir::ModuleOp module) const = 0;
+
+  /// What the code depends on besides the options: the CPU or GPU they
+  /// resolve to and its description, the toolkit or library versions.
+  virtual std::string derivedFingerprint() const = 0;
 
   /// The compute capability a GPU header names; empty for a CPU.
   virtual std::string headerChip() const { return ""; }

@@ -2,7 +2,11 @@
 //
 // The options of one compilation: target, lowering pipeline and code
 // generation. Part of the public (installed) API: the runtime's Runtime.h
-// takes them, so this header includes nothing but the standard library.
+// takes them, so this header includes nothing but the standard library and
+// llvm/ADT/StringRef.h (header-only).
+//
+// forEachCodeOption lists the fields that decide the code: the kernel
+// cache's fingerprint and --print-schedule read that one list.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,14 +61,13 @@ struct CpuPipelineOptions {
   /// parallelElements); -1: the schedule's; 0: every loop (the tests that 1
   /// and 2 threads give the same bits, at the goldens' small sizes).
   int64_t parallelWork = -1;
-  /// A test of the GPU target without a GPU: the loop nests are mapped to
-  /// GPU launches as for --target=nvptx (attn-gpu-map-loops), then each
-  /// launch runs as loops over its blocks and threads on this CPU
-  /// (attn-gpu-emulate-launches). Fused attention is the GPU's kernel
-  /// (attn-gpu-lower-fused-attention).
-  bool gpuEmulation = false;
-  /// --gpu-math=tf32: the GPU target's f32 GEMMs (and its emulation's) on
-  /// tensor cores, their operands rounded to tf32 (docs/gpu.md).
+  /// The name of a CPU lowering registered with registerCpuLowering
+  /// (Pipeline.h) to use instead of attnc's own (empty). The tests register
+  /// one: the GPU target's kernels, each launch run as loops on this CPU
+  /// (tests/lib/GpuEmulation).
+  std::string lowering;
+  /// --gpu-math=tf32: the GPU target's f32 GEMMs on tensor cores, their
+  /// operands rounded to tf32 (docs/gpu.md).
   bool tf32 = false;
 };
 
@@ -102,6 +105,40 @@ struct CompileOptions {
   /// -O0 .. -O3: -O0 also turns off tiling/vectorization (scalar loops).
   void setOptLevel(unsigned level);
 };
+
+/// The fields of CompileOptions that do not change the code compiled: a
+/// debug dump and a progress report.
+constexpr const char *kOptionsBesideTheCode[] = {"printIRAfterAll", "onStage"};
+
+/// Calls `visit(name, value)` for every field of `options` that decides the
+/// code compiled, in declaration order: the one list that the kernel cache's
+/// fingerprint and --print-schedule read (describeCodeOptions). A field
+/// added to these structs must be added here or to kOptionsBesideTheCode
+/// (tests/unit/Codegen/CompileOptionsTest.cpp fails otherwise).
+template <typename Visit>
+void forEachCodeOption(const CompileOptions &options, Visit &&visit) {
+  const TargetOptions &target = options.target;
+  visit("target.kind", target.kind);
+  visit("target.triple", target.triple);
+  visit("target.cpu", target.cpu);
+  visit("target.optLevel", target.optLevel);
+  const CpuPipelineOptions &pipeline = options.pipeline;
+  visit("pipeline.rowTile", pipeline.rowTile);
+  visit("pipeline.columnTile", pipeline.columnTile);
+  visit("pipeline.vectorize", pipeline.vectorize);
+  visit("pipeline.attention", pipeline.attention);
+  visit("pipeline.parallel", pipeline.parallel);
+  visit("pipeline.parallelWork", pipeline.parallelWork);
+  visit("pipeline.lowering", pipeline.lowering);
+  visit("pipeline.tf32", pipeline.tf32);
+  visit("backend", options.backend);
+  visit("halideSchedule", options.halideSchedule);
+  visit("objectBlockCache", options.objectBlockCache);
+}
+
+/// `name=value` for each field of forEachCodeOption, space-separated
+/// (strings quoted): the cache key's options and --print-schedule's line.
+std::string describeCodeOptions(const CompileOptions &options);
 
 } // namespace attnc
 

@@ -27,7 +27,10 @@
 
 #include "attnc/Codegen/CompileOptions.h"
 
+#include "llvm/Support/Error.h"
+
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace mlir {
@@ -38,17 +41,75 @@ class OpPassManager;
 namespace attnc {
 
 /// Appends the passes from attn ops to the LLVM dialect to `pm` (anchored on
-/// builtin.module).
+/// builtin.module): attnc's, or the registered lowering that
+/// `options.lowering` names (checkCpuLowering).
 void buildCpuLoweringPipeline(mlir::OpPassManager &pm,
                               const CpuPipelineOptions &options);
+
+//===----------------------------------------------------------------------===//
+// Other CPU lowerings (the tests' GPU emulation), built from attnc's stages
+//===----------------------------------------------------------------------===//
+
+/// A lowering of attn ops to the LLVM dialect for the CPU other than
+/// attnc's, registered under the name CpuPipelineOptions::lowering selects.
+struct CpuLowering {
+  /// Appends its passes to `pm` (anchored on builtin.module).
+  std::function<void(mlir::OpPassManager &, const CpuPipelineOptions &)> build;
+  /// Whether a prompt's prefill into a KV cache runs on the flash kernel
+  /// (attn-decompose's prefill-flash-rows; otherwise the decode kernel).
+  bool prefillFlash = true;
+};
+
+/// Registers (or replaces) the lowering called `name`. Thread-safe.
+void registerCpuLowering(llvm::StringRef name, CpuLowering lowering);
+
+/// The lowering registered as `name`, or null.
+const CpuLowering *lookupCpuLowering(llvm::StringRef name);
+
+/// An error unless `options.lowering` is empty or a registered name.
+llvm::Error checkCpuLowering(const CpuPipelineOptions &options);
+
+/// The first stages of the CPU pipeline: attn -> linalg on tensors ->
+/// buffers, the kernels split into NAME_prepare, NAME_prepared and NAME.
+struct CpuBufferStages {
+  /// attn-decompose's `attention` option (cpuAttentionLowering).
+  std::string attention = "auto";
+  /// A prompt's prefill into a KV cache on the flash kernel.
+  bool prefillFlash = true;
+  /// GEMMs of two bf16 operands on bf16 pairs (attn-bf16-pair-gemms).
+  bool bf16Pairs = true;
+  /// NAME_prepare transposes (packs) the weights once per bound params.
+  bool hoistPrepare = true;
+};
+void addAttnToCpuBuffers(mlir::OpPassManager &pm,
+                         const CpuBufferStages &stages);
+
+/// The last stages of the CPU pipeline, from buffers: attnc's flash
+/// attention, register tiles and vectors (with options.vectorize), the
+/// approximate math, then the LLVM dialect.
+void addCpuLoopsToLLVM(mlir::OpPassManager &pm,
+                       const CpuPipelineOptions &options);
+
+/// The GPU target's kernels as loop nests mapped to gpu.launch (on
+/// buffers): attention, tiled GEMMs, row reductions, the rest mapped by
+/// attn-gpu-map-loops. Shared by the NVPTX pipeline and the GPU emulation.
+struct GpuKernelStages {
+  /// The compute capability whose tiles and launch sizes are used.
+  std::string chip = "sm_90a";
+  /// f32 GEMMs on tensor cores in tf32.
+  bool tf32 = false;
+  /// Threads per block at most (0: the target's).
+  int64_t blockSize = 0;
+};
+void addGpuKernelLoops(mlir::OpPassManager &pm, const GpuKernelStages &stages);
 
 /// attn-decompose's `attention` option in the CPU pipeline: -O0 (no
 /// vectorization) decomposes, whatever `options.attention` says.
 std::string cpuAttentionLowering(const CpuPipelineOptions &options);
 
 /// Whether the CPU pipeline runs a prompt's prefill into a KV cache on the
-/// flash kernel (attn-decompose's prefill-flash-rows): the CPU's code does,
-/// the GPU emulation (which runs the GPU's code) runs the decode kernel.
+/// flash kernel (attn-decompose's prefill-flash-rows): attnc's does, a
+/// registered lowering says (CpuLowering::prefillFlash).
 bool cpuPrefillFlash(const CpuPipelineOptions &options);
 
 /// --print-schedule's lines for the attention ops of `module` (attn level):

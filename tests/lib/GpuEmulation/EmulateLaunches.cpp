@@ -19,8 +19,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GpuEmulation.h"
+
 #include "attn/GPU/MmaFragments.h"
-#include "attn/GPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -37,10 +38,10 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
-namespace mlir::attn {
+namespace attnc::test {
 #define GEN_PASS_DEF_ATTNGPUEMULATELAUNCHES
-#include "attn/GPU/Passes.h.inc"
-} // namespace mlir::attn
+#include "GpuEmulationPasses.h.inc"
+} // namespace attnc::test
 
 using namespace mlir;
 namespace mma = mlir::attn::mma;
@@ -731,7 +732,8 @@ LogicalResult emulate(gpu::LaunchOp launch) {
 }
 
 struct AttnGpuEmulateLaunchesPass
-    : mlir::attn::impl::AttnGpuEmulateLaunchesBase<AttnGpuEmulateLaunchesPass> {
+    : attnc::test::impl::AttnGpuEmulateLaunchesBase<
+          AttnGpuEmulateLaunchesPass> {
   void runOnOperation() override {
     SmallVector<gpu::LaunchOp> launches;
     getOperation().walk(
