@@ -6,6 +6,7 @@
 
 #include "DecodeEmitter.h"
 
+#include "attn/Attention/OnlineSoftmax.h"
 #include "attn/IR/AttentionMask.h"
 #include "attn/Target/CpuTarget.h"
 
@@ -552,7 +553,6 @@ void DecodeEmitter::weighKeys(Value n, Value c, const Keys &keys) {
   int64_t stride = keysPerVector * paddedRows;
   int64_t width = std::min(lanes, paddedRows);
   auto vectorType = VectorType::get({lanes}, b.getF32Type());
-  Value minusInf = f32(-std::numeric_limits<float>::infinity());
   Value first =
       mul(arith::SubIOp::create(b, loc, keys.ja, keys.j0), index(paddedRows));
   SmallVector<int64_t> tile;
@@ -563,22 +563,24 @@ void DecodeEmitter::weighKeys(Value n, Value c, const Keys &keys) {
       return add(add(first, mul(i, index(stride))), index(s * lanes));
     };
     Value most =
-        forWithValues(index(0), keys.groupsOfKeys,
-                      ValueRange{splat(minusInf, lanes)},
-                      [&](Value i, ValueRange acc) -> SmallVector<Value> {
-                        Value x = vector::LoadOp::create(
-                            b, loc, vectorType, scores, ValueRange{slotOf(i)});
-                        return {arith::MaximumFOp::create(b, loc, acc[0], x)};
-                      })
+        forWithValues(
+            index(0), keys.groupsOfKeys,
+            ValueRange{maxIdentity(b, loc, vectorType, ScoreMax::Ieee)},
+            [&](Value i, ValueRange acc) -> SmallVector<Value> {
+              Value x = vector::LoadOp::create(b, loc, vectorType, scores,
+                                               ValueRange{slotOf(i)});
+              return {maxOf(b, loc, acc[0], x, ScoreMax::Ieee)};
+            })
             .front();
     Value rowMax = foldKeys(most, /*maximum=*/true);
-    // A row with no key in this chunk (its mask): weights exp(-inf) = 0.
-    Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                       rowMax, splat(minusInf, width));
-    Value shift =
-        arith::SelectOp::create(b, loc, none, splat(f32(0), width), rowMax);
+    // The chunk's one step of the online softmax; a row with no key in this
+    // chunk (its mask) has weights exp(-inf - 0) = 0.
+    OnlineStep step = advanceMax(
+        b, loc, maxIdentity(b, loc, rowMax.getType(), ScoreMax::Ieee), rowMax,
+        ScoreMax::Ieee, StepGuard::Seen);
+    rowMax = step.newMax;
     if (width < lanes)
-      shift = vector::ShuffleOp::create(b, loc, shift, shift, tile);
+      step.base = vector::ShuffleOp::create(b, loc, step.base, step.base, tile);
     Value sum =
         forWithValues(
             index(0), keys.groupsOfKeys, ValueRange{splat(f32(0), lanes)},
@@ -586,8 +588,7 @@ void DecodeEmitter::weighKeys(Value n, Value c, const Keys &keys) {
               Value slot = slotOf(i);
               Value x = vector::LoadOp::create(b, loc, vectorType, scores,
                                                ValueRange{slot});
-              Value p = math::ExpOp::create(
-                  b, loc, arith::SubFOp::create(b, loc, x, shift));
+              Value p = stepWeight(b, loc, x, step);
               vector::StoreOp::create(b, loc,
                                       productOperand(b, loc, p, products),
                                       scores, ValueRange{slot});
@@ -641,8 +642,7 @@ void DecodeEmitter::sumValues(Value n, Value c, const Entry &entry,
             SmallVector<Value> at{n, c, r, index(piece.first)};
             Value acc = vector::LoadOp::create(b, loc, type, partOut, at);
             for (int64_t u = 0; u < step; ++u)
-              acc = vector::FMAOp::create(
-                  b, loc, splat(weights[u], piece.second), values[u][p], acc);
+              acc = accumulated(b, loc, acc, weights[u], values[u][p]);
             vector::StoreOp::create(b, loc, acc, partOut, at);
           }
         }
@@ -692,9 +692,8 @@ void DecodeEmitter::sumValues(Value n, Value c, const Entry &entry,
             ArrayRef<Value> value = valueOf(i);
             Value weight = weightOf(j, add(r0, index(i)));
             for (auto [p, piece] : llvm::enumerate(pieces))
-              next.push_back(
-                  vector::FMAOp::create(b, loc, splat(weight, piece.second),
-                                        value[p], acc[i * pieceCount + p]));
+              next.push_back(accumulated(b, loc, acc[i * pieceCount + p],
+                                         weight, value[p]));
           }
           return next;
         });
@@ -726,49 +725,36 @@ void DecodeEmitter::reduce(Value n) {
   Value first = arith::DivUIOp::create(b, loc, begin, index(chunkKeys));
   Value last = arith::DivUIOp::create(b, loc, add(end, index(chunkKeys - 1)),
                                       index(chunkKeys));
-  Value minusInf = f32(-std::numeric_limits<float>::infinity());
   Value firstHead = mul(entry.firstKvHead, index(heads / kvHeads));
   forRange(index(0), index(rows), [&](Value r) {
-    // The row's max over its chunks (each chunk holds a visible key of some
-    // row; this row sees itself, so the max is finite).
-    Value rowMax =
-        forWithValues(first, last, ValueRange{minusInf},
-                      [&](Value c, ValueRange most) -> SmallVector<Value> {
-                        Value m = memref::LoadOp::create(b, loc, partMax,
-                                                         ValueRange{n, c, r});
-                        return {arith::MaximumFOp::create(b, loc, most[0], m)};
-                      })
-            .front();
-    SmallVector<Value> init = {f32(0)};
+    // Each chunk holds a visible key of some row; this row sees itself, so
+    // the max over its chunks is finite.
+    SmallVector<Value> zeros;
     for (auto [offset, width] : pieces)
-      init.push_back(splat(f32(0), width));
-    SmallVector<Value> sums =
-        forWithValues(first, last, init, [&](Value c, ValueRange acc) {
-          Value m =
-              memref::LoadOp::create(b, loc, partMax, ValueRange{n, c, r});
-          Value scaleBy = math::ExpOp::create(
-              b, loc, arith::SubFOp::create(b, loc, m, rowMax));
-          Value l =
+      zeros.push_back(splat(f32(0), width));
+    SmallVector<Value> sums = combinePartials(
+        b, loc, first, last,
+        [&](Value c) -> Value {
+          return memref::LoadOp::create(b, loc, partMax, ValueRange{n, c, r});
+        },
+        [&](Value c) {
+          ChunkPartial partial;
+          partial.sum =
               memref::LoadOp::create(b, loc, partSum, ValueRange{n, c, r});
-          SmallVector<Value> next = {arith::AddFOp::create(
-              b, loc, arith::MulFOp::create(b, loc, l, scaleBy), acc[0])};
-          for (auto [p, piece] : llvm::enumerate(pieces)) {
-            Value o = vector::LoadOp::create(
-                b, loc, VectorType::get({piece.second}, b.getF32Type()),
-                partOut, ValueRange{n, c, r, index(piece.first)});
-            next.push_back(vector::FMAOp::create(
-                b, loc, splat(scaleBy, piece.second), o, acc[1 + p]));
-          }
-          return next;
-        });
+          for (auto [offset, width] : pieces)
+            partial.out.push_back(vector::LoadOp::create(
+                b, loc, VectorType::get({width}, b.getF32Type()), partOut,
+                ValueRange{n, c, r, index(offset)}));
+          return partial;
+        },
+        zeros);
     Value rowSum = sums[0];
     Value t = arith::RemUIOp::create(b, loc, r, index(tokens));
     Value head =
         add(firstHead, arith::DivUIOp::create(b, loc, r, index(tokens)));
     Value column = mul(head, index(depth));
     for (auto [p, piece] : llvm::enumerate(pieces)) {
-      Value o = arith::DivFOp::create(b, loc, sums[1 + p],
-                                      splat(rowSum, piece.second));
+      Value o = normalized(b, loc, sums[1 + p], rowSum);
       vector::StoreOp::create(
           b, loc, o, out,
           ValueRange{entry.batch, t, add(column, index(piece.first))});

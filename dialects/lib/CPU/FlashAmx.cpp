@@ -57,13 +57,8 @@ void FlashEmitter::amxRowTile(Value n, Value i0, int64_t count) {
       arith::ConstantOp::create(b, loc, DenseElementsAttr::get(vecType, 0.0f));
   // Every row of the state, the tile's missing rows too (their lanes go
   // through the vector steps).
-  vector::StoreOp::create(
-      b, loc,
-      arith::ConstantOp::create(
-          b, loc,
-          DenseElementsAttr::get(vecType,
-                                 std::numeric_limits<float>::lowest())),
-      stats, ValueRange{index(0), index(0)});
+  vector::StoreOp::create(b, loc, maxIdentity(b, loc, vecType, ScoreMax::Plain),
+                          stats, ValueRange{index(0), index(0)});
   forRange(0, 16, 1, [&](Value r) {
     vector::StoreOp::create(b, loc, zeros, sums, ValueRange{r, index(0)});
     for (int64_t c0 = 0; c0 < width; c0 += 16)
@@ -243,22 +238,18 @@ void FlashEmitter::amxWeights(Value n, Value i0, int64_t count, Value j0,
         }
       }
       s.push_back(x);
-      blockMax = blockMax
-                     ? arith::MaxNumFOp::create(b, loc, blockMax, x, kPlainMax)
-                           .getResult()
-                     : x;
+      blockMax = blockMax ? maxOf(b, loc, blockMax, x, ScoreMax::Plain) : x;
     }
     Value oldMax =
         memref::LoadOp::create(b, loc, stats, ValueRange{index(0), r});
-    Value newMax = arith::MaxNumFOp::create(
-        b, loc, oldMax,
-        vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXNUMF,
-                                    blockMax, kPlainMax),
-        kPlainMax);
+    Value newMax =
+        advanceMax(b, loc, oldMax, reduceMax(b, loc, blockMax, ScoreMax::Plain),
+                   ScoreMax::Plain)
+            .newMax;
     Value sum;
     for (int64_t t = 0; t < amxKeys / 16; ++t) {
-      Value p =
-          weightOf(arith::SubFOp::create(b, loc, s[t], splat(newMax, 16)));
+      Value p = nonPositiveExp16(
+          b, loc, arith::SubFOp::create(b, loc, s[t], splat(newMax, 16)));
       sum = sum ? arith::AddFOp::create(b, loc, sum, p).getResult() : p;
       // vcvtneps2bf16 rounds to nearest even; p is never subnormal (its
       // inputs would be flushed).
@@ -292,15 +283,14 @@ void FlashEmitter::amxWeights(Value n, Value i0, int64_t count, Value j0,
         });
   }
   // The rows' rescaling exp(m - m') as one vector.
-  Value oldMax = vector::LoadOp::create(b, loc, vecType, stats,
-                                        ValueRange{index(0), index(0)});
-  Value newMax = vector::LoadOp::create(b, loc, vecType, stats,
-                                        ValueRange{index(1), index(0)});
-  vector::StoreOp::create(
-      b, loc,
-      math::ExpOp::create(b, loc,
-                          arith::SubFOp::create(b, loc, oldMax, newMax)),
-      stats, ValueRange{index(2), index(0)});
+  OnlineStep tile;
+  tile.oldMax = vector::LoadOp::create(b, loc, vecType, stats,
+                                       ValueRange{index(0), index(0)});
+  tile.newMax = vector::LoadOp::create(b, loc, vecType, stats,
+                                       ValueRange{index(1), index(0)});
+  Value newMax = tile.newMax;
+  vector::StoreOp::create(b, loc, rescaleFactor(b, loc, tile), stats,
+                          ValueRange{index(2), index(0)});
   vector::StoreOp::create(b, loc, newMax, stats,
                           ValueRange{index(0), index(0)});
 }

@@ -226,13 +226,10 @@ void FlashEmitter::copyRow(Value source, Value row,
     Value x2 = memref::LoadOp::create(b, loc, source, where(row, partner));
     Value cos = memref::LoadOp::create(b, loc, ropeCos, ValueRange{row, c});
     Value sin = memref::LoadOp::create(b, loc, ropeSin, ValueRange{row, c});
-    Value x1Cos = arith::MulFOp::create(b, loc, x1, cos);
-    Value x2Cos = arith::MulFOp::create(b, loc, x2, cos);
-    Value x1Sin = arith::MulFOp::create(b, loc, x1, sin);
-    Value x2Sin = arith::MulFOp::create(b, loc, x2, sin);
-    // x1 cos + (-x2) sin and x2 cos + x1 sin, rounded as torch does.
-    store(c, rounded(arith::SubFOp::create(b, loc, x1Cos, x2Sin)));
-    store(partner, rounded(arith::AddFOp::create(b, loc, x2Cos, x1Sin)));
+    // Rounded after the rotation, as torch does.
+    auto [first, second] = rotateHalves(b, loc, x1, x2, cos, sin);
+    store(c, rounded(first));
+    store(partner, rounded(second));
   });
 }
 
@@ -570,23 +567,23 @@ SmallVector<Value> FlashEmitter::keyBlockOf(Value n, ArrayRef<Value> row,
     // through exp and the sum, without IEEE maximum's NaN and -0 fix-ups
     // (about 50 instructions per row and block).
     Value lanesMax =
-        overBlocks(r, splat(f32(std::numeric_limits<float>::lowest()), lanes),
+        overBlocks(r, maxIdentity(b, loc, vecType, ScoreMax::Plain),
                    [&](Value, Value s, Value acc) -> Value {
-                     return arith::MaxNumFOp::create(b, loc, acc, s, kPlainMax);
+                     return maxOf(b, loc, acc, s, ScoreMax::Plain);
                    });
-    Value blockMax = vector::ReductionOp::create(
-        b, loc, vector::CombiningKind::MAXNUMF, lanesMax, kPlainMax);
-    Value oldMax = state[r];
-    Value newMax =
-        arith::MaxNumFOp::create(b, loc, oldMax, blockMax, kPlainMax);
+    OnlineStep step = advanceMax(b, loc, state[r],
+                                 reduceMax(b, loc, lanesMax, ScoreMax::Plain),
+                                 ScoreMax::Plain);
+    Value newMax = step.newMax;
     Value lanesSum =
         overBlocks(r, zero, [&](Value t, Value s, Value acc) -> Value {
-          Value x = arith::SubFOp::create(b, loc, s, splat(newMax, lanes));
           Value p;
           if (dot) {
-            p = keptPairWeights(x, index(r), t);
+            p = keptPairWeights(
+                arith::SubFOp::create(b, loc, s, splat(newMax, lanes)),
+                index(r), t);
           } else {
-            p = math::ExpOp::create(b, loc, x);
+            p = stepWeight(b, loc, s, step);
             vector::StoreOp::create(b, loc, rounded(p), probs,
                                     ValueRange{index(r), t});
           }
@@ -599,13 +596,9 @@ SmallVector<Value> FlashEmitter::keyBlockOf(Value n, ArrayRef<Value> row,
           b, loc,
           arith::ConstantOp::create(b, loc, b.getFloatAttr(bf16(), 0.0)),
           weightPairs, ValueRange{index(r), index(span)});
-    Value alpha = math::ExpOp::create(
-        b, loc, arith::SubFOp::create(b, loc, oldMax, newMax));
-    Value blockSum = vector::ReductionOp::create(
-        b, loc, vector::CombiningKind::ADD, lanesSum);
-    sums.push_back(arith::AddFOp::create(
-        b, loc, arith::MulFOp::create(b, loc, state[rows + r], alpha),
-        blockSum));
+    Value alpha = rescaleFactor(b, loc, step);
+    sums.push_back(advanceSum(b, loc, state[rows + r], alpha,
+                              reduceSum(b, loc, lanesSum)));
     maxes.push_back(newMax);
     alphas.push_back(alpha);
   }
@@ -632,8 +625,7 @@ SmallVector<Value> FlashEmitter::keyBlockOf(Value n, ArrayRef<Value> row,
         Value o = vector::LoadOp::create(
             b, loc, VectorType::get({chunk}, b.getF32Type()), out,
             outAt(row[r], index(c0)));
-        acc.push_back(
-            arith::MulFOp::create(b, loc, o, splat(alphas[r], chunk)));
+        acc.push_back(rescaled(b, loc, o, alphas[r]));
       }
     auto keysLoop = scf::ForOp::create(
         b, loc, index(0), index(span), index(1), acc,
@@ -658,8 +650,7 @@ SmallVector<Value> FlashEmitter::keyBlockOf(Value n, ArrayRef<Value> row,
                           .getResult();
             for (int64_t r = 0; r < rows; ++r)
               next.push_back(
-                  vector::FMAOp::create(b, loc, splat(weight[r], chunk),
-                                        valueRow, acc[i * rows + r]));
+                  accumulated(b, loc, acc[i * rows + r], weight[r], valueRow));
           }
           scf::YieldOp::create(b, loc, next);
         });
@@ -748,55 +739,34 @@ Value FlashEmitter::rawScoreOf(Value n, Value row, Value j) {
 }
 
 void FlashEmitter::exactRow(Value n, Value row, Value len, Value lo) {
-  auto reduceKeys = [&](Value init,
-                        function_ref<Value(Value j, Value acc)> step) {
-    auto loop = scf::ForOp::create(
-        b, loc, index(0), index(keys), index(1), ValueRange{init},
-        [&](OpBuilder &nb, Location, Value j, ValueRange acc) {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-          scf::YieldOp::create(b, loc, ValueRange{step(j, acc[0])});
-        });
-    return loop.getResult(0);
-  };
   // D2L's rule: every key, masked ones at -1e6. `exclusive`: the visible
-  // keys only (a masked key's score is the lowest float for the max, its
-  // weight 0).
-  Value lowest = f32(std::numeric_limits<float>::lowest());
-  auto score = [&](Value j) {
-    if (!exclusive)
-      return scoreOf(n, row, len, lo, j);
-    return arith::SelectOp::create(b, loc, isKeyVisible(b, loc, j, lo, len),
-                                   rawScoreOf(n, row, j), lowest)
-        .getResult();
-  };
-  auto weightOf = [&](Value j, Value rowMax) {
-    Value e = math::ExpOp::create(
-        b, loc, arith::SubFOp::create(b, loc, score(j), rowMax));
-    if (!exclusive)
-      return e;
-    return arith::SelectOp::create(b, loc, isKeyVisible(b, loc, j, lo, len), e,
-                                   f32(0.0f))
-        .getResult();
-  };
-  Value rowMax = reduceKeys(lowest, [&](Value j, Value acc) {
-    return arith::MaximumFOp::create(b, loc, acc, score(j));
-  });
-  Value rowSum = reduceKeys(f32(0.0f), [&](Value j, Value acc) {
-    return arith::AddFOp::create(b, loc, acc, weightOf(j, rowMax));
-  });
+  // keys only (a masked key weighs 0). The row's accumulators are its
+  // output row.
   forRange(0, width, 1, [&](Value c) {
     memref::StoreOp::create(b, loc, f32(0.0f), out, outAt(row, c));
   });
-  forRange(0, keys, 1, [&](Value j) {
-    Value weight =
-        rounded(arith::DivFOp::create(b, loc, weightOf(j, rowMax), rowSum));
-    forRange(0, width, 1, [&](Value c) {
-      Value x = rounded(memref::LoadOp::create(b, loc, v, vAt(j, c)));
-      Value acc = memref::LoadOp::create(b, loc, out, outAt(row, c));
-      memref::StoreOp::create(b, loc,
-                              math::FmaOp::create(b, loc, weight, x, acc), out,
-                              outAt(row, c));
-    });
+  SmallVector<Value> rowStats = attn::exactRow(
+      b, loc, index(keys), ValueRange{},
+      [&](Value j) {
+        return exclusive ? rawScoreOf(n, row, j) : scoreOf(n, row, len, lo, j);
+      },
+      exclusive ? function_ref<Value(Value)>(
+                      [&](Value j) { return isKeyVisible(b, loc, j, lo, len); })
+                : function_ref<Value(Value)>(),
+      [&](ValueRange, Value alpha, Value weight, Value j) {
+        Value p = rounded(weight);
+        forRange(0, width, 1, [&](Value c) {
+          Value x = rounded(memref::LoadOp::create(b, loc, v, vAt(j, c)));
+          Value acc = memref::LoadOp::create(b, loc, out, outAt(row, c));
+          memref::StoreOp::create(
+              b, loc, accumulated(b, loc, rescaled(b, loc, acc, alpha), p, x),
+              out, outAt(row, c));
+        });
+        return SmallVector<Value>();
+      });
+  forRange(0, width, 1, [&](Value c) {
+    Value acc = memref::LoadOp::create(b, loc, out, outAt(row, c));
+    memref::StoreOp::create(b, loc, normalized(b, loc, acc, rowStats[1]), out,
+                            outAt(row, c));
   });
 }

@@ -53,6 +53,9 @@
 #ifndef ATTN_CPU_FLASHEMITTER_H
 #define ATTN_CPU_FLASHEMITTER_H
 
+#include "attn/Attention/OnlineSoftmax.h"
+#include "attn/Attention/RotateHalf.h"
+#include "attn/Attention/SoftmaxExp.h"
 #include "attn/IR/AttentionMask.h"
 #include "attn/IR/AttnOps.h"
 
@@ -68,11 +71,6 @@
 namespace mlir::attn {
 
 struct CpuSchedule;
-
-/// Fast-math flags of the running max: NaN and the sign of zero do not
-/// matter to it (see keyBlockOf).
-constexpr arith::FastMathFlags kPlainMax =
-    arith::FastMathFlags::nnan | arith::FastMathFlags::nsz;
 
 /// Emits the loop nest of one fused_attention op at the builder's point.
 class FlashEmitter {
@@ -168,7 +166,8 @@ private:
   /// The same score, not masked.
   Value rawScoreOf(Value n, Value row, Value j);
 
-  /// The exact softmax over all keys of one row (three scalar passes).
+  /// The exact softmax over all keys of one row (attn::exactRow: one online
+  /// pass, scalar loops over the row's columns).
   void exactRow(Value n, Value row, Value len, Value lo);
 
   //===--------------------------------------------------------------------===//
@@ -269,22 +268,14 @@ private:
   /// exact recompute's read.
   Value keyFromTiles(Value c, Value j);
 
-  /// exp(x) of a vector<16xf32> x <= 0 (or NaN), for the weights of the AMX
-  /// and vdpbf16ps loops: Cephes' expf polynomial on x - k ln 2, scaled by 2^k
-  /// with vscalefps (AVX-512), 0 for x < ln(2^-126) (a result below f32's
-  /// smallest normal: an absolute error below 1.2e-38, and no subnormal for
-  /// vcvtneps2bf16 to flush); NaN stays NaN. A third of the instructions of
-  /// the general math.exp expansion, which handles every input.
-  Value weightOf(Value x);
-
   /// The unscaled scores q kᵀ of `rows` rows against the `lanes` keys from
   /// jt (a multiple of 16 for 16 lanes and more), a vector per row.
   SmallVector<Value> pairScoresOf(ArrayRef<Value> row, Value jt, int64_t lanes);
 
   /// p = exp(x) for the scores x - m' <= 0 of a row (vector<lanes>), kept
   /// in weightPairs[row, t...] as bf16: 16 lanes at a time as the AMX
-  /// loop computes and rounds them (weightOf, vcvtneps2bf16); a piece of
-  /// fewer keys with math.exp and the exact rounding.
+  /// loop computes and rounds them (nonPositiveExp16, vcvtneps2bf16); a piece
+  /// of fewer keys with math.exp and the exact rounding.
   Value keptPairWeights(Value x, Value row, Value t);
 
   /// The bf16 pair at `at` of a bf16 memref as vector<1xi32>.
@@ -312,7 +303,8 @@ private:
   //   scores = qTiles x kTiles                   (tdpbf16ps, f32 sums; the
   //                                               next step's are computed
   //                                               before this step's p @ v)
-  //   per row: scale, mask, m' = max(m, max s), p = exp(s - m') (weightOf),
+  //   per row: scale, mask, m' = max(m, max s), p = exp(s - m')
+  //   (nonPositiveExp16),
   //            weightTiles[row] = p rounded to bf16, the step's sum of p
   //   pv = weightTiles x vTiles                  (tdpbf16ps, from zero)
   //   per row: out = out exp(m - m') + pv, l = l exp(m - m') + sum p

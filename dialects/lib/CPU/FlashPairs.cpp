@@ -72,17 +72,9 @@ Value FlashEmitter::rowVector(
   Value x2 = load(source, where(row, index(half)), half);
   Value cos = load(ropeCos, {row, index(0)}, half);
   Value sin = load(ropeSin, {row, index(0)}, half);
-  // x1 cos + (-x2) sin and x2 cos + x1 sin, as copyRow rounds them.
-  Value first =
-      arith::SubFOp::create(b, loc, arith::MulFOp::create(b, loc, x1, cos),
-                            arith::MulFOp::create(b, loc, x2, sin));
-  Value second =
-      arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, x2, cos),
-                            arith::MulFOp::create(b, loc, x1, sin));
-  SmallVector<int64_t> both;
-  for (int64_t i = 0; i < depth; ++i)
-    both.push_back(i);
-  return rounded(vector::ShuffleOp::create(b, loc, first, second, both));
+  // Rounded after the rotation, as copyRow rounds.
+  auto [first, second] = rotateHalves(b, loc, x1, x2, cos, sin);
+  return rounded(concatenated({first, second}));
 }
 
 Value FlashEmitter::pairSlots(Value x) {
@@ -151,42 +143,6 @@ Value FlashEmitter::keyFromTiles(Value c, Value j) {
   return arith::ExtFOp::create(b, loc, b.getF32Type(), x);
 }
 
-Value FlashEmitter::weightOf(Value x) {
-  Type f32Type = b.getF32Type();
-  auto vecType = VectorType::get({16}, f32Type);
-  auto constant = [&](float value) -> Value {
-    return arith::ConstantOp::create(b, loc,
-                                     DenseElementsAttr::get(vecType, value));
-  };
-  auto fma = [&](Value a, Value c, Value d) -> Value {
-    return vector::FMAOp::create(b, loc, a, c, d);
-  };
-  // k = round(x / ln 2); r = x - k ln 2 in two steps (Cody and Waite).
-  Value k = math::RoundEvenOp::create(
-      b, loc, arith::MulFOp::create(b, loc, x, constant(1.44269504088896341f)));
-  Value r = fma(k, constant(-0.693359375f), x);
-  r = fma(k, constant(2.12194440e-4f), r);
-  Value poly = constant(1.9875691500e-4f);
-  for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
-                  1.6666665459e-1f, 5.0000001201e-1f})
-    poly = fma(poly, r, constant(c));
-  Value e = arith::AddFOp::create(
-      b, loc, fma(poly, arith::MulFOp::create(b, loc, r, r), r),
-      constant(1.0f));
-  // Lanes with x >= ln(2^-126) or NaN take e 2^k, the others 0.
-  Value kept = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UGE, x,
-                                     constant(-87.3365402f));
-  Value mask = vector::BitCastOp::create(
-      b, loc, VectorType::get({1}, b.getI16Type()), kept);
-  // MLIR 22's mask.scalef hands its operands (src, a, b) to LLVM's
-  // llvm.x86.avx512.mask.scalef.ps.512, whose order is (a, b, src): e, k
-  // and the zeros go in that order (docs/toolchain.md).
-  return x86vector::MaskScaleFOp::create(
-      b, loc, vecType, /*src=*/e, /*a=*/k, /*b=*/constant(0.0f),
-      vector::ExtractOp::create(b, loc, mask, 0),
-      arith::ConstantIntOp::create(b, loc, b.getI32Type(), 4));
-}
-
 SmallVector<Value> FlashEmitter::pairScoresOf(ArrayRef<Value> row, Value jt,
                                               int64_t lanes) {
   int64_t rows = row.size();
@@ -229,16 +185,18 @@ SmallVector<Value> FlashEmitter::pairScoresOf(ArrayRef<Value> row, Value jt,
 Value FlashEmitter::keptPairWeights(Value x, Value row, Value t) {
   int64_t lanes = cast<VectorType>(x.getType()).getNumElements();
   if (lanes % 16 != 0) {
-    Value p = math::ExpOp::create(b, loc, x);
+    Value p = softmaxExp(b, loc, x);
     vector::StoreOp::create(b, loc, narrowed(p), weightPairs,
                             ValueRange{row, t});
     return p;
   }
   SmallVector<Value> pieces;
   for (int64_t i = 0; i < lanes; i += 16) {
-    Value p = weightOf(vector::ExtractStridedSliceOp::create(
-        b, loc, x, ArrayRef<int64_t>{i}, ArrayRef<int64_t>{16},
-        ArrayRef<int64_t>{1}));
+    Value p =
+        nonPositiveExp16(b, loc,
+                         vector::ExtractStridedSliceOp::create(
+                             b, loc, x, ArrayRef<int64_t>{i},
+                             ArrayRef<int64_t>{16}, ArrayRef<int64_t>{1}));
     vector::StoreOp::create(b, loc,
                             x86vector::CvtPackedF32ToBF16Op::create(
                                 b, loc, VectorType::get({16}, bf16()), p),

@@ -36,6 +36,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn/Attention/OnlineSoftmax.h"
 #include "attn/GPU/Passes.h"
 #include "attn/IR/AttentionMask.h"
 #include "attn/IR/AttnOps.h"
@@ -293,33 +294,19 @@ struct DecodeLowering {
           Value visible = arith::AndIOp::create(
               b, loc, live, isKeyVisible(b, loc, j, rowBegin, rowEnd));
           // A key the row does not see leaves its state as it was.
-          x = arith::SelectOp::create(b, loc, visible, x, f32(minusInfinity));
-          Value m = arith::MaximumFOp::create(b, loc, state[0], x);
-          Value correction = arith::SelectOp::create(
-              b, loc, visible,
-              math::ExpOp::create(b, loc,
-                                  arith::SubFOp::create(b, loc, state[0], m)),
-              f32(1.0f));
-          Value weight = arith::SelectOp::create(
-              b, loc, visible,
-              math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, x, m)),
-              f32(0.0f));
-          SmallVector<Value> next = {
-              m,
-              arith::AddFOp::create(
-                  b, loc, arith::MulFOp::create(b, loc, state[1], correction),
-                  weight)};
+          KeyStep key = onlineKeyStep(b, loc, state[0], state[1], x, visible);
+          SmallVector<Value> next = {key.max, key.sum};
           // The sum takes the weight as it is; with products(bf16), the
           // product with v its rounding.
-          Value product = rounded(weight);
+          Value product = rounded(key.weight);
           for (int64_t i = 0; i < vPerLane; ++i) {
             Value value = rounded(loadF32(
                 v,
                 ValueRange{batch, j,
                            add(columns.v, safeColumn(column(lane, i), dv))}));
-            next.push_back(arith::AddFOp::create(
-                b, loc, arith::MulFOp::create(b, loc, state[2 + i], correction),
-                arith::MulFOp::create(b, loc, product, value)));
+            next.push_back(
+                accumulated(b, loc, rescaled(b, loc, state[2 + i], key.alpha),
+                            product, value));
           }
           scf::YieldOp::create(b, loc, next);
         });
@@ -366,49 +353,26 @@ struct DecodeLowering {
         b, loc, firstChunk,
         div(add(entry.end, index(tile.chunkKeys - 1)), tile.chunkKeys));
 
-    Value one = index(1);
-    float minusInfinity = -std::numeric_limits<float>::infinity();
-    auto maximum = scf::ForOp::create(
-        b, loc, firstChunk, lastChunk, one, ValueRange{f32(minusInfinity)},
-        [&](OpBuilder &nb, Location, Value c, ValueRange state) {
-          OpBuilder::InsertionGuard inner(b);
-          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-          Value m = memref::LoadOp::create(b, loc, partMax, ValueRange{at, c});
-          scf::YieldOp::create(
-              b, loc,
-              ValueRange{arith::MaximumFOp::create(b, loc, state[0], m)});
-        });
-    Value overall = maximum.getResult(0);
-    SmallVector<Value> init(1 + vPerLane, f32(0.0f));
-    auto sums = scf::ForOp::create(
-        b, loc, firstChunk, lastChunk, one, init,
-        [&](OpBuilder &nb, Location, Value c, ValueRange state) {
-          OpBuilder::InsertionGuard inner(b);
-          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-          Value m = memref::LoadOp::create(b, loc, partMax, ValueRange{at, c});
-          Value factor = math::ExpOp::create(
-              b, loc, arith::SubFOp::create(b, loc, m, overall));
-          SmallVector<Value> next = {arith::AddFOp::create(
-              b, loc, state[0],
-              arith::MulFOp::create(
-                  b, loc,
-                  memref::LoadOp::create(b, loc, partSum, ValueRange{at, c}),
-                  factor))};
-          for (int64_t i = 0; i < vPerLane; ++i) {
-            Value o = memref::LoadOp::create(
+    SmallVector<Value> sums = combinePartials(
+        b, loc, firstChunk, lastChunk,
+        [&](Value c) -> Value {
+          return memref::LoadOp::create(b, loc, partMax, ValueRange{at, c});
+        },
+        [&](Value c) {
+          ChunkPartial partial;
+          partial.sum =
+              memref::LoadOp::create(b, loc, partSum, ValueRange{at, c});
+          for (int64_t i = 0; i < vPerLane; ++i)
+            partial.out.push_back(memref::LoadOp::create(
                 b, loc, partOut,
-                ValueRange{at, c, safeColumn(column(lane, i), dv)});
-            next.push_back(arith::AddFOp::create(
-                b, loc, state[1 + i],
-                arith::MulFOp::create(b, loc, o, factor)));
-          }
-          scf::YieldOp::create(b, loc, next);
-        });
+                ValueRange{at, c, safeColumn(column(lane, i), dv)}));
+          return partial;
+        },
+        SmallVector<Value>(vPerLane, f32(0.0f)));
     storeLaneColumns(
         lane, arith::AndIOp::create(b, loc, live, entry.valid), out,
         [&](int64_t i) -> Value {
-          return arith::DivFOp::create(b, loc, sums.getResult(1 + i),
-                                       sums.getResult(0));
+          return normalized(b, loc, sums[1 + i], sums[0]);
         },
         [&](Value c) -> SmallVector<Value> {
           return {batch, token, add(mul(head, dv), c)};

@@ -50,6 +50,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn/Attention/OnlineSoftmax.h"
+#include "attn/Attention/RotateHalf.h"
 #include "attn/GPU/MmaFragments.h"
 #include "attn/GPU/Passes.h"
 #include "attn/IR/AttentionMask.h"
@@ -154,13 +156,7 @@ struct Lowering {
                                            ValueRange{row, ropeColumn});
         Value sin = vector::LoadOp::create(b, loc, type, ropeSin,
                                            ValueRange{row, ropeColumn});
-        // rotate_half: the first half's partner is negated.
-        Value sign = arith::SelectOp::create(b, loc, first, splat(-1.0f, chunk),
-                                             splat(1.0f, chunk));
-        x = arith::AddFOp::create(
-            b, loc, arith::MulFOp::create(b, loc, x, cos),
-            arith::MulFOp::create(b, loc, partner,
-                                  arith::MulFOp::create(b, loc, sin, sign)));
+        x = rotateHalf(b, loc, x, partner, cos, sin, first);
       }
       share = append(share, rounded(x));
     }
@@ -208,28 +204,18 @@ struct Lowering {
   /// The first visible key of `row`; null (0) without a window.
   Value lowerOf(Value row) { return visibleBegin(b, loc, row, window); }
 
-  /// `x` (a row of q, vector<dk>) rotated by rope at position `t`:
-  /// x * [cos, cos] + rotate_half(x) * [-sin, sin] with rotate_half(x) =
-  /// [x2, x1] (the sign on sin makes it Hugging Face's [-x2, x1]).
+  /// `x` (a row of q, vector<dk>) rotated by rope at position `t`: its
+  /// halves rotated, end to end.
   Value rotate(Value x, Value t) {
     int64_t half = dk / 2;
     auto halfType = VectorType::get({half}, b.getF32Type());
-    SmallVector<int64_t> swap, twice, concat;
-    for (int64_t j = 0; j < dk; ++j) {
-      swap.push_back((j + half) % dk);
-      twice.push_back(j % half);
-      concat.push_back(j);
-    }
-    Value cosHalf = vector::LoadOp::create(b, loc, halfType, ropeCos,
-                                           ValueRange{t, index(0)});
-    Value sinHalf = vector::LoadOp::create(b, loc, halfType, ropeSin,
-                                           ValueRange{t, index(0)});
-    Value cos = vector::ShuffleOp::create(b, loc, cosHalf, cosHalf, twice);
-    Value sin = vector::ShuffleOp::create(
-        b, loc, arith::NegFOp::create(b, loc, sinHalf), sinHalf, concat);
-    Value rotated = vector::ShuffleOp::create(b, loc, x, x, swap);
-    return arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, x, cos),
-                                 arith::MulFOp::create(b, loc, rotated, sin));
+    Value cos = vector::LoadOp::create(b, loc, halfType, ropeCos,
+                                       ValueRange{t, index(0)});
+    Value sin = vector::LoadOp::create(b, loc, halfType, ropeSin,
+                                       ValueRange{t, index(0)});
+    auto [first, second] = rotateHalves(b, loc, lanesOf(x, 0, half),
+                                        lanesOf(x, half, half), cos, sin);
+    return append(first, second);
   }
 
   /// Lanes per chunk of a row of `width` a thread walks a few at a time.
@@ -260,38 +246,28 @@ struct Lowering {
   SmallVector<Value> update(ValueRange state, Value s,
                             function_ref<Value(int64_t, int64_t)> values,
                             Value visible = Value(), int64_t lanes = 0) {
-    Value m = state[0];
-    if (visible)
-      s = arith::SelectOp::create(b, loc, visible, s,
-                                  f32(-std::numeric_limits<float>::infinity()));
-    Value newMax = arith::MaximumFOp::create(b, loc, m, s);
-    Value correction =
-        math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, m, newMax));
-    Value p =
-        math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, s, newMax));
-    if (visible) {
-      // exp(-inf - -inf) would be NaN before a row's first key.
-      correction =
-          arith::SelectOp::create(b, loc, visible, correction, f32(1.0f));
-      p = arith::SelectOp::create(b, loc, visible, p, f32(0.0f));
-    }
-    Value l = arith::AddFOp::create(
-        b, loc, arith::MulFOp::create(b, loc, state[1], correction), p);
-    int64_t width = cast<VectorType>(state[2].getType()).getDimSize(0);
+    KeyStep key = onlineKeyStep(b, loc, state[0], state[1], s, visible);
+    return {key.max, key.sum,
+            accumulate(state[2], key.alpha, key.weight, values, lanes)};
+  }
+
+  /// acc alpha + weight v, a chunk of `lanes` at a time (see update). The
+  /// sum l takes the weight as it is; with products(bf16), p @ v its
+  /// rounding.
+  Value accumulate(Value acc, Value alpha, Value weight,
+                   function_ref<Value(int64_t, int64_t)> values,
+                   int64_t lanes = 0) {
+    int64_t width = cast<VectorType>(acc.getType()).getDimSize(0);
     if (lanes == 0)
       lanes = chunkLanes(width);
-    auto chunkType = VectorType::get({lanes}, b.getF32Type());
-    Value c = vector::BroadcastOp::create(b, loc, chunkType, correction);
-    // The sum l takes p as it is; with products(bf16), p @ v its rounding.
-    Value weight = vector::BroadcastOp::create(b, loc, chunkType, rounded(p));
-    Value acc;
+    Value product = rounded(weight);
+    Value next;
     for (int64_t c0 = 0; c0 < width; c0 += lanes) {
-      Value scaled =
-          arith::MulFOp::create(b, loc, lanesOf(state[2], c0, lanes), c);
-      acc = append(acc, vector::FMAOp::create(b, loc, weight, values(c0, lanes),
-                                              scaled));
+      Value scaled = rescaled(b, loc, lanesOf(acc, c0, lanes), alpha);
+      next =
+          append(next, accumulated(b, loc, scaled, product, values(c0, lanes)));
     }
-    return {newMax, l, acc};
+    return next;
   }
 
   /// Element c of a row at position t rotated by rope, the row's elements
@@ -305,12 +281,9 @@ struct Lowering {
     Value column = arith::RemUIOp::create(b, loc, c, index(half));
     Value other = at(arith::SelectOp::create(
         b, loc, first, arith::AddIOp::create(b, loc, c, index(half)), column));
-    other = arith::SelectOp::create(
-        b, loc, first, arith::NegFOp::create(b, loc, other), other);
     Value cos = memref::LoadOp::create(b, loc, ropeCos, ValueRange{t, column});
     Value sin = memref::LoadOp::create(b, loc, ropeSin, ValueRange{t, column});
-    return arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, x, cos),
-                                 arith::MulFOp::create(b, loc, other, sin));
+    return rotateHalf(b, loc, x, other, cos, sin, first);
   }
 
   /// The dot product of `width` lanes of the query and a key row, both
@@ -526,11 +499,24 @@ struct Lowering {
       Value lo = lowerOf(row), len = lengthOf(batch, row);
       Value keysToWalk =
           arith::SelectOp::create(b, loc, marked, index(keys), index(0));
-      auto loop = scf::ForOp::create(
-          b, loc, index(0), keysToWalk, one, initialState(vPerLane),
-          [&](OpBuilder &nb, Location, Value j, ValueRange state) {
-            OpBuilder::InsertionGuard inner(b);
-            b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+      // Lanes [c0, c0 + lanes) of this lane's share of key j's value row.
+      auto valuesOf = [&](Value j, int64_t c0, int64_t lanes) -> Value {
+        SmallVector<Value> elements;
+        for (int64_t i = c0; i < c0 + lanes; ++i) {
+          Value c = column(i);
+          Value safe =
+              arith::SelectOp::create(b, loc, below(c, dv), c, index(0));
+          elements.push_back(rounded(memref::LoadOp::create(
+              b, loc, v,
+              ValueRange{batch, j,
+                         arith::AddIOp::create(b, loc, vColumn, safe)})));
+        }
+        return vector::FromElementsOp::create(
+            b, loc, VectorType::get({lanes}, f32Type), elements);
+      };
+      SmallVector<Value> result = exactRow(
+          b, loc, keysToWalk, ValueRange{splat(0.0f, vPerLane)},
+          [&](Value j) -> Value {
             Value partial = f32(0.0f);
             for (int64_t i = 0; i < qPerLane; ++i) {
               Value term = arith::MulFOp::create(
@@ -548,23 +534,16 @@ struct Lowering {
                       b, loc, partial, static_cast<int32_t>(offset),
                       static_cast<int32_t>(warp), gpu::ShuffleMode::XOR)
                       .getShuffleResult());
-            Value s = maskScore(b, loc, isKeyVisible(b, loc, j, lo, len),
-                                scaled(partial));
-            auto values = [&](int64_t c0, int64_t lanes) -> Value {
-              SmallVector<Value> elements;
-              for (int64_t i = c0; i < c0 + lanes; ++i) {
-                Value c = column(i);
-                Value safe =
-                    arith::SelectOp::create(b, loc, below(c, dv), c, index(0));
-                elements.push_back(rounded(memref::LoadOp::create(
-                    b, loc, v,
-                    ValueRange{batch, j,
-                               arith::AddIOp::create(b, loc, vColumn, safe)})));
-              }
-              return vector::FromElementsOp::create(
-                  b, loc, VectorType::get({lanes}, f32Type), elements);
-            };
-            scf::YieldOp::create(b, loc, update(state, s, values));
+            return maskScore(b, loc, isKeyVisible(b, loc, j, lo, len),
+                             scaled(partial));
+          },
+          /*visibleOf=*/{},
+          [&](ValueRange acc, Value alpha, Value weight,
+              Value j) -> SmallVector<Value> {
+            return {accumulate(acc[0], alpha, weight,
+                               [&](int64_t c0, int64_t lanes) {
+                                 return valuesOf(j, c0, lanes);
+                               })};
           });
       auto stores = scf::IfOp::create(b, loc, marked, false);
       b.setInsertionPointToStart(stores.thenBlock());
@@ -575,9 +554,9 @@ struct Lowering {
           auto inside = scf::IfOp::create(b, loc, below(c, dv), false);
           b.setInsertionPointToStart(inside.thenBlock());
         }
-        Value acc = vector::ExtractOp::create(b, loc, loop.getResult(2), i);
+        Value acc = vector::ExtractOp::create(b, loc, result[2], i);
         memref::StoreOp::create(
-            b, loc, arith::DivFOp::create(b, loc, acc, loop.getResult(1)), out,
+            b, loc, normalized(b, loc, acc, result[1]), out,
             ValueRange{batch, row,
                        arith::AddIOp::create(b, loc, outColumn, c)});
       }
@@ -795,34 +774,22 @@ struct Lowering {
           SmallVector<Value> next(state.begin(), state.end());
           SmallVector<Value, 2> corrections, newMax;
           for (int64_t i = 0; i < 2; ++i) {
-            Value m = state[i];
-            newMax.push_back(arith::MaximumFOp::create(
-                b, loc, m, acrossGroup(tileMax[i], /*maximum=*/true)));
-            // No visible key yet: nothing to correct, no weight (exp(-inf
-            // - -inf) would be NaN).
-            Value seen =
-                arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
-                                      newMax[i], f32(minusInfinity));
-            corrections.push_back(arith::SelectOp::create(
-                b, loc, seen,
-                math::ExpOp::create(
-                    b, loc, arith::SubFOp::create(b, loc, m, newMax[i])),
-                f32(1.0f)));
-            Value base =
-                arith::SelectOp::create(b, loc, seen, newMax[i], f32(0.0f));
+            // No visible key yet: nothing to correct, no weight.
+            OnlineStep step = advanceMax(
+                b, loc, state[i], acrossGroup(tileMax[i], /*maximum=*/true),
+                ScoreMax::Ieee, StepGuard::Seen);
+            newMax.push_back(step.newMax);
+            corrections.push_back(rescaleFactor(b, loc, step));
             Value sum = f32(0.0f);
             for (int64_t nt = 0; nt < keyTiles; ++nt)
               for (int64_t j = 0; j < 2; ++j) {
                 Value &score = scores[nt][2 * i + j];
-                score = math::ExpOp::create(
-                    b, loc, arith::SubFOp::create(b, loc, score, base));
+                score = stepWeight(b, loc, score, step);
                 sum = arith::AddFOp::create(b, loc, sum, score);
               }
             next[i] = newMax[i];
-            next[2 + i] = arith::AddFOp::create(
-                b, loc,
-                arith::MulFOp::create(b, loc, state[2 + i], corrections[i]),
-                acrossGroup(sum, /*maximum=*/false));
+            next[2 + i] = advanceSum(b, loc, state[2 + i], corrections[i],
+                                     acrossGroup(sum, /*maximum=*/false));
           }
           // O scaled by the rows' corrections, then O += P V.
           Value correction = vector::FromElementsOp::create(

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn/Attention/RotateHalf.h"
 #include "attn/IR/AttentionMask.h"
 #include "attn/IR/AttnOps.h"
 #include "attn/IR/Rope.h"
@@ -320,14 +321,10 @@ Value applyRope(PatternRewriter &rewriter, Location loc, Value x, int64_t heads,
                 arith::SelectOp::create(b, l, isFirst, args[0], args[1]);
             Value other =
                 arith::SelectOp::create(b, l, isFirst, args[1], args[0]);
-            Value cosTerm = arith::MulFOp::create(b, l, self, args[2]);
-            Value sinTerm = arith::MulFOp::create(b, l, other, args[3]);
-            // x1 cos + (-x2) sin = x1 cos - x2 sin exactly.
-            Value minus = arith::SubFOp::create(b, l, cosTerm, sinTerm);
-            Value plus = arith::AddFOp::create(b, l, cosTerm, sinTerm);
-            linalg::YieldOp::create(b, l,
-                                    ValueRange{arith::SelectOp::create(
-                                        b, l, isFirst, minus, plus)});
+            linalg::YieldOp::create(
+                b, l,
+                ValueRange{
+                    rotateHalf(b, l, self, other, args[2], args[3], isFirst)});
           })
           .getResult(0);
   return tensor::CollapseShapeOp::create(rewriter, loc, type, rotated, groups);

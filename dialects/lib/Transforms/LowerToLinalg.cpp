@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn/Attention/SoftmaxExp.h"
 #include "attn/IR/AttentionMask.h"
 #include "attn/IR/AttnOps.h"
 #include "attn/IR/PositionalEncoding.h"
@@ -153,7 +154,7 @@ Value softmaxLastAxis(OpBuilder &b, Location loc, Value x) {
                   [](OpBuilder &b, Location loc, ValueRange args) -> Value {
                     Value diff =
                         arith::SubFOp::create(b, loc, args[0], args[1]);
-                    return math::ExpOp::create(b, loc, diff);
+                    return softmaxExp(b, loc, diff);
                   });
   Value rowSum = reduceLastAxis(
       b, loc, shifted, 0.0f, {},

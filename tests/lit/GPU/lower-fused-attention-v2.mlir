@@ -27,18 +27,20 @@ func.func @v2(%q: memref<1x6x16xf32>, %k: memref<1x6x8xf32>, %v: memref<1x6x8xf3
   // CHECK: %[[LO0:.*]] = arith.maxsi %[[LO0B]], %{{.*}} : index
   // CHECK: %[[FIRST:.*]] = arith.divui %[[LO0]], %c8{{[_0-9]*}} : index
   // CHECK: %[[LAST:.*]] = arith.divui %{{.*}}, %c8{{[_0-9]*}} : index
-  // the query row, rotated: q * [cos, cos] + [q2, q1] * [-sin, sin]
+  // the query row, rotated by halves: [q1 cos - q2 sin, q2 cos + q1 sin]
   // CHECK: %[[I:.*]] = arith.minsi %{{.*}}, %{{.*}} : index
   // CHECK: %[[QROW:.*]] = vector.load %[[Q]][%[[B]], %[[I]], %[[QCOL]]] : memref<1x6x16xf32>, vector<4xf32>
   // CHECK: %[[CH:.*]] = vector.load %[[COS]][%[[I]], %{{.*}}] : memref<6x2xf32>, vector<2xf32>
   // CHECK: %[[SH:.*]] = vector.load %[[SIN]][%[[I]], %{{.*}}] : memref<6x2xf32>, vector<2xf32>
-  // CHECK: %[[CF:.*]] = vector.shuffle %[[CH]], %[[CH]] [0, 1, 0, 1]
-  // CHECK: %[[NEG:.*]] = arith.negf %[[SH]] : vector<2xf32>
-  // CHECK: %[[SF:.*]] = vector.shuffle %[[NEG]], %[[SH]] [0, 1, 2, 3]
-  // CHECK: %[[SWAP:.*]] = vector.shuffle %[[QROW]], %[[QROW]] [2, 3, 0, 1]
-  // CHECK: %[[QC:.*]] = arith.mulf %[[QROW]], %[[CF]] : vector<4xf32>
-  // CHECK: %[[QS:.*]] = arith.mulf %[[SWAP]], %[[SF]] : vector<4xf32>
-  // CHECK: %[[QR:.*]] = arith.addf %[[QC]], %[[QS]] : vector<4xf32>
+  // CHECK: %[[Q1:.*]] = vector.shuffle %[[QROW]], %[[QROW]] [0, 1]
+  // CHECK: %[[Q2:.*]] = vector.shuffle %[[QROW]], %[[QROW]] [2, 3]
+  // CHECK: %[[Q1C:.*]] = arith.mulf %[[Q1]], %[[CH]] : vector<2xf32>
+  // CHECK: %[[Q2S:.*]] = arith.mulf %[[Q2]], %[[SH]] : vector<2xf32>
+  // CHECK: %[[LOW:.*]] = arith.subf %[[Q1C]], %[[Q2S]] : vector<2xf32>
+  // CHECK: %[[Q2C:.*]] = arith.mulf %[[Q2]], %[[CH]] : vector<2xf32>
+  // CHECK: %[[Q1S:.*]] = arith.mulf %[[Q1]], %[[SH]] : vector<2xf32>
+  // CHECK: %[[HIGH:.*]] = arith.addf %[[Q2C]], %[[Q1S]] : vector<2xf32>
+  // CHECK: %[[QR:.*]] = vector.shuffle %[[LOW]], %[[HIGH]] [0, 1, 2, 3]
   // the row's keys: [max(0, i + 1 - 2), min(len, i + 1))
   // CHECK: %[[CLAMPED:.*]] = arith.minsi %{{.*}}, %{{.*}} : index
   // CHECK: %[[LEN:.*]] = arith.minsi %[[CLAMPED]], %{{.*}} : index
@@ -51,10 +53,10 @@ func.func @v2(%q: memref<1x6x16xf32>, %k: memref<1x6x8xf32>, %v: memref<1x6x8xf3
   // CHECK: %[[X:.*]] = memref.load %[[K]][%[[B]], %[[KEY:.*]], %{{.*}}] : memref<1x6x8xf32>
   // CHECK: %[[FIRSTHALF:.*]] = arith.cmpi ult, %{{.*}}, %c2{{[_0-9]*}} : index
   // CHECK: %[[PARTNER:.*]] = memref.load %[[K]][%[[B]], %[[KEY]], %{{.*}}] : memref<1x6x8xf32>
-  // CHECK: %[[NEGATED:.*]] = arith.negf %[[PARTNER]] : f32
-  // CHECK: %[[SIGNED:.*]] = arith.select %[[FIRSTHALF]], %[[NEGATED]], %[[PARTNER]] : f32
   // CHECK: %[[KC:.*]] = memref.load %[[COS]][%[[KEY]], %{{.*}}] : memref<6x2xf32>
   // CHECK: %[[KS:.*]] = memref.load %[[SIN]][%[[KEY]], %{{.*}}] : memref<6x2xf32>
+  // CHECK: %[[NEGATED:.*]] = arith.negf %[[PARTNER]] : f32
+  // CHECK: %[[SIGNED:.*]] = arith.select %[[FIRSTHALF]], %[[NEGATED]], %[[PARTNER]] : f32
   // CHECK: %[[XC:.*]] = arith.mulf %[[X]], %[[KC]] : f32
   // CHECK: %[[PS:.*]] = arith.mulf %[[SIGNED]], %[[KS]] : f32
   // CHECK: %[[ROTATED:.*]] = arith.addf %[[XC]], %[[PS]] : f32
@@ -88,9 +90,9 @@ func.func @v2(%q: memref<1x6x16xf32>, %k: memref<1x6x8xf32>, %v: memref<1x6x8xf3
   // CHECK: scf.for %[[J:.*]] = %{{.*}} to %[[WALK]]
   // CHECK: memref.load %[[K]][%{{.*}}, %[[J]], %{{.*}}] : memref<1x6x8xf32>
   // CHECK: memref.load %[[K]][%{{.*}}, %[[J]], %{{.*}}] : memref<1x6x8xf32>
-  // CHECK: arith.negf %{{.*}} : f32
   // CHECK: memref.load %[[COS]][%[[J]], %{{.*}}] : memref<6x2xf32>
   // CHECK: memref.load %[[SIN]][%[[J]], %{{.*}}] : memref<6x2xf32>
+  // CHECK: arith.negf %{{.*}} : f32
   // CHECK-COUNT-5: gpu.shuffle xor
   // keys outside [lo, len) are D2L's -1e6
   // CHECK: %[[BELOW:.*]] = arith.cmpi slt, %[[J]], %{{.*}} : index

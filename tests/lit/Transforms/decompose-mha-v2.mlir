@@ -148,8 +148,12 @@ func.func @rope(%q: tensor<1x3x8xf32>, %k: tensor<1x4x8xf32>, %w: tensor<8x8xf32
   // CHECK: %[[R:.*]] = linalg.generic {{.*}} ins(%[[X1]], %[[X2]], %[[COSQ]], %[[SINQ]] : {{.*}}) outs(%{{.*}} : tensor<1x3x2x2x2xf32>)
   // CHECK: %[[S:.*]] = linalg.index 3 : index
   // CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[S]], %{{.*}} : index
-  // CHECK: arith.subf
-  // CHECK: arith.addf
+  // rotate_half: x cos + partner sin, the first half's partner negated
+  // CHECK: %[[NEG:.*]] = arith.negf
+  // CHECK: %[[SIGNED:.*]] = arith.select %[[FIRST]], %[[NEG]]
+  // CHECK: %[[XC:.*]] = arith.mulf
+  // CHECK: %[[PS:.*]] = arith.mulf %[[SIGNED]]
+  // CHECK: arith.addf %[[XC]], %[[PS]]
   // CHECK: %[[QR:.*]] = tensor.collapse_shape %[[R]] {{\[\[}}0], [1], [2, 3, 4]] : tensor<1x3x2x2x2xf32> into tensor<1x3x8xf32>
   // CHECK: attn.split_heads %[[QR]] heads(2)
   // k's tables have its 4 positions
