@@ -8,14 +8,10 @@
 
 #include "attnc/Codegen/CodeGenerator.h"
 #include "attnc/Codegen/Pipeline.h"
-#include "attnc/Codegen/TargetMachine.h"
-#include "attnc/Frontend/Frontend.h"
-#include "attnc/Gen/MLIRGen.h"
-#include "attnc/Gen/ParseAttnIR.h"
+#include "attnc/Gen/SpecToModule.h"
 #include "attnc/Halide/HalideBackend.h"
 #include "attnc/InitAttn.h"
 #include "attnc/Runtime/Runtime.h"
-#include "attnc/Support/Diagnostics.h"
 #include "attnc/Support/ReadFile.h"
 #include "attnc/Support/Version.h"
 
@@ -27,7 +23,6 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/IR/Verifier.h"
 #include "mlir/Support/FileUtilities.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -39,11 +34,12 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/Signals.h"
-#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/TargetParser/Host.h"
+
+#include <optional>
 
 using namespace attnc;
 namespace cl = llvm::cl;
@@ -297,27 +293,11 @@ void fatalErrorHandler(void *, const char *reason, bool) {
   llvm::sys::Process::Exit(kInternalError, /*NoCleanup=*/true);
 }
 
-/// The parsed and checked spec, with the SourceMgr that owns its text: a
-/// .attn file's AST, or a .mlir file's attn IR (in `context`).
+/// The checked spec (the front end's AST or the .mlir file's attn IR) and
+/// the context its IR goes into.
 struct LoadedSpec {
-  llvm::SourceMgr sourceMgr;
-  std::unique_ptr<ast::Module> module;
   std::unique_ptr<mlir::MLIRContext> context;
-  mlir::OwningOpRef<mlir::ModuleOp> ir;
-
-  /// Its blocks' names (the kernels of attn IR).
-  llvm::SmallVector<llvm::StringRef> blockNames() const {
-    llvm::SmallVector<llvm::StringRef> names;
-    if (ir) {
-      for (auto func : ir.get().getOps<mlir::func::FuncOp>())
-        if (func.isPublic())
-          names.push_back(func.getName());
-      return names;
-    }
-    for (const auto &block : module->blocks)
-      names.push_back(block->name.name);
-    return names;
-  }
+  std::optional<CheckedSpec> checked;
 };
 
 std::unique_ptr<mlir::MLIRContext> newContext() {
@@ -334,30 +314,25 @@ bool loadSpec(LoadedSpec &spec) {
     error() << llvm::toString(buffer.takeError()) << "\n";
     return false;
   }
-  unsigned id =
-      spec.sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
   spec.context = newContext();
-  if (isAttnIRFile(inputFile)) {
-    // All kernels: --block selects one when the code is generated.
-    auto ir = parseAttnIR(*spec.context,
-                          spec.sourceMgr.getMemoryBuffer(id)->getBuffer(),
-                          inputFile, "", llvm::errs(), /*allBlocks=*/true);
-    if (!ir) {
-      error() << llvm::toString(ir.takeError()) << "\n";
+  llvm::Expected<CheckedSpec> checked = CheckedSpec::check(
+      *spec.context, (*buffer)->getBuffer(), inputFile, llvm::errs());
+  if (!checked) {
+    // The front end has printed the spec's errors; attn IR's is the message.
+    llvm::handleAllErrors(
+        checked.takeError(), [](const FrontEndErrors &) {},
+        [](const llvm::ErrorInfoBase &bad) {
+          error() << bad.message() << "\n";
+        });
+    return false;
+  }
+  spec.checked.emplace(std::move(*checked));
+  if (!blockName.empty()) {
+    llvm::Expected<std::string> selected = spec.checked->selectBlock(blockName);
+    if (!selected) {
+      error() << llvm::toString(selected.takeError()) << "\n";
       return false;
     }
-    spec.ir = std::move(*ir);
-  } else {
-    DiagnosticEngine diag(spec.sourceMgr, llvm::errs());
-    spec.module = parseAndCheck(diag, id);
-    if (!spec.module)
-      return false;
-  }
-  llvm::SmallVector<llvm::StringRef> names = spec.blockNames();
-  if (!blockName.empty() && !llvm::is_contained(names, blockName)) {
-    error() << "no block named '" << blockName << "' in '" << inputFile
-            << "'; available blocks: " << llvm::join(names, ", ") << "\n";
-    return false;
   }
   return true;
 }
@@ -463,20 +438,13 @@ std::optional<OutputKind> outputKind() {
 /// The attn module of --block (every block without it), verified; null
 /// after an internal error (reported).
 mlir::OwningOpRef<mlir::ModuleOp> attnModule(LoadedSpec &spec) {
-  mlir::OwningOpRef<mlir::ModuleOp> module;
-  if (spec.ir) {
-    module = std::move(spec.ir);
-    if (!blockName.empty())
-      keepOnlyKernel(*module, blockName);
-  } else {
-    module = mlirGen(*spec.context, *spec.module, spec.sourceMgr, blockName);
-  }
-  if (failed(mlir::verify(*module))) {
-    llvm::errs() << "attnc: internal error: the IR generated for '" << inputFile
-                 << "' does not verify\n";
+  llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> module =
+      spec.checked->generate(blockName);
+  if (!module) {
+    llvm::errs() << "attnc: " << llvm::toString(module.takeError()) << "\n";
     return nullptr;
   }
-  return module;
+  return std::move(*module);
 }
 
 int emitCode(LoadedSpec &spec, unsigned optLevelValue, Progress &progress) {
@@ -649,7 +617,7 @@ int runMain() {
   LoadedSpec spec;
   if (!loadSpec(spec))
     return kUserError;
-  if (llvm::SmallVector<llvm::StringRef> names = spec.blockNames();
+  if (llvm::SmallVector<llvm::StringRef> names = spec.checked->blockNames();
       blockName.empty() && names.size() > 1) {
     error() << "'" << inputFile << "' has " << names.size()
             << " blocks; choose one with --block (" << llvm::join(names, ", ")
@@ -666,10 +634,7 @@ int runMain() {
   }
   RunOptions options;
   options.specPath = inputFile;
-  options.specText =
-      spec.sourceMgr.getMemoryBuffer(spec.sourceMgr.getMainFileID())
-          ->getBuffer()
-          .str();
+  options.specText = spec.checked->text().str();
   options.block = blockName;
   options.inputs.assign(runInputs.begin(), runInputs.end());
   options.inputDir = inputDir;
