@@ -2,8 +2,6 @@
 
 #include "LoadedObject.h"
 
-#include "attnc/Codegen/TargetMachine.h"
-
 #include "attnc_rt.h"
 
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"

@@ -18,8 +18,8 @@
 #include "NaiveReference.h"
 #include "TestSupport.h"
 
+#include "attnc/Codegen/CpuDescription.h"
 #include "attnc/Codegen/KernelSignature.h"
-#include "attnc/Codegen/TargetMachine.h"
 #ifdef ATTNC_BLOCK_CALL_JIT
 #include "GpuEmulation.h"
 #include "attnc/Codegen/GpuCompile.h"

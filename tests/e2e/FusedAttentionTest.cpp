@@ -25,7 +25,7 @@
 #include "TestSupport.h"
 
 #include "attn/Target/FloatConversions.h"
-#include "attnc/Codegen/TargetMachine.h"
+#include "attnc/Codegen/CpuDescription.h"
 #include "attnc/Runtime/Runtime.h"
 
 #include "llvm/Support/FileSystem.h"

@@ -16,7 +16,7 @@
 #include "GpuEmulation.h"
 #include "TestSupport.h"
 
-#include "attnc/Codegen/TargetMachine.h"
+#include "attnc/Codegen/CpuDescription.h"
 #include "attnc/Halide/HalideBackend.h"
 #include "attnc/Runtime/Runtime.h"
 

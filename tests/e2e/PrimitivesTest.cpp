@@ -43,7 +43,7 @@
 #include "NaiveReference.h"
 #include "TestSupport.h"
 
-#include "attnc/Codegen/TargetMachine.h"
+#include "attnc/Codegen/CpuDescription.h"
 #include "attnc/Halide/HalideBackend.h"
 #include "attnc/Runtime/Runtime.h"
 

@@ -16,7 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attnc/Codegen/TargetMachine.h"
+#include "attnc/Codegen/LLVMTranslation.h"
 
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/Function.h"

@@ -1,8 +1,8 @@
 //===- Compile.cpp - Signatures and the CPU lowering, shared --------------===//
 
 #include "attnc/Codegen/Compile.h"
+#include "attnc/Codegen/CpuDescription.h"
 #include "attnc/Codegen/Pipeline.h"
-#include "attnc/Codegen/TargetMachine.h"
 
 #include "attn/IR/AttnDialect.h"
 

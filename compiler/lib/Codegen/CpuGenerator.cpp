@@ -3,7 +3,9 @@
 #include "Generators.h"
 
 #include "attnc/Codegen/Compile.h"
+#include "attnc/Codegen/CpuDescription.h"
 #include "attnc/Codegen/Dispatch.h"
+#include "attnc/Codegen/LLVMTranslation.h"
 #include "attnc/Codegen/Pipeline.h"
 #include "attnc/Codegen/TargetMachine.h"
 

@@ -1,6 +1,7 @@
 //===- CudaToolkit.cpp - The CUDA toolkit and compute capabilities --------===//
 
 #include "attnc/Codegen/GpuCompile.h"
+#include "attnc/Codegen/TargetMachine.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/MC/MCSubtargetInfo.h"

@@ -11,7 +11,9 @@
 
 #include "attnc/Codegen/GpuCompile.h"
 #include "attnc/Codegen/Compile.h"
+#include "attnc/Codegen/LLVMTranslation.h"
 #include "attnc/Codegen/Pipeline.h"
+#include "attnc/Codegen/TargetMachine.h"
 
 #include "attn/Target/KernelAbi.h"
 

@@ -15,6 +15,8 @@
 #include "HalideSchedule.h"
 
 #include "attnc/Codegen/Compile.h"
+#include "attnc/Codegen/CpuDescription.h"
+#include "attnc/Codegen/LLVMTranslation.h"
 #include "attnc/Codegen/TargetMachine.h"
 
 #include "attn/Target/CpuTarget.h"

@@ -20,7 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attnc/Codegen/Compile.h"
-#include "attnc/Codegen/TargetMachine.h"
+#include "attnc/Codegen/LLVMTranslation.h"
 #include "attnc/Gen/SpecToModule.h"
 #include "attnc/InitAttn.h"
 

@@ -15,7 +15,7 @@
 #include "../../e2e/TestSupport.h"
 #include "GpuEmulation.h"
 #include "attn/Target/FloatConversions.h"
-#include "attnc/Codegen/TargetMachine.h"
+#include "attnc/Codegen/CpuDescription.h"
 #include "attnc/Halide/HalideBackend.h"
 #include "attnc/Runtime/Runtime.h"
 

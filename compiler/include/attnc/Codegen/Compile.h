@@ -10,7 +10,6 @@
 
 #include "attnc/Codegen/CompileOptions.h"
 #include "attnc/Codegen/KernelSignature.h"
-#include "attnc/Codegen/TargetMachine.h"
 
 #include "llvm/Support/Error.h"
 

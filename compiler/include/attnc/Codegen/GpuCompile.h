@@ -15,7 +15,6 @@
 #include "attnc/Codegen/CodeGenerator.h"
 #include "attnc/Codegen/CompileOptions.h"
 #include "attnc/Codegen/KernelSignature.h"
-#include "attnc/Codegen/TargetMachine.h"
 
 #include "llvm/Support/Error.h"
 
