@@ -13,10 +13,7 @@ or dtype raises ValueError with the runtime's message; a run-time failure
 raises attnc.Error. The GIL is released while a kernel runs.
 """
 
-import itertools
-import os
 import sys
-import weakref
 
 from ._attnc import (  # noqa: F401
     Error,
@@ -46,19 +43,15 @@ __all__ = [
     "compiler_version",
 ]
 
-from ._attnc import backends as _backends  # noqa: E402
+# compile's work and the kernels' registry are in _kernel.py, below this
+# module and the torch interop (_torch.py), which both use them: the
+# package's modules import one way only (tests/python/test_import_cycles.py).
+from . import _kernel  # noqa: E402
+from ._kernel import _native_call  # noqa: E402
 
 # The code generators in this build: "mlir", and "halide" when attnc was
 # built with Halide (docs/halide.md).
-BACKENDS = _backends()
-
-
-def _is_path(spec):
-    if isinstance(spec, os.PathLike):
-        return True
-    # A spec's text has a block (and so braces and usually lines); a path
-    # has neither.
-    return isinstance(spec, str) and "{" not in spec and "\n" not in spec
+BACKENDS = _kernel.BACKENDS
 
 
 def compile(spec, block=None, target="cpu", mcpu="native", backend="mlir",
@@ -77,68 +70,8 @@ def compile(spec, block=None, target="cpu", mcpu="native", backend="mlir",
     threads: if given, the number of threads kernels use (the runtime's
     process-wide pool, as set_num_threads). Compiled kernels are cached in
     memory and on disk (ATTNC_CACHE_DIR)."""
-    if backend not in BACKENDS:
-        raise ValueError(
-            f"attnc.compile: backend {backend!r} is not in this build "
-            f"(available: {', '.join(BACKENDS)})")
-    if not isinstance(opt_level, int) or isinstance(opt_level, bool):
-        raise ValueError(
-            f"attnc.compile: opt_level must be 0, 1, 2 or 3, got {opt_level!r}")
-    if mcpu is None:
-        mcpu = "native"
-    if threads is not None:
-        if not isinstance(threads, int) or threads < 1:
-            raise ValueError(
-                f"attnc.compile: threads must be a positive int, got {threads!r}")
-        set_num_threads(threads)
-    block = block or ""
-    if _is_path(spec):
-        path = os.fspath(spec)
-        if not os.path.isfile(path):
-            raise FileNotFoundError(
-                f"attnc.compile: no spec file {path!r} (pass a path to a "
-                f".attn file or the spec's text)")
-        return _register(_attnc_compile_file(path, block, target, mcpu,
-                                             opt_level, backend,
-                                             halide_schedule))
-    if not isinstance(spec, str):
-        raise TypeError(
-            f"attnc.compile: spec must be a path or the spec's text, got "
-            f"{type(spec).__name__}")
-    return _register(_attnc_compile_text(spec, "<string>", block, target,
-                                         mcpu, opt_level, backend,
-                                         halide_schedule))
-
-
-from ._attnc import compile_file as _attnc_compile_file  # noqa: E402
-from ._attnc import compile_text as _attnc_compile_text  # noqa: E402
-
-
-# Every kernel compile() made, by key (`Kernel._key`): torch.compile's
-# graphs name a kernel by its key (the attnc::run operator, attnc/_torch.py).
-_kernels = weakref.WeakValueDictionary()
-_keys = itertools.count()
-
-
-def _register(kernel):
-    """Gives a new kernel what its Python half reads as plain Python values
-    (torch.compile traces through them; it cannot call into the C++ half):
-    its key, its argument names in signature order, its outputs, and the
-    params bound so far."""
-    signature = kernel.signature
-    kernel._key = f"{kernel.name}#{next(_keys)}"
-    kernel._inputs = tuple(n for n, role, _, _ in signature if role == "input")
-    kernel._states = tuple(n for n, role, _, _ in signature if role == "state")
-    kernel._state_types = {n: (dtype, tuple(shape))
-                           for n, role, dtype, shape in signature
-                           if role == "state"}
-    kernel._arguments = tuple(n for n, role, _, _ in signature
-                              if role != "output")
-    kernel._outputs = tuple((n, dtype, tuple(shape))
-                            for n, role, dtype, shape in signature
-                            if role == "output")
-    kernel._bound = frozenset()
-    _kernels[kernel._key] = kernel
+    kernel = _kernel.compile(spec, block, target, mcpu, backend, opt_level,
+                             threads, halide_schedule)
     if "torch" in sys.modules:
         from . import _torch  # noqa: F401 - its operators, before any trace
     return kernel
@@ -159,7 +92,6 @@ def _compiling():
     return _is_compiling()
 
 
-_native_call = Kernel.__call__
 _native_bind = Kernel.bind
 
 
@@ -231,7 +163,7 @@ Kernel.op = property(_kernel_op, doc=(
 def __getattr__(name):
     # torch and matplotlib are imported only when their parts are used.
     if name == "from_torch":
-        from ._torch import from_torch
+        from ._from_torch import from_torch
         return from_torch
     if name == "DecoderBlock":
         from ._hf import DecoderBlock
