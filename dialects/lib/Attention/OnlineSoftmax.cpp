@@ -2,22 +2,25 @@
 
 #include "attn/Attention/OnlineSoftmax.h"
 #include "attn/Attention/SoftmaxExp.h"
+#include "attn/IR/AttnTypes.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/TypeUtilities.h"
 
 #include <limits>
 
 using namespace mlir;
 using namespace mlir::attn;
 
-/// `value` (f32) as `type`: itself, or splat into a vector.
+/// `value` as `type`: a float scalar, or a vector of them.
 static Value constantLike(OpBuilder &b, Location loc, Type type, float value) {
+  FloatAttr element = b.getFloatAttr(getElementTypeOrSelf(type), value);
   if (auto vector = dyn_cast<VectorType>(type))
     return arith::ConstantOp::create(b, loc,
-                                     DenseElementsAttr::get(vector, value));
-  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+                                     DenseElementsAttr::get(vector, element));
+  return arith::ConstantOp::create(b, loc, element);
 }
 
 /// `x` broadcast to the type of `like` (itself when they match).
@@ -156,8 +159,8 @@ attn::exactRow(OpBuilder &b, Location loc, Value keyEnd, ValueRange accInit,
                function_ref<SmallVector<Value>(ValueRange, Value, Value, Value)>
                    accumulate) {
   SmallVector<Value> init = {
-      maxIdentity(b, loc, b.getF32Type(), ScoreMax::Ieee),
-      constantLike(b, loc, b.getF32Type(), 0.0f)};
+      maxIdentity(b, loc, computeType(b.getContext()), ScoreMax::Ieee),
+      constantLike(b, loc, computeType(b.getContext()), 0.0f)};
   init.append(accInit.begin(), accInit.end());
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   return forWithValues(
@@ -185,12 +188,14 @@ attn::combinePartials(OpBuilder &b, Location loc, Value first, Value last,
   Value rowMax =
       forWithValues(
           b, loc, first, last,
-          ValueRange{maxIdentity(b, loc, b.getF32Type(), ScoreMax::Ieee)},
+          ValueRange{
+              maxIdentity(b, loc, computeType(b.getContext()), ScoreMax::Ieee)},
           [&](Value c, ValueRange most) -> SmallVector<Value> {
             return {attn::maxOf(b, loc, most[0], maxOf(c), ScoreMax::Ieee)};
           })
           .front();
-  SmallVector<Value> init = {constantLike(b, loc, b.getF32Type(), 0.0f)};
+  SmallVector<Value> init = {
+      constantLike(b, loc, computeType(b.getContext()), 0.0f)};
   init.append(outZeros.begin(), outZeros.end());
   return forWithValues(
       b, loc, first, last, init,

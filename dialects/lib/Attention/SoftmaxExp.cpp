@@ -15,7 +15,7 @@ Value attn::softmaxExp(OpBuilder &b, Location loc, Value x) {
 }
 
 Value attn::nonPositiveExp16(OpBuilder &b, Location loc, Value x) {
-  auto vecType = VectorType::get({16}, b.getF32Type());
+  auto vecType = cast<VectorType>(x.getType());
   auto constant = [&](float value) -> Value {
     return arith::ConstantOp::create(b, loc,
                                      DenseElementsAttr::get(vecType, value));

@@ -8,6 +8,10 @@
 using namespace mlir;
 using namespace mlir::attn;
 
+FloatType mlir::attn::computeType(MLIRContext *context) {
+  return cast<FloatType>(mlirTypeOf(kComputeType, context));
+}
+
 Type mlir::attn::mlirTypeOf(ElementType type, MLIRContext *context) {
   Builder b(context);
   switch (type) {

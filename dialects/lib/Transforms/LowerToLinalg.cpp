@@ -10,6 +10,7 @@
 #include "attn/Attention/SoftmaxExp.h"
 #include "attn/IR/AttentionMask.h"
 #include "attn/IR/AttnOps.h"
+#include "attn/IR/AttnTypes.h"
 #include "attn/IR/PositionalEncoding.h"
 #include "attn/Target/KernelAbi.h"
 #include "attn/Target/KernelStatus.h"
@@ -48,10 +49,10 @@ Value emptyLike(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
   return tensor::EmptyOp::create(b, loc, shape, element);
 }
 
-/// The type every op computes in (docs/spec.md §2, numerics): statistics,
-/// tables and scalar constants are f32 whatever the tensors' element types,
-/// which come from the operands.
-Type computeType(OpBuilder &b) { return b.getF32Type(); }
+/// The type every op computes in (kComputeType, the element-type table):
+/// statistics, tables and scalar constants, whatever the tensors' element
+/// types, which come from the operands.
+Type computeType(OpBuilder &b) { return attn::computeType(b.getContext()); }
 
 Value computeConstant(OpBuilder &b, Location loc, float value) {
   return arith::ConstantOp::create(b, loc,

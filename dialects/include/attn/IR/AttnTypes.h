@@ -17,6 +17,7 @@
 #include <optional>
 
 namespace mlir {
+class FloatType;
 class MLIRContext;
 } // namespace mlir
 
@@ -24,6 +25,9 @@ namespace mlir::attn {
 
 /// f32 -> `f32`, bf16 -> `bf16`, f16 -> `f16`, i32 -> `i32` (signless).
 Type mlirTypeOf(ElementType type, MLIRContext *context);
+
+/// The type float ops compute in (kComputeType), as an MLIR type.
+FloatType computeType(MLIRContext *context);
 
 /// The table's row of `type`, or nothing for a type kernels do not take.
 std::optional<ElementType> elementTypeOf(Type type);

@@ -24,6 +24,11 @@ namespace mlir::attn {
 
 enum class ElementType : uint8_t { F32, BF16, F16, I32 };
 
+/// The type every float op computes in, whatever its operands' type
+/// (docs/spec.md §2, v3): a bf16 or f16 op widens where it reads and rounds
+/// where it writes; softmax's statistics and accumulators are this type.
+constexpr ElementType kComputeType = ElementType::F32;
+
 struct ElementTypeInfo {
   ElementType type;
   /// The DSL's and the signatures' spelling: `f32`.
