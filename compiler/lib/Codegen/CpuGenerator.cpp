@@ -118,8 +118,6 @@ protected:
     return translateToLLVMIR(variant, context, machine, one.target.optLevel,
                              allocator);
   }
-
-  std::string backendFingerprint() const override { return ""; }
 };
 
 } // namespace
@@ -155,7 +153,7 @@ std::string CpuGenerator::derivedFingerprint() const {
   // VM may call a CPU without AVX-512 znver4. The schedule follows from the
   // description and the options.
   return "triple=" + targetTriple(target) + " cpu=" + resolveCpuName(target) +
-         " target=" + describeForKey(target) + backendFingerprint();
+         " target=" + describeForKey(target);
 }
 
 llvm::Error CpuGenerator::annotate(mlir::ModuleOp module) const {

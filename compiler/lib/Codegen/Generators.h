@@ -56,9 +56,6 @@ protected:
             llvm::LLVMContext &context, llvm::TargetMachine &machine,
             std::vector<KernelSignature> *signatures) const = 0;
 
-  /// What the backend adds to derivedFingerprint() (its version).
-  virtual std::string backendFingerprint() const = 0;
-
 private:
   /// Translates `module` once per CPU of the list, links the variants
   /// behind dispatchers (x86-64) and hands the result and the last CPU's

@@ -103,7 +103,7 @@ std::mutex cpuLoweringsMutex;
 
 void attnc::registerCpuLowering(llvm::StringRef name, CpuLowering lowering) {
   std::lock_guard<std::mutex> lock(cpuLoweringsMutex);
-  cpuLowerings()[name] = std::move(lowering);
+  cpuLowerings().try_emplace(name, std::move(lowering));
 }
 
 const CpuLowering *attnc::lookupCpuLowering(llvm::StringRef name) {

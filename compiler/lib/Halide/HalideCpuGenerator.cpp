@@ -53,8 +53,8 @@ protected:
     return translateWithHalide(variant, one, context, machine);
   }
 
-  std::string backendFingerprint() const override {
-    return " halide=" + halideVersion();
+  std::string derivedFingerprint() const override {
+    return CpuGenerator::derivedFingerprint() + " halide=" + halideVersion();
   }
 };
 

@@ -303,8 +303,8 @@ private:
   //   scores = qTiles x kTiles                   (tdpbf16ps, f32 sums; the
   //                                               next step's are computed
   //                                               before this step's p @ v)
-  //   per row: scale, mask, m' = max(m, max s), p = exp(s - m')
-  //   (nonPositiveExp16),
+  //   per row: scale, mask, m' = max(m, max s),
+  //            p = exp(s - m') (nonPositiveExp16),
   //            weightTiles[row] = p rounded to bf16, the step's sum of p
   //   pv = weightTiles x vTiles                  (tdpbf16ps, from zero)
   //   per row: out = out exp(m - m') + pv, l = l exp(m - m') + sum p

@@ -20,7 +20,7 @@ using namespace attnc;
 static void buildGpuEmulation(mlir::OpPassManager &pm,
                               const CpuPipelineOptions &options) {
   CpuBufferStages buffers;
-  buffers.attention = options.attention;
+  buffers.attention = cpuAttentionLowering(options);
   // The GPU's kernels read their params as the GPU's do: no pairs, nothing
   // prepared, and a prompt's prefill on the decode kernel.
   buffers.prefillFlash = false;

@@ -60,7 +60,9 @@ struct CpuLowering {
   bool prefillFlash = true;
 };
 
-/// Registers (or replaces) the lowering called `name`. Thread-safe.
+/// Registers the lowering called `name`; a name registered already keeps
+/// its first lowering (so lookupCpuLowering's pointers stay valid).
+/// Thread-safe.
 void registerCpuLowering(llvm::StringRef name, CpuLowering lowering);
 
 /// The lowering registered as `name`, or null.
