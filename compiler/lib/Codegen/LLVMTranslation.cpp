@@ -2,6 +2,8 @@
 
 #include "attnc/Codegen/LLVMTranslation.h"
 
+#include "attnc/Codegen/Bf16AcrossBlocks.h"
+
 #include "attn/Target/KernelAbi.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -82,6 +84,8 @@ void attnc::optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
     passes.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(cleanup)));
   }
   passes.run(module, modules);
+  // Last, so that no pass moves a bf16 value between blocks again.
+  carryBf16AcrossBlocksAsBits(module);
 }
 
 /// `attrs` (an llvm.func's arg_attrs or res_attrs) without attributes of

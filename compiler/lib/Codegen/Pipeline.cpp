@@ -428,14 +428,25 @@ struct CpuPipelineCLOptions : public PassPipelineOptions<CpuPipelineCLOptions> {
       *this, "attention",
       llvm::cl::desc("Attention lowering: decomposed, fused or auto"),
       llvm::cl::init("auto")};
+  Option<std::string> lowering{
+      *this, "lowering",
+      llvm::cl::desc("A registered CPU lowering by name instead of attnc's "
+                     "(attn-opt registers the tests' gpu-emulation)"),
+      llvm::cl::init("")};
 };
 } // namespace
 
 void attnc::registerCpuLoweringPipeline() {
-  PassPipelineRegistration<CpuPipelineCLOptions>(
+  // registerPassPipeline rather than PassPipelineRegistration: a lowering
+  // name that is not registered is an error of the pipeline's text.
+  registerPassPipeline(
       "attn-to-llvm",
       "Lower attn ops to the LLVM dialect for the CPU (attnc's pipeline)",
-      [](OpPassManager &pm, const CpuPipelineCLOptions &cl) {
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        CpuPipelineCLOptions cl;
+        if (failed(cl.parseFromString(text)))
+          return failure();
         CpuPipelineOptions options;
         options.rowTile = cl.rowTile;
         options.columnTile = cl.columnTile;
@@ -443,6 +454,13 @@ void attnc::registerCpuLoweringPipeline() {
         options.attention = cl.attention;
         options.parallel = cl.parallel;
         options.parallelWork = cl.parallelWork;
+        options.lowering = cl.lowering;
+        if (llvm::Error error = checkCpuLowering(options))
+          return errorHandler(llvm::toString(std::move(error)));
         buildCpuLoweringPipeline(pm, options);
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)> handler) {
+        handler(CpuPipelineCLOptions());
       });
 }

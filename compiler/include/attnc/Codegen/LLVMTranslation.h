@@ -65,7 +65,8 @@ void addBlockCache(llvm::Module &module);
 /// calling it to `module`.
 void addPackedEntry(llvm::Module &module, llvm::Function &kernel);
 
-/// LLVM's middle end on `module` at `optLevel` (0..3) for `machine`.
+/// LLVM's middle end on `module` at `optLevel` (0..3) for `machine`, then
+/// carryBf16AcrossBlocksAsBits (no __truncsfbf2 calls on any CPU).
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
                     unsigned optLevel);
 
