@@ -16,6 +16,7 @@
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Transforms/InstCombine/InstCombine.h"
@@ -84,8 +85,12 @@ void attnc::optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
     passes.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(cleanup)));
   }
   passes.run(module, modules);
-  // Last, so that no pass moves a bf16 value between blocks again.
-  carryBf16AcrossBlocksAsBits(module);
+  // Last, so that no pass moves a bf16 value between blocks again; only
+  // where the back end would call __truncsfbf2 (x86 without AVX512-BF16),
+  // so that other CPUs' code stays as it was.
+  if (machine.getTargetTriple().isX86() &&
+      !machine.getMCSubtargetInfo()->checkFeatures("+avx512bf16"))
+    carryBf16AcrossBlocksAsBits(module);
 }
 
 /// `attrs` (an llvm.func's arg_attrs or res_attrs) without attributes of

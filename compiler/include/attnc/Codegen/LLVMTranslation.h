@@ -66,7 +66,8 @@ void addBlockCache(llvm::Module &module);
 void addPackedEntry(llvm::Module &module, llvm::Function &kernel);
 
 /// LLVM's middle end on `module` at `optLevel` (0..3) for `machine`, then
-/// carryBf16AcrossBlocksAsBits (no __truncsfbf2 calls on any CPU).
+/// carryBf16AcrossBlocksAsBits on x86 CPUs without AVX512-BF16 (no
+/// __truncsfbf2 calls on any CPU).
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
                     unsigned optLevel);
 
