@@ -48,3 +48,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *, size_t) { return 0; }
   endif()
   set(${result} ON PARENT_SCOPE)
 endfunction()
+
+# A fuzzer's dictionary, written into the build at `out`: the hand-written
+# words of `in` (the language's or MLIR's), then the op set's
+# (attnc-fuzz-dict `kind`, dsl or ir, from AttnOps.def), so that a new op
+# reaches the fuzzers without an edit of theirs. Builds with the target
+# `target`.
+#
+#   attnc_fuzz_dictionary(<target> <in> <out> <kind>)
+function(attnc_fuzz_dictionary target in out kind)
+  if(NOT TARGET attnc-fuzz-dict)
+    add_executable(attnc-fuzz-dict
+      ${ATTNC_SOURCE_DIR}/compiler/tools/attnc-fuzz/attnc-fuzz-dict.cpp)
+    target_include_directories(attnc-fuzz-dict PRIVATE
+      ${ATTNC_SOURCE_DIR}/dialects/include)
+  endif()
+  add_custom_command(OUTPUT ${out}
+    COMMAND sh -c "{ cat \"$1\" && \"$0\" \"$2\"; } > \"$3\""
+      $<TARGET_FILE:attnc-fuzz-dict> ${in} ${kind} ${out}
+    DEPENDS attnc-fuzz-dict ${in}
+      ${ATTNC_SOURCE_DIR}/dialects/include/attn/IR/AttnOps.def
+    COMMENT "Writing the fuzzer dictionary ${out}"
+    VERBATIM)
+  add_custom_target(${target}-dictionary ALL DEPENDS ${out})
+  add_dependencies(${target} ${target}-dictionary)
+endfunction()
