@@ -101,12 +101,9 @@ static void rewriteUsesAcrossBlocks(Function &function) {
         across.push_back(&use);
     if (across.empty())
       continue;
-    // Phis are gone (rewritePhis), so the definition is an ordinary
-    // instruction; invokes do not occur in attnc's code.
+    // bf16 phis are gone (rewritePhis), so the definition is an ordinary
+    // instruction, not a terminator (no invokes in attnc's code).
     IRBuilder<> after(value->getParent(), ++value->getIterator());
-    if (isa<PHINode>(value))
-      after.SetInsertPoint(value->getParent(),
-                           value->getParent()->getFirstInsertionPt());
     Value *bits = convert(after, value, bitsTypeOf(value->getType()));
     for (Use *use : across) {
       IRBuilder<> before(cast<Instruction>(use->getUser()));
