@@ -70,7 +70,7 @@ Type toType(MLIRContext *context, const TensorShape &shape) {
   return RankedTensorType::get(shape.dims, mlirTypeOf(*shape.element, context));
 }
 
-const TensorShape *ptr(const std::optional<TensorShape> &shape) {
+const TensorShape *shapeOrNull(const std::optional<TensorShape> &shape) {
   return shape ? &*shape : nullptr;
 }
 
@@ -468,7 +468,7 @@ LogicalResult FusedAttentionOp::verify() {
       lens->dims[0] *= heads;
   }
   RuleResult result = rules::inferAttention(
-      *perHead[0], *perHead[1], *perHead[2], ptr(lens), getCausal(),
+      *perHead[0], *perHead[1], *perHead[2], shapeOrNull(lens), getCausal(),
       /*returnWeights=*/false, [&](StringRef, const Twine &message) {
         if (!reported)
           emitOpError(message);
