@@ -12,7 +12,8 @@
 # libMLIR.so (below). Every target of one build tree is compiled with the
 # same language and code-generation flags (the presets set them globally);
 # the definitions and include paths a target adds do not matter to clang.
-# The fuzzers are compiled with other sanitizer flags and say NO_PCH.
+# The fuzzers (compiled with other sanitizer flags) and the samples (built
+# as a user would build them) say NO_PCH.
 #
 # Only headers that do not change with the project's sources are listed
 # (LLVM's, MLIR's, the standard library's): a project header here would
